@@ -1,0 +1,115 @@
+//! The kernel symbol snapshot stored in recordings: the /proc/kallsyms lines that cover the
+//! kernel addresses the recording hit, so the kernel can be symbolized later, elsewhere.
+
+use std::collections::BTreeSet;
+
+/// One kallsyms line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelSymbol {
+    /// Address.
+    pub addr: u64,
+    /// Type letter (`t`, `T`, `W`, ...).
+    pub kind: char,
+    /// Name.
+    pub name: String,
+    /// Module, for symbols of loadable modules.
+    pub module: Option<String>,
+}
+
+/// Parses kallsyms text. Returns symbols sorted by address; all-zero addresses (hidden by
+/// kptr_restrict) give an empty list.
+pub fn parse(text: &str) -> Vec<KernelSymbol> {
+    let mut syms: Vec<KernelSymbol> = text
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let addr = u64::from_str_radix(it.next()?, 16).ok()?;
+            let kind = it.next()?.chars().next()?;
+            let name = it.next()?.to_string();
+            let module = it.next().map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
+            Some(KernelSymbol { addr, kind, name, module })
+        })
+        .collect();
+    if syms.iter().all(|s| s.addr == 0) {
+        return Vec::new();
+    }
+    syms.sort_by_key(|s| s.addr);
+    syms
+}
+
+/// Reads /proc/kallsyms. Err explains why kernel symbols are not available.
+pub fn read_proc() -> Result<Vec<KernelSymbol>, String> {
+    let text =
+        std::fs::read_to_string("/proc/kallsyms").map_err(|e| format!("cannot read /proc/kallsyms: {e}"))?;
+    let syms = parse(&text);
+    if syms.is_empty() {
+        let restrict = std::fs::read_to_string("/proc/sys/kernel/kptr_restrict").unwrap_or_default();
+        return Err(format!(
+            "kernel addresses are hidden (kptr_restrict={}); run as root or set \
+             `sysctl kernel.kptr_restrict=0` to symbolize kernel frames",
+            restrict.trim()
+        ));
+    }
+    Ok(syms)
+}
+
+/// The address range of the kernel image: `_text` (or `_stext`) up to `_etext`.
+pub fn kernel_text_range(syms: &[KernelSymbol]) -> Option<(u64, u64)> {
+    let find = |n: &str| syms.iter().find(|s| s.name == n && s.module.is_none()).map(|s| s.addr);
+    let start = find("_text").or_else(|| find("_stext"))?;
+    let end = find("_etext").unwrap_or(start + (64 << 20));
+    Some((start, end))
+}
+
+/// Encodes the symbols that contain `hits` (and each one's successor, which bounds it) as
+/// kallsyms text.
+pub fn snapshot(syms: &[KernelSymbol], hits: &BTreeSet<u64>) -> String {
+    let mut keep = BTreeSet::new();
+    for name in ["_text", "_stext", "_etext"] {
+        if let Some(i) = syms.iter().position(|s| s.name == name) {
+            keep.insert(i);
+        }
+    }
+    for &addr in hits {
+        let i = syms.partition_point(|s| s.addr <= addr);
+        if i > 0 {
+            keep.insert(i - 1);
+        }
+        if i < syms.len() {
+            keep.insert(i);
+        }
+    }
+    let mut out = String::new();
+    for i in keep {
+        let s = &syms[i];
+        out.push_str(&format!("{:016x} {} {}", s.addr, s.kind, s.name));
+        if let Some(m) = &s.module {
+            out.push_str(&format!("\t[{m}]"));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshot_keeps_covering_symbols() {
+        let syms = parse(
+            "ffffffff81000000 T _text\nffffffff81000100 T foo\nffffffff81000200 t bar\n\
+             ffffffff81000300 T baz\nffffffffc0000000 t modfn\t[ext4]\n",
+        );
+        let hits = [0xffffffff81000150u64].into_iter().collect();
+        let snap = snapshot(&syms, &hits);
+        assert!(snap.contains(" foo\n") && snap.contains(" bar\n") && !snap.contains("baz"));
+        assert_eq!(parse(&snap).len(), 3);
+        assert_eq!(syms.last().unwrap().module.as_deref(), Some("ext4"));
+    }
+
+    #[test]
+    fn hidden_addresses_give_nothing() {
+        assert!(parse("0000000000000000 T _text\n0000000000000000 T foo\n").is_empty());
+    }
+}

@@ -1,0 +1,190 @@
+//! Launching the profiled command so that its counters start at exec, and handling the signals
+//! that stop a recording.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+use crate::Error;
+
+/// A forked child waiting for the go-ahead before it execs the command.
+pub struct Launched {
+    /// The child's pid.
+    pub pid: i32,
+    go: Option<OwnedFd>,
+    exec_err: OwnedFd,
+    command: String,
+}
+
+fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two descriptors into the array we own.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn find_program(name: &str) -> Option<String> {
+    if name.contains('/') {
+        return Some(name.to_string());
+    }
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+    path.split(':').map(|d| format!("{d}/{name}")).find(|p| {
+        std::fs::metadata(p).is_ok_and(|m| {
+            use std::os::unix::fs::PermissionsExt;
+            m.is_file() && m.permissions().mode() & 0o111 != 0
+        })
+    })
+}
+
+impl Launched {
+    /// Forks a child that waits, then execs `argv`.
+    pub fn prepare(argv: &[String]) -> Result<Launched, Error> {
+        let command = argv.first().cloned().unwrap_or_default();
+        let spawn_err = |e| Error::Spawn { command: command.clone(), source: e };
+        let program = find_program(&command)
+            .ok_or_else(|| spawn_err(std::io::Error::from(std::io::ErrorKind::NotFound)))?;
+        let cprog = CString::new(program).map_err(|_| spawn_err(std::io::ErrorKind::InvalidInput.into()))?;
+        let cargs: Vec<CString> = argv
+            .iter()
+            .map(|a| CString::new(a.as_str()))
+            .collect::<Result<_, _>>()
+            .map_err(|_| spawn_err(std::io::ErrorKind::InvalidInput.into()))?;
+        let mut argp: Vec<*const libc::c_char> = cargs.iter().map(|a| a.as_ptr()).collect();
+        argp.push(std::ptr::null());
+        let (go_r, go_w) = pipe().map_err(spawn_err)?;
+        let (err_r, err_w) = pipe().map_err(spawn_err)?;
+        // SAFETY: after fork the child only calls async-signal-safe functions (read, execv,
+        // write, _exit) on data prepared before the fork.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(spawn_err(std::io::Error::last_os_error()));
+        }
+        if pid == 0 {
+            // SAFETY: child side; see above.
+            unsafe {
+                let mut b = 0u8;
+                let n = libc::read(go_r.as_raw_fd(), &mut b as *mut u8 as *mut libc::c_void, 1);
+                if n != 1 {
+                    libc::_exit(127);
+                }
+                for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD] {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+                libc::execv(cprog.as_ptr(), argp.as_ptr());
+                let errno = *libc::__errno_location();
+                libc::write(err_w.as_raw_fd(), &errno as *const i32 as *const libc::c_void, 4);
+                libc::_exit(127);
+            }
+        }
+        drop(go_r);
+        drop(err_w);
+        Ok(Launched { pid, go: Some(go_w), exec_err: err_r, command })
+    }
+
+    /// Lets the child exec; fails if exec failed.
+    pub fn start(&mut self) -> Result<(), Error> {
+        let go = self.go.take().expect("start called once");
+        // SAFETY: writing one byte from a local to a pipe we own.
+        unsafe { libc::write(go.as_raw_fd(), b"g".as_ptr() as *const libc::c_void, 1) };
+        drop(go);
+        let mut errno = 0i32;
+        // SAFETY: reading at most 4 bytes into a local i32.
+        let n =
+            unsafe { libc::read(self.exec_err.as_raw_fd(), &mut errno as *mut i32 as *mut libc::c_void, 4) };
+        if n == 4 {
+            self.wait();
+            return Err(Error::Spawn {
+                command: self.command.clone(),
+                source: std::io::Error::from_raw_os_error(errno),
+            });
+        }
+        Ok(())
+    }
+
+    /// Non-blocking check: the exit code (128+signal for a killed child) once it has ended.
+    pub fn try_wait(&self) -> Option<i32> {
+        let mut status = 0;
+        // SAFETY: waitpid on our own child with a local status word.
+        let r = unsafe { libc::waitpid(self.pid, &mut status, libc::WNOHANG) };
+        (r == self.pid).then(|| decode_status(status))
+    }
+
+    /// Blocks until the child ends and returns its exit code.
+    pub fn wait(&self) -> i32 {
+        let mut status = 0;
+        loop {
+            // SAFETY: as above.
+            let r = unsafe { libc::waitpid(self.pid, &mut status, 0) };
+            if r == self.pid {
+                return decode_status(status);
+            }
+            if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return 127;
+            }
+        }
+    }
+
+    /// Sends `sig` to the child.
+    pub fn kill(&self, sig: i32) {
+        // SAFETY: kill has no memory-safety preconditions.
+        unsafe { libc::kill(self.pid, sig) };
+    }
+}
+
+fn decode_status(status: i32) -> i32 {
+    if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else if libc::WIFSIGNALED(status) {
+        128 + libc::WTERMSIG(status)
+    } else {
+        1
+    }
+}
+
+static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
+static STOP_COUNT: AtomicI32 = AtomicI32::new(0);
+static FROM_USER: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    STOP_SIGNAL.store(sig, Ordering::SeqCst);
+    STOP_COUNT.fetch_add(1, Ordering::SeqCst);
+    // SAFETY: the kernel passes a valid siginfo to SA_SIGINFO handlers.
+    let code = unsafe { (*info).si_code };
+    // Signals from the terminal (SI_KERNEL) reach the whole process group already; ones sent
+    // with kill() (SI_USER and friends, <= 0) are meant for rperf and forwarded to the command.
+    FROM_USER.store(code <= 0, Ordering::SeqCst);
+}
+
+extern "C" fn on_child(_: libc::c_int) {}
+
+/// Installs the handlers that turn SIGINT/SIGTERM/SIGHUP into a clean stop and let SIGCHLD
+/// wake the poll loop.
+pub fn install_signal_handlers() {
+    // SAFETY: installing handlers that only touch atomics (async-signal-safe).
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_stop as *const () as usize;
+        sa.sa_flags = libc::SA_SIGINFO;
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+        let mut sc: libc::sigaction = std::mem::zeroed();
+        sc.sa_sigaction = on_child as *const () as usize;
+        libc::sigaction(libc::SIGCHLD, &sc, std::ptr::null_mut());
+    }
+}
+
+/// The stop signal received so far (0 for none), how many arrived, and whether it was sent with
+/// kill() rather than by the terminal.
+pub fn stop_signal() -> (i32, i32, bool) {
+    (STOP_SIGNAL.load(Ordering::SeqCst), STOP_COUNT.load(Ordering::SeqCst), FROM_USER.load(Ordering::SeqCst))
+}
+
+/// Clears the recorded stop signal (each recording starts fresh).
+pub fn reset_stop_signal() {
+    STOP_SIGNAL.store(0, Ordering::SeqCst);
+    STOP_COUNT.store(0, Ordering::SeqCst);
+}

@@ -1,0 +1,49 @@
+//! rperf's recorder: everything that talks to the kernel's perf_events interface.
+//!
+//! It opens sampling events for a target (a launched command, processes, threads, an app by
+//! name, or the whole system), drains the per-CPU ring buffers and writes a `perf.data` file
+//! that Linux perf, rperf's reporter and other perf.data readers open. Raw addresses only:
+//! symbolization happens later, in the report.
+//!
+//! Non-goals: reading perf.data (the report side does that), unwinding, symbols.
+//!
+//! ```no_run
+//! use rperf_record::{record, RecordOptions, Target, CallGraph};
+//! let opts = RecordOptions {
+//!     target: Target::Command(vec!["sleep".into(), "1".into()]),
+//!     events: vec![],
+//!     rate: None,
+//!     call_graph: CallGraph::FramePointer,
+//!     cpus: None,
+//!     inherit: true,
+//!     duration: None,
+//!     output: "perf.data".into(),
+//!     mmap_pages: None,
+//!     size_limit: None,
+//!     cmdline: vec!["rperf".into(), "record".into()],
+//! };
+//! let summary = record(&opts, &mut |note| eprintln!("{note}")).unwrap();
+//! println!("{} samples", summary.samples);
+//! ```
+#![deny(missing_docs)]
+
+pub mod buildid;
+mod error;
+pub mod event;
+pub mod kallsyms;
+pub mod launch;
+mod options;
+pub mod procfs;
+mod recorder;
+pub mod records;
+pub mod ring;
+pub mod sample;
+pub mod sys;
+pub mod target;
+pub mod writer;
+
+pub use error::{open_remedy, Error};
+pub use event::{parse_event, parse_event_list, EventKind, EventSpec};
+pub use options::{CallGraph, Rate, RecordOptions, DEFAULT_DWARF_STACK, DEFAULT_FREQUENCY};
+pub use recorder::{event_supported, record, RecordSummary, StopReason};
+pub use target::Target;

@@ -1,0 +1,65 @@
+//! Plain settings of a recording, filled in by the CLI.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::event::EventSpec;
+use crate::target::Target;
+
+/// How call stacks are recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallGraph {
+    /// Only the sampled instruction pointer.
+    None,
+    /// The kernel walks frame pointers (PERF_SAMPLE_CALLCHAIN).
+    FramePointer,
+    /// User registers and a copy of the user stack, unwound later with DWARF CFI.
+    Dwarf {
+        /// Bytes of stack copied per sample.
+        stack_size: u32,
+    },
+}
+
+/// The default DWARF stack copy per sample. 32 KiB reaches the thread entry of the stacks
+/// measured in README.md's table, where perf's 8 KiB default truncates; only the part that
+/// holds data is kept in the file.
+pub const DEFAULT_DWARF_STACK: u32 = 32 * 1024;
+
+/// Sampling rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rate {
+    /// Samples per second (the kernel adjusts the period).
+    Frequency(u64),
+    /// One sample every N events.
+    Period(u64),
+}
+
+/// The default sampling frequency.
+pub const DEFAULT_FREQUENCY: u64 = 4000;
+
+/// Everything `record` needs to know.
+#[derive(Clone, Debug)]
+pub struct RecordOptions {
+    /// What to profile.
+    pub target: Target,
+    /// Events; empty means the default (cpu-cycles, or cpu-clock without a PMU).
+    pub events: Vec<EventSpec>,
+    /// Sampling rate; None means the default frequency (period 1 for tracepoints).
+    pub rate: Option<Rate>,
+    /// Stack recording mode.
+    pub call_graph: CallGraph,
+    /// CPUs to profile on; None means all online CPUs.
+    pub cpus: Option<Vec<u32>>,
+    /// Follow new threads and child processes.
+    pub inherit: bool,
+    /// Stop after this long.
+    pub duration: Option<Duration>,
+    /// The perf.data path.
+    pub output: PathBuf,
+    /// Ring-buffer data pages per CPU (rounded up to a power of two); None picks by mode.
+    pub mmap_pages: Option<usize>,
+    /// Stop when the data section reaches this many bytes.
+    pub size_limit: Option<u64>,
+    /// rperf's own command line, stored in the file.
+    pub cmdline: Vec<String>,
+}

@@ -1,0 +1,821 @@
+//! The recording loop: open events, drain ring buffers into perf.data, stop cleanly.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+use crate::error::open_remedy;
+use crate::event::{parse_event, EventSpec};
+use crate::kallsyms;
+use crate::launch::{self, Launched};
+use crate::options::{CallGraph, Rate, RecordOptions, DEFAULT_FREQUENCY};
+use crate::procfs;
+use crate::records::{RecordBuilder, SampleId};
+use crate::ring::RingBuffer;
+use crate::sample as sample_fields;
+use crate::sys::{self, misc, perf_event_attr, record_type, sample};
+use crate::target::{self, Target};
+use crate::writer::{self, feature, BuildIdEntry, FileAttr, PerfDataWriter};
+use crate::{buildid, Error};
+
+/// Why a recording ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The launched command exited.
+    CommandExited,
+    /// `--duration` elapsed.
+    Duration,
+    /// SIGINT, SIGTERM or SIGHUP.
+    Signal(i32),
+    /// Every target process or thread exited.
+    TargetsExited,
+    /// `--size-limit` was reached.
+    SizeLimit,
+    /// Writing failed (e.g. disk full); the file holds what was written before.
+    WriteError(String),
+}
+
+/// What a finished recording reports.
+#[derive(Clone, Debug)]
+pub struct RecordSummary {
+    /// Samples written to the file.
+    pub samples: u64,
+    /// Samples the kernel reported lost.
+    pub lost: u64,
+    /// Size of the file.
+    pub bytes: u64,
+    /// The launched command's exit code (128+signal when it was killed).
+    pub exit_code: Option<i32>,
+    /// Why recording stopped.
+    pub stop: StopReason,
+    /// Notes for the user (fallbacks taken, limits hit).
+    pub notes: Vec<String>,
+}
+
+/// Records according to `opts`. Notes are passed to `note` as they happen.
+pub fn record(opts: &RecordOptions, note: &mut dyn FnMut(&str)) -> Result<RecordSummary, Error> {
+    let mut session = Session::open(opts, note)?;
+    session.run(note)
+}
+
+struct OpenEvent {
+    spec: EventSpec,
+    attr: perf_event_attr,
+    ids: Vec<u64>,
+}
+
+struct CpuBuffer {
+    cpu: u32,
+    fd: RawFd,
+    ring: RingBuffer,
+}
+
+/// Consumes records coming out of the ring buffers.
+struct Sink {
+    writer: PerfDataWriter,
+    sample_types: HashMap<u64, u64>,
+    regs_count: usize,
+    samples: u64,
+    lost: u64,
+    kernel_hits: BTreeSet<u64>,
+    dsos: BTreeMap<String, Option<Vec<u8>>>,
+    trim: bool,
+    error: Option<Error>,
+}
+
+impl Sink {
+    fn handle(&mut self, rec: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        let type_ = u32::from_le_bytes(rec[0..4].try_into().expect("8-byte header"));
+        let misc_bits = u16::from_le_bytes([rec[4], rec[5]]);
+        let mut trimmed = None;
+        match type_ {
+            record_type::SAMPLE => {
+                let id = rec.get(8..16).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
+                let st = self.sample_types.get(&id).copied().unwrap_or(0);
+                if let Some(v) = sample_fields::parse(rec, st, self.regs_count) {
+                    self.samples += 1;
+                    self.note_kernel_addresses(misc_bits, &v);
+                    if self.trim {
+                        trimmed = v.stack_at.and_then(|at| sample_fields::trim_stack(rec, at));
+                    }
+                }
+            }
+            record_type::LOST => {
+                self.lost += rec.get(16..24).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
+            }
+            record_type::LOST_SAMPLES => {
+                self.lost += rec.get(8..16).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
+            }
+            record_type::MMAP2 | record_type::MMAP => self.note_mmap(type_, misc_bits, rec),
+            _ => {}
+        }
+        let out = trimmed.as_deref().unwrap_or(rec);
+        if let Err(e) = self.writer.write_record(out) {
+            self.error = Some(e);
+        }
+    }
+
+    fn note_kernel_addresses(&mut self, misc_bits: u16, v: &sample_fields::SampleView<'_>) {
+        if misc_bits & misc::CPUMODE_MASK == misc::KERNEL {
+            self.kernel_hits.insert(v.ip);
+        }
+        let mut in_kernel = false;
+        for &addr in &v.callchain {
+            if addr >= sys::PERF_CONTEXT_MAX {
+                in_kernel = addr == sys::PERF_CONTEXT_KERNEL;
+            } else if in_kernel {
+                self.kernel_hits.insert(addr);
+            }
+        }
+    }
+
+    fn note_mmap(&mut self, type_: u32, misc_bits: u16, rec: &[u8]) {
+        if misc_bits & misc::CPUMODE_MASK == misc::KERNEL {
+            return;
+        }
+        let (exec, name_at, build_id) = if type_ == record_type::MMAP2 {
+            let prot = rec.get(72..76).map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap()));
+            let bid = if misc_bits & misc::MMAP_BUILD_ID != 0 {
+                let n = rec.get(48).copied().unwrap_or(0).min(20) as usize;
+                rec.get(52..52 + n).map(<[u8]>::to_vec)
+            } else {
+                None
+            };
+            (prot & 4 != 0, 80, bid)
+        } else {
+            (misc_bits & (1 << 13) == 0, 40, None)
+        };
+        if !exec {
+            return;
+        }
+        let Some(name) = rec.get(name_at..) else { return };
+        let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+        let path = String::from_utf8_lossy(&name[..end]).into_owned();
+        if path.starts_with('/') && !path.starts_with("/memfd:") && !path.ends_with(" (deleted)") {
+            let entry = self.dsos.entry(path).or_insert(None);
+            if entry.is_none() {
+                *entry = build_id;
+            }
+        }
+    }
+}
+
+struct Session {
+    opts: RecordOptions,
+    events: Vec<OpenEvent>,
+    fds: Vec<OwnedFd>,
+    buffers: Vec<CpuBuffer>,
+    cpus: Vec<u32>,
+    data_pages: usize,
+    sink: Sink,
+    child: Option<Launched>,
+    watched: BTreeSet<i32>,
+    builder: RecordBuilder,
+    notes: Vec<String>,
+    kernel_syms: Result<Vec<kallsyms::KernelSymbol>, String>,
+}
+
+fn regs_count() -> usize {
+    sys::USER_REGS_MASK.count_ones() as usize
+}
+
+fn max_sample_rate() -> u64 {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100_000)
+}
+
+/// True when this machine can count `spec` (probed by opening it on rperf itself).
+pub fn event_supported(spec: &EventSpec) -> Result<(), std::io::Error> {
+    // SAFETY: all-zero is a valid perf_event_attr.
+    let mut attr: perf_event_attr = unsafe { std::mem::zeroed() };
+    attr.type_ = spec.type_;
+    attr.size = std::mem::size_of::<perf_event_attr>() as u32;
+    attr.config = spec.config;
+    attr.set_disabled(1);
+    attr.set_exclude_kernel(1);
+    attr.set_exclude_hv(1);
+    sys::perf_event_open(&mut attr, 0, -1, -1).map(drop)
+}
+
+impl Session {
+    fn open(opts: &RecordOptions, note: &mut dyn FnMut(&str)) -> Result<Session, Error> {
+        launch::reset_stop_signal();
+        let mut notes = Vec::new();
+        let mut say = |s: String, notes: &mut Vec<String>| {
+            note(&s);
+            notes.push(s);
+        };
+        let mut specs = opts.events.clone();
+        if specs.is_empty() {
+            let cycles = parse_event("cpu-cycles").expect("built-in event");
+            if event_supported(&cycles).is_ok() {
+                specs.push(cycles);
+            } else {
+                specs.push(parse_event("cpu-clock").expect("built-in event"));
+                say(
+                    "cpu-cycles is not supported on this machine (no PMU); sampling cpu-clock instead".into(),
+                    &mut notes,
+                );
+            }
+        }
+        for s in &specs {
+            if s.is_hardware() {
+                if let Err(e) = event_supported(s) {
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV)
+                    ) {
+                        return Err(Error::Event {
+                            name: s.display_name(),
+                            reason: "not supported on this machine (no PMU access for it, e.g. in a VM)"
+                                .into(),
+                            remedy: "sample a software event instead, e.g. -e cpu-clock".into(),
+                        });
+                    }
+                }
+            }
+        }
+        let mut rate = opts.rate;
+        if let Some(Rate::Frequency(f)) = rate {
+            let max = max_sample_rate();
+            if f > max {
+                say(
+                    format!("-F {f} is above kernel.perf_event_max_sample_rate ({max}); using {max}"),
+                    &mut notes,
+                );
+                rate = Some(Rate::Frequency(max));
+            }
+            if f == 0 {
+                return Err(Error::Usage("-F must be at least 1".into()));
+            }
+        }
+        if let Some(Rate::Period(0)) = rate {
+            return Err(Error::Usage("-c must be at least 1".into()));
+        }
+
+        let mut sample_type =
+            sample::IDENTIFIER | sample::IP | sample::TID | sample::TIME | sample::CPU | sample::PERIOD;
+        match opts.call_graph {
+            CallGraph::None => {}
+            CallGraph::FramePointer => sample_type |= sample::CALLCHAIN,
+            CallGraph::Dwarf { .. } => {
+                sample_type |= sample::CALLCHAIN | sample::REGS_USER | sample::STACK_USER
+            }
+        }
+        let online = sys::online_cpus();
+        let cpus = match &opts.cpus {
+            Some(list) => {
+                if let Some(bad) = list.iter().find(|c| !online.contains(c)) {
+                    return Err(Error::Usage(format!(
+                        "--cpu {bad}: no such online CPU (online: {})",
+                        online.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+                    )));
+                }
+                list.clone()
+            }
+            None => online,
+        };
+        let data_pages = data_pages(opts);
+        let launch_cmd = matches!(opts.target, Target::Command(_));
+        let events: Vec<OpenEvent> = specs
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| OpenEvent {
+                spec: spec.clone(),
+                attr: make_attr(spec, rate, opts, i == 0, sample_type, data_pages, launch_cmd),
+                ids: Vec::new(),
+            })
+            .collect();
+
+        let child = match &opts.target {
+            Target::Command(argv) => Some(Launched::prepare(argv)?),
+            _ => None,
+        };
+        let builder = RecordBuilder { sample_type };
+        let writer = PerfDataWriter::create(&opts.output, &[])?;
+        let sink = Sink {
+            writer,
+            sample_types: HashMap::new(),
+            regs_count: regs_count(),
+            samples: 0,
+            lost: 0,
+            kernel_hits: BTreeSet::new(),
+            dsos: BTreeMap::new(),
+            trim: matches!(opts.call_graph, CallGraph::Dwarf { .. }),
+            error: None,
+        };
+        let mut s = Session {
+            opts: opts.clone(),
+            events,
+            fds: Vec::new(),
+            buffers: Vec::new(),
+            cpus,
+            data_pages,
+            sink,
+            child,
+            watched: BTreeSet::new(),
+            builder,
+            notes,
+            kernel_syms: kallsyms::read_proc(),
+        };
+        if let Err(why) = &s.kernel_syms {
+            let why = why.clone();
+            say(why, &mut s.notes);
+        }
+        s.write_kernel_mmap()?;
+        match s.opts.target.clone() {
+            Target::Command(_) => {
+                let pid = s.child.as_ref().expect("launched").pid;
+                s.open_task(pid, note)?;
+            }
+            Target::Processes(pids) => {
+                for pid in pids {
+                    s.attach_process(pid, note)?;
+                }
+            }
+            Target::Threads(tids) => {
+                for tid in tids {
+                    s.open_task(tid, note)?;
+                    let pid = procfs::tgid_of(tid).unwrap_or(tid);
+                    s.synthesize(pid, Some(tid));
+                    s.watched.insert(tid);
+                }
+            }
+            Target::SystemWide => {
+                s.open_task(-1, note)?;
+                for pid in procfs::all_pids() {
+                    s.synthesize(pid, None);
+                }
+            }
+            Target::App(name) => {
+                let found = target::app_processes(&name);
+                if found.is_empty() {
+                    note(&format!("waiting for a process of app '{name}' to start"));
+                }
+                for pid in found {
+                    s.attach_process(pid, note)?;
+                }
+            }
+        }
+        s.sync_attrs()?;
+        Ok(s)
+    }
+
+    fn write_kernel_mmap(&mut self) -> Result<(), Error> {
+        let Ok(syms) = &self.kernel_syms else { return Ok(()) };
+        if let Some((start, end)) = kallsyms::kernel_text_range(syms) {
+            let sid = SampleId { pid: u32::MAX, tid: 0, ..Default::default() };
+            let rec = self.builder.kernel_mmap(start, end - start, start, &sid);
+            self.sink.writer.write_record(&rec)?;
+        }
+        Ok(())
+    }
+
+    fn attach_process(&mut self, pid: i32, note: &mut dyn FnMut(&str)) -> Result<(), Error> {
+        for tid in procfs::threads_of(pid) {
+            match self.open_task(tid, note) {
+                Ok(()) => {}
+                // A thread that exited between listing and opening is not an error.
+                Err(Error::Open { source, .. }) if source.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.synthesize(pid, None);
+        self.watched.insert(pid);
+        Ok(())
+    }
+
+    fn synthesize(&mut self, pid: i32, only_tid: Option<i32>) {
+        let id = self.events.first().and_then(|e| e.ids.first()).copied().unwrap_or(0);
+        let mut recs = Vec::new();
+        let mut cache: HashMap<String, Option<Vec<u8>>> = HashMap::new();
+        procfs::synthesize_process(
+            pid,
+            &self.builder,
+            id,
+            &mut |path| cache.entry(path.to_string()).or_insert_with(|| buildid::of_file(path)).clone(),
+            &mut |r| recs.push(r),
+        );
+        for r in recs {
+            if let Some(tid) = only_tid {
+                // COMM and FORK records of other threads are not wanted for a -t target.
+                let t = u32::from_le_bytes(r[0..4].try_into().unwrap());
+                let rtid = u32::from_le_bytes(r[12..16].try_into().unwrap());
+                if t == record_type::COMM && rtid as i32 != tid {
+                    continue;
+                }
+                if t == record_type::FORK {
+                    continue;
+                }
+            }
+            self.sink.handle(&r);
+        }
+    }
+
+    /// Opens every event for `pid` (a tid, or -1 for all) on every CPU.
+    fn open_task(&mut self, pid: i32, note: &mut dyn FnMut(&str)) -> Result<(), Error> {
+        for ci in 0..self.cpus.len() {
+            let cpu = self.cpus[ci];
+            for ei in 0..self.events.len() {
+                let fd = self.open_one(ei, pid, cpu, note)?;
+                let raw = fd.as_raw_fd();
+                let id = sys::ioc_id(raw).map_err(|e| Error::Open {
+                    event: self.events[ei].spec.display_name(),
+                    target: describe(pid, cpu),
+                    source: e,
+                    remedy: "the kernel is too old for PERF_EVENT_IOC_ID (needs 3.12)".into(),
+                })?;
+                if let Some(buf) = self.buffers.iter().find(|b| b.cpu == cpu) {
+                    sys::ioc_set_output(raw, buf.fd).map_err(|e| Error::Open {
+                        event: self.events[ei].spec.display_name(),
+                        target: describe(pid, cpu),
+                        source: e,
+                        remedy: "cannot share the CPU's ring buffer".into(),
+                    })?;
+                } else {
+                    let ring = self.map_ring(raw, note)?;
+                    self.buffers.push(CpuBuffer { cpu, fd: raw, ring });
+                }
+                self.events[ei].ids.push(id);
+                let st = self.events[ei].attr.sample_type;
+                self.sink.sample_types.insert(id, st);
+                if !matches!(self.opts.target, Target::Command(_)) {
+                    sys::ioc_enable(raw).ok();
+                }
+                self.fds.push(fd);
+            }
+        }
+        Ok(())
+    }
+
+    fn open_one(
+        &mut self,
+        ei: usize,
+        pid: i32,
+        cpu: u32,
+        note: &mut dyn FnMut(&str),
+    ) -> Result<OwnedFd, Error> {
+        let system_wide = pid == -1;
+        loop {
+            let ev = &mut self.events[ei];
+            let mut attr = ev.attr;
+            match sys::perf_event_open(&mut attr, pid, cpu as i32, -1) {
+                Ok(fd) => return Ok(fd),
+                Err(e) => {
+                    let code = e.raw_os_error();
+                    // Older kernels lack build ids in mmap records: drop them and go on.
+                    if code == Some(libc::EINVAL) && ev.attr.build_id() != 0 {
+                        ev.attr.set_build_id(0);
+                        continue;
+                    }
+                    // Without the right to sample the kernel, sample user space only.
+                    if matches!(code, Some(libc::EACCES) | Some(libc::EPERM))
+                        && ev.attr.exclude_kernel() == 0
+                        && ev.spec.modifier.is_empty()
+                        && !system_wide
+                    {
+                        ev.attr.set_exclude_kernel(1);
+                        ev.attr.set_exclude_callchain_kernel(1);
+                        let msg = format!(
+                            "not allowed to sample the kernel (perf_event_paranoid); recording \
+                             '{}' in user space only — run as root or lower \
+                             kernel.perf_event_paranoid to 1 for kernel samples",
+                            ev.spec.display_name()
+                        );
+                        note(&msg);
+                        self.notes.push(msg);
+                        continue;
+                    }
+                    return Err(Error::Open {
+                        event: ev.spec.display_name(),
+                        target: describe(pid, cpu),
+                        remedy: open_remedy(&e, ev.spec.is_hardware(), system_wide),
+                        source: e,
+                    });
+                }
+            }
+        }
+    }
+
+    fn map_ring(&mut self, fd: RawFd, note: &mut dyn FnMut(&str)) -> Result<RingBuffer, Error> {
+        let mut pages = self.data_pages;
+        loop {
+            match RingBuffer::map(fd, pages) {
+                Ok(r) => {
+                    if pages != self.data_pages {
+                        let msg = format!(
+                            "the locked-memory limit allows only {pages} ring-buffer pages per CPU \
+                             (asked for {}); raise kernel.perf_event_mlock_kb or `ulimit -l` if \
+                             samples are lost",
+                            self.data_pages
+                        );
+                        note(&msg);
+                        self.notes.push(msg);
+                        self.data_pages = pages;
+                    }
+                    return Ok(r);
+                }
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::ENOMEM)) && pages > 1 => {
+                    pages /= 2;
+                }
+                Err(e) => {
+                    return Err(Error::Mmap {
+                        pages,
+                        source: e,
+                        remedy: "raise kernel.perf_event_mlock_kb, `ulimit -l`, or pass a smaller -m".into(),
+                    })
+                }
+            }
+        }
+    }
+
+    fn file_attrs(&self) -> Vec<FileAttr> {
+        self.events
+            .iter()
+            .map(|e| FileAttr {
+                attr: sys::attr_bytes(&e.attr),
+                ids: e.ids.clone(),
+                name: e.spec.display_name(),
+            })
+            .collect()
+    }
+
+    fn sync_attrs(&mut self) -> Result<(), Error> {
+        let attrs = self.file_attrs();
+        self.sink.writer.update_attrs(&attrs)
+    }
+
+    fn drain(&mut self) {
+        let Session { buffers, sink, .. } = self;
+        for b in buffers.iter_mut() {
+            b.ring.drain(|rec| sink.handle(rec));
+        }
+    }
+
+    fn run(&mut self, note: &mut dyn FnMut(&str)) -> Result<RecordSummary, Error> {
+        launch::install_signal_handlers();
+        if let Some(child) = self.child.as_mut() {
+            child.start()?;
+        }
+        let start = Instant::now();
+        let deadline = self.opts.duration.map(|d| start + d);
+        let mut last_scan = Instant::now();
+        let mut exit_code = None;
+        let stop = loop {
+            self.wait_for_data(deadline);
+            self.drain();
+            if let Err(e) = self.sink.writer.finish_round() {
+                self.sink.error.get_or_insert(e);
+            }
+            if let Some(e) = self.sink.error.take() {
+                break StopReason::WriteError(e.to_string());
+            }
+            if self.opts.size_limit.is_some_and(|l| self.sink.writer.data_len() >= l) {
+                break StopReason::SizeLimit;
+            }
+            let (sig, _, _) = launch::stop_signal();
+            if sig != 0 {
+                break StopReason::Signal(sig);
+            }
+            if let Some(child) = &self.child {
+                if let Some(code) = child.try_wait() {
+                    exit_code = Some(code);
+                    break StopReason::CommandExited;
+                }
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break StopReason::Duration;
+            }
+            match &self.opts.target {
+                Target::App(name) if last_scan.elapsed() >= Duration::from_millis(50) => {
+                    last_scan = Instant::now();
+                    let name = name.clone();
+                    for pid in target::app_processes(&name) {
+                        if !self.watched.contains(&pid) && self.attach_process(pid, note).is_ok() {
+                            note(&format!("attached to pid {pid} of app '{name}'"));
+                            if let Err(e) = self.sync_attrs() {
+                                self.sink.error.get_or_insert(e);
+                            }
+                        }
+                    }
+                }
+                Target::Processes(_) | Target::Threads(_) => {
+                    if self.watched.iter().all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists()) {
+                        break StopReason::TargetsExited;
+                    }
+                }
+                _ => {}
+            }
+        };
+        for fd in &self.fds {
+            sys::ioc_disable(fd.as_raw_fd()).ok();
+        }
+        self.drain();
+        let mut write_error = self.sink.error.take().map(|e| e.to_string());
+        if let StopReason::WriteError(e) = &stop {
+            write_error.get_or_insert(e.clone());
+        }
+        if let Some(child) = &self.child {
+            if exit_code.is_none() {
+                exit_code = Some(self.stop_child(child, &stop));
+            }
+        }
+        let features = self.features();
+        let attrs = self.file_attrs();
+        let samples = self.sink.samples;
+        let lost = self.sink.lost;
+        let bytes = match self.sink.writer.finish(&attrs, features) {
+            Ok(b) => b,
+            Err(e) => {
+                write_error.get_or_insert(e.to_string());
+                std::fs::metadata(&self.opts.output).map_or(0, |m| m.len())
+            }
+        };
+        let stop = match write_error {
+            Some(e) => StopReason::WriteError(e),
+            None => stop,
+        };
+        Ok(RecordSummary { samples, lost, bytes, exit_code, stop, notes: self.notes.clone() })
+    }
+
+    /// Ends the launched command when recording stops before it does, and returns its exit code.
+    fn stop_child(&self, child: &Launched, stop: &StopReason) -> i32 {
+        let (sig, _, from_user) = launch::stop_signal();
+        match stop {
+            // The terminal already sent the signal to the command; kill() only reached rperf.
+            StopReason::Signal(_) if from_user => child.kill(sig),
+            StopReason::Signal(_) => {}
+            _ => child.kill(libc::SIGTERM),
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if let Some(code) = child.try_wait() {
+                return code;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        child.kill(libc::SIGTERM);
+        child.wait()
+    }
+
+    fn wait_for_data(&self, deadline: Option<Instant>) {
+        let mut timeout = 100i32;
+        if let Some(d) = deadline {
+            let left = d.saturating_duration_since(Instant::now()).as_millis();
+            timeout = timeout.min(left as i32);
+        }
+        if self.buffers.iter().any(|b| b.ring.pending() as usize >= self.data_pages * sys::page_size() / 4) {
+            return;
+        }
+        let mut fds: Vec<libc::pollfd> = self
+            .buffers
+            .iter()
+            .map(|b| libc::pollfd { fd: b.fd, events: libc::POLLIN, revents: 0 })
+            .collect();
+        if fds.is_empty() {
+            std::thread::sleep(Duration::from_millis(timeout.max(0) as u64));
+            return;
+        }
+        // SAFETY: fds points at a live array of pollfd of the given length.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout.max(0)) };
+    }
+
+    fn features(&mut self) -> Vec<(u32, Vec<u8>)> {
+        let uts = uname();
+        let mut f = vec![
+            (feature::HOSTNAME, writer::string_feature(&uts.0)),
+            (feature::OSRELEASE, writer::string_feature(&uts.1)),
+            (feature::VERSION, writer::string_feature(concat!("rperf ", env!("CARGO_PKG_VERSION")))),
+            (feature::ARCH, writer::string_feature(&uts.2)),
+            (feature::CMDLINE, writer::cmdline_feature(&self.opts.cmdline)),
+        ];
+        let online = sys::online_cpus().len() as u32;
+        let possible = std::fs::read_to_string("/sys/devices/system/cpu/possible")
+            .ok()
+            .and_then(|s| sys::parse_cpu_list(s.trim()).ok())
+            .map_or(online, |v| v.len() as u32);
+        f.push((feature::NRCPUS, writer::nrcpus_feature(possible, online)));
+        if let Some(model) = cpu_model() {
+            f.push((feature::CPUDESC, writer::string_feature(&model)));
+        }
+        if let Some(kb) = total_mem_kb() {
+            f.push((feature::TOTAL_MEM, kb.to_le_bytes().to_vec()));
+        }
+        let mut ids = Vec::new();
+        if let Some(kid) = buildid::of_kernel() {
+            ids.push(BuildIdEntry { pid: -1, kernel: true, build_id: kid, path: "[kernel.kallsyms]".into() });
+        }
+        for (path, bid) in &self.sink.dsos {
+            if let Some(bid) = bid.clone().or_else(|| buildid::of_file(path)) {
+                ids.push(BuildIdEntry { pid: -1, kernel: false, build_id: bid, path: path.clone() });
+            }
+        }
+        f.push((feature::BUILD_ID, writer::build_id_feature(&ids)));
+        if let Ok(syms) = &self.kernel_syms {
+            let snap = kallsyms::snapshot(syms, &self.sink.kernel_hits);
+            f.push((feature::RPERF_KALLSYMS, snap.into_bytes()));
+        }
+        f
+    }
+}
+
+fn describe(pid: i32, cpu: u32) -> String {
+    if pid == -1 {
+        format!("all processes on cpu {cpu}")
+    } else {
+        format!("pid/tid {pid} on cpu {cpu}")
+    }
+}
+
+fn data_pages(opts: &RecordOptions) -> usize {
+    if let Some(p) = opts.mmap_pages {
+        return p.max(1).next_power_of_two();
+    }
+    let page = sys::page_size();
+    let bytes = match opts.call_graph {
+        CallGraph::Dwarf { stack_size } => (128 * (stack_size as usize + 1024)).max(1 << 20),
+        _ => 512 << 10,
+    };
+    (bytes / page).max(1).next_power_of_two()
+}
+
+fn make_attr(
+    spec: &EventSpec,
+    rate: Option<Rate>,
+    opts: &RecordOptions,
+    tracking: bool,
+    sample_type: u64,
+    data_pages: usize,
+    enable_on_exec: bool,
+) -> perf_event_attr {
+    // SAFETY: all-zero is a valid perf_event_attr; every field we need is set below.
+    let mut a: perf_event_attr = unsafe { std::mem::zeroed() };
+    a.type_ = spec.type_;
+    a.size = std::mem::size_of::<perf_event_attr>() as u32;
+    a.config = spec.config;
+    let rate = rate.unwrap_or(if spec.is_tracepoint() {
+        Rate::Period(1)
+    } else {
+        Rate::Frequency(DEFAULT_FREQUENCY)
+    });
+    match rate {
+        Rate::Frequency(f) => {
+            a.set_freq(1);
+            a.__bindgen_anon_1.sample_freq = f;
+        }
+        Rate::Period(p) => a.__bindgen_anon_1.sample_period = p,
+    }
+    a.sample_type = sample_type | if spec.is_tracepoint() { sample::RAW } else { 0 };
+    a.set_disabled(1);
+    a.set_inherit(u64::from(opts.inherit && !matches!(opts.target, Target::Threads(_))));
+    a.set_exclude_kernel(u64::from(spec.exclude_kernel));
+    a.set_exclude_user(u64::from(spec.exclude_user));
+    a.set_exclude_hv(1);
+    a.set_enable_on_exec(u64::from(enable_on_exec));
+    if tracking {
+        a.set_mmap(1);
+        a.set_comm(1);
+        a.set_task(1);
+        a.set_mmap2(1);
+        a.set_comm_exec(1);
+        a.set_build_id(1);
+    }
+    a.set_sample_id_all(1);
+    a.set_watermark(1);
+    a.__bindgen_anon_2.wakeup_watermark = (data_pages * sys::page_size() / 4) as u32;
+    if let CallGraph::Dwarf { stack_size } = opts.call_graph {
+        a.set_exclude_callchain_user(1);
+        a.sample_regs_user = sys::USER_REGS_MASK;
+        a.sample_stack_user = stack_size;
+    }
+    a
+}
+
+fn uname() -> (String, String, String) {
+    // SAFETY: uname fills a local utsname struct.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    unsafe { libc::uname(&mut u) };
+    let s = |f: &[libc::c_char]| {
+        // SAFETY: utsname fields are NUL-terminated within their arrays.
+        unsafe { std::ffi::CStr::from_ptr(f.as_ptr()) }.to_string_lossy().into_owned()
+    };
+    (s(&u.nodename), s(&u.release), s(&u.machine))
+}
+
+fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    info.lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+}
+
+fn total_mem_kb() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    info.lines().find_map(|l| l.strip_prefix("MemTotal:"))?.split_whitespace().next()?.parse().ok()
+}

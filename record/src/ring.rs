@@ -1,0 +1,139 @@
+//! The kernel's per-event ring buffer: mapping it and handing out the records it holds.
+
+use std::io;
+use std::os::fd::RawFd;
+use std::ptr::NonNull;
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+
+use crate::sys::{page_size, perf_event_mmap_page};
+
+/// A mapped perf ring buffer (one metadata page followed by `2^n` data pages).
+pub struct RingBuffer {
+    base: NonNull<u8>,
+    map_len: usize,
+    data_offset: usize,
+    data_size: usize,
+    scratch: Vec<u8>,
+}
+
+// SAFETY: the mapping is owned by this value alone; the kernel writes to it concurrently, which
+// is what the head/tail protocol below is for, whichever thread holds the value.
+unsafe impl Send for RingBuffer {}
+
+impl RingBuffer {
+    /// Maps the ring buffer of `fd` with `data_pages` data pages (a power of two).
+    pub fn map(fd: RawFd, data_pages: usize) -> io::Result<RingBuffer> {
+        debug_assert!(data_pages.is_power_of_two());
+        let page = page_size();
+        let map_len = (data_pages + 1) * page;
+        // SAFETY: we ask for a fresh shared mapping of a perf fd; the kernel validates the size,
+        // and we keep the returned region alive until Drop unmaps it.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let base = NonNull::new(ptr as *mut u8).expect("mmap returned null on success");
+        Ok(RingBuffer { base, map_len, data_offset: page, data_size: data_pages * page, scratch: Vec::new() })
+    }
+
+    fn meta(&self) -> *mut perf_event_mmap_page {
+        self.base.as_ptr() as *mut perf_event_mmap_page
+    }
+
+    fn head_tail(&self) -> (&AtomicU64, &AtomicU64) {
+        // SAFETY: data_head and data_tail are naturally aligned u64 fields of the metadata page,
+        // which lives as long as `self`; the kernel accesses them atomically too.
+        unsafe {
+            let meta = self.meta();
+            (
+                AtomicU64::from_ptr(std::ptr::addr_of_mut!((*meta).data_head)),
+                AtomicU64::from_ptr(std::ptr::addr_of_mut!((*meta).data_tail)),
+            )
+        }
+    }
+
+    /// Bytes written by the kernel and not yet consumed.
+    pub fn pending(&self) -> u64 {
+        let (head, tail) = self.head_tail();
+        head.load(Ordering::Acquire).wrapping_sub(tail.load(Ordering::Relaxed))
+    }
+
+    /// Calls `f` with each complete record (header included) now in the buffer, then frees
+    /// their space for the kernel. Records that wrap around the end are passed as one
+    /// contiguous copy.
+    pub fn drain(&mut self, mut f: impl FnMut(&[u8])) {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let (head_a, tail_a) = self.head_tail();
+        let head = head_a.load(Ordering::Acquire);
+        let mut tail = tail_a.load(Ordering::Relaxed);
+        // SAFETY: [data_offset, data_offset + data_size) lies inside our mapping.
+        let data =
+            unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(self.data_offset), self.data_size) };
+        let mask = self.data_size as u64 - 1;
+        while head.wrapping_sub(tail) >= 8 {
+            let start = (tail & mask) as usize;
+            let mut hdr = [0u8; 8];
+            copy_wrapped(data, start, &mut hdr);
+            let size = u16::from_le_bytes([hdr[6], hdr[7]]) as u64;
+            if size < 8 || size > head.wrapping_sub(tail) {
+                // A zero or oversized header means the buffer is inconsistent; drop what is left
+                // rather than looping forever.
+                if size < 8 {
+                    tail = head;
+                }
+                break;
+            }
+            let size = size as usize;
+            if start + size <= data.len() {
+                f(&data[start..start + size]);
+            } else {
+                scratch.resize(size, 0);
+                copy_wrapped(data, start, &mut scratch);
+                f(&scratch);
+            }
+            tail = tail.wrapping_add(size as u64);
+        }
+        fence(Ordering::SeqCst);
+        tail_a.store(tail, Ordering::Release);
+        self.scratch = scratch;
+    }
+}
+
+fn copy_wrapped(data: &[u8], start: usize, out: &mut [u8]) {
+    let first = (data.len() - start).min(out.len());
+    out[..first].copy_from_slice(&data[start..start + first]);
+    let rest = out.len() - first;
+    out[first..].copy_from_slice(&data[..rest]);
+}
+
+impl Drop for RingBuffer {
+    fn drop(&mut self) {
+        // SAFETY: base/map_len are exactly what mmap returned, and no borrow of the mapping
+        // outlives `self`.
+        unsafe {
+            libc::munmap(self.base.as_ptr() as *mut libc::c_void, self.map_len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::copy_wrapped;
+
+    #[test]
+    fn wrapped_copy() {
+        let data = [1, 2, 3, 4, 5, 6, 7, 8];
+        let mut out = [0; 4];
+        copy_wrapped(&data, 6, &mut out);
+        assert_eq!(out, [7, 8, 1, 2]);
+    }
+}

@@ -1,0 +1,150 @@
+//! Reading the fields of the sample records rperf asks the kernel for, and trimming the unused
+//! tail of DWARF stack copies before they reach the file.
+
+use crate::sys::sample;
+
+/// The parts of a sample record the recorder looks at.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct SampleView<'a> {
+    /// `PERF_SAMPLE_IDENTIFIER`.
+    pub id: u64,
+    /// Instruction pointer.
+    pub ip: u64,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Kernel callchain entries (context markers included).
+    pub callchain: Vec<u64>,
+    /// Byte offset of the `PERF_SAMPLE_STACK_USER` size field, when present.
+    pub stack_at: Option<usize>,
+    /// The record it came from.
+    pub record: &'a [u8],
+}
+
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at.checked_add(8)?)?.try_into().ok()?))
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?))
+}
+
+/// Parses a `PERF_RECORD_SAMPLE` laid out for `sample_type` with `regs_count` user registers.
+/// Returns None for a record too short for its declared fields.
+pub fn parse(record: &[u8], sample_type: u64, regs_count: usize) -> Option<SampleView<'_>> {
+    let mut v = SampleView { record, ..Default::default() };
+    let mut at = 8usize;
+    let mut take = |n: usize| -> Option<usize> {
+        let here = at;
+        at = at.checked_add(n)?;
+        (at <= record.len()).then_some(here)
+    };
+    if sample_type & sample::IDENTIFIER != 0 {
+        v.id = u64_at(record, take(8)?)?;
+    }
+    if sample_type & sample::IP != 0 {
+        v.ip = u64_at(record, take(8)?)?;
+    }
+    if sample_type & sample::TID != 0 {
+        let p = take(8)?;
+        v.pid = u32_at(record, p)?;
+        v.tid = u32_at(record, p + 4)?;
+    }
+    for bit in [sample::TIME, sample::ADDR, sample::ID, sample::STREAM_ID, sample::CPU, sample::PERIOD] {
+        if sample_type & bit != 0 {
+            take(8)?;
+        }
+    }
+    if sample_type & sample::READ != 0 {
+        return Some(v); // not requested by rperf; the rest cannot be located without read_format
+    }
+    if sample_type & sample::CALLCHAIN != 0 {
+        let nr = u64_at(record, take(8)?)? as usize;
+        let p = take(nr.checked_mul(8)?)?;
+        v.callchain = (0..nr).filter_map(|i| u64_at(record, p + 8 * i)).collect();
+    }
+    if sample_type & sample::RAW != 0 {
+        let size = u32_at(record, take(4)?)? as usize;
+        take(size)?;
+    }
+    if sample_type & sample::BRANCH_STACK != 0 {
+        return Some(v);
+    }
+    if sample_type & sample::REGS_USER != 0 {
+        let abi = u64_at(record, take(8)?)?;
+        if abi != 0 {
+            take(regs_count.checked_mul(8)?)?;
+        }
+    }
+    if sample_type & sample::STACK_USER != 0 {
+        v.stack_at = Some(take(8)?);
+    }
+    Some(v)
+}
+
+/// Rewrites a sample whose last field is the user stack copy so that it keeps only the bytes the
+/// kernel filled (`dyn_size`, rounded up to 8). Readers see a smaller `size`, which the format
+/// allows. Returns None when the record does not need trimming.
+pub fn trim_stack(record: &[u8], stack_at: usize) -> Option<Vec<u8>> {
+    let size = u64_at(record, stack_at)? as usize;
+    if size == 0 {
+        return None;
+    }
+    let data = stack_at + 8;
+    let dyn_at = data.checked_add(size)?;
+    let dyn_size = u64_at(record, dyn_at)? as usize;
+    let keep = dyn_size.min(size).next_multiple_of(8);
+    if keep == size {
+        return None;
+    }
+    let tail_from = dyn_at + 8;
+    let mut out = Vec::with_capacity(record.len() - (size - keep));
+    out.extend_from_slice(&record[..stack_at]);
+    out.extend_from_slice(&(keep as u64).to_le_bytes());
+    out.extend_from_slice(&record[data..data + keep]);
+    out.extend_from_slice(&(dyn_size as u64).to_le_bytes());
+    out.extend_from_slice(record.get(tail_from..)?);
+    let new_size = u16::try_from(out.len()).ok()?;
+    out[6..8].copy_from_slice(&new_size.to_le_bytes());
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample_with_stack(stack: &[u8], dyn_size: u64) -> Vec<u8> {
+        let mut r = vec![9, 0, 0, 0, 2, 0, 0, 0];
+        r.extend_from_slice(&7u64.to_le_bytes()); // identifier
+        r.extend_from_slice(&0x1234u64.to_le_bytes()); // ip
+        r.extend_from_slice(&(stack.len() as u64).to_le_bytes());
+        r.extend_from_slice(stack);
+        r.extend_from_slice(&dyn_size.to_le_bytes());
+        let n = r.len() as u16;
+        r[6..8].copy_from_slice(&n.to_le_bytes());
+        r
+    }
+
+    #[test]
+    fn trims_to_dyn_size() {
+        let rec = sample_with_stack(&[0xaa; 64], 12);
+        let t = sample::IDENTIFIER | sample::IP | sample::STACK_USER;
+        let v = parse(&rec, t, 0).unwrap();
+        assert_eq!((v.id, v.ip), (7, 0x1234));
+        let out = trim_stack(&rec, v.stack_at.unwrap()).unwrap();
+        assert_eq!(out.len(), 8 + 16 + 8 + 16 + 8);
+        assert_eq!(u16::from_le_bytes([out[6], out[7]]) as usize, out.len());
+        let v2 = parse(&out, t, 0).unwrap();
+        assert_eq!(u64_at(&out, v2.stack_at.unwrap()), Some(16));
+        assert_eq!(u64_at(&out, out.len() - 8), Some(12));
+    }
+
+    #[test]
+    fn short_records_are_rejected() {
+        // A callchain count larger than the record must not read past it.
+        let mut r = vec![9, 0, 0, 0, 0, 0, 16, 0];
+        r.extend_from_slice(&u64::MAX.to_le_bytes());
+        assert!(parse(&r, sample::CALLCHAIN, 0).is_none());
+    }
+}

@@ -1,0 +1,219 @@
+//! The kernel ABI: perf_event_open, its ioctls, and the record layout constants.
+//!
+//! This is the only module in rperf that talks to the kernel's perf interface directly.
+
+// The constants mirror the kernel headers of the same names, which document them.
+#![allow(missing_docs)]
+
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+
+pub use perf_event_open_sys::bindings::{perf_event_attr, perf_event_mmap_page};
+
+/// `perf_event_attr.type` values.
+pub mod attr_type {
+    pub const HARDWARE: u32 = 0;
+    pub const SOFTWARE: u32 = 1;
+    pub const TRACEPOINT: u32 = 2;
+    pub const HW_CACHE: u32 = 3;
+    pub const RAW: u32 = 4;
+}
+
+/// `sample_type` bits.
+pub mod sample {
+    pub const IP: u64 = 1 << 0;
+    pub const TID: u64 = 1 << 1;
+    pub const TIME: u64 = 1 << 2;
+    pub const ADDR: u64 = 1 << 3;
+    pub const READ: u64 = 1 << 4;
+    pub const CALLCHAIN: u64 = 1 << 5;
+    pub const ID: u64 = 1 << 6;
+    pub const CPU: u64 = 1 << 7;
+    pub const PERIOD: u64 = 1 << 8;
+    pub const STREAM_ID: u64 = 1 << 9;
+    pub const RAW: u64 = 1 << 10;
+    pub const BRANCH_STACK: u64 = 1 << 11;
+    pub const REGS_USER: u64 = 1 << 12;
+    pub const STACK_USER: u64 = 1 << 13;
+    pub const IDENTIFIER: u64 = 1 << 16;
+}
+
+/// `perf_event_header.type` values written by the kernel and by user space tools.
+pub mod record_type {
+    pub const MMAP: u32 = 1;
+    pub const LOST: u32 = 2;
+    pub const COMM: u32 = 3;
+    pub const EXIT: u32 = 4;
+    pub const THROTTLE: u32 = 5;
+    pub const UNTHROTTLE: u32 = 6;
+    pub const FORK: u32 = 7;
+    pub const SAMPLE: u32 = 9;
+    pub const MMAP2: u32 = 10;
+    pub const LOST_SAMPLES: u32 = 13;
+    pub const HEADER_BUILD_ID: u32 = 67;
+    pub const FINISHED_ROUND: u32 = 68;
+}
+
+/// `perf_event_header.misc` bits.
+pub mod misc {
+    pub const CPUMODE_MASK: u16 = 7;
+    pub const KERNEL: u16 = 1;
+    pub const USER: u16 = 2;
+    pub const COMM_EXEC: u16 = 1 << 13;
+    pub const MMAP_BUILD_ID: u16 = 1 << 14;
+    pub const BUILD_ID_SIZE: u16 = 1 << 15;
+}
+
+/// Callchain context markers (`PERF_CONTEXT_*`), stored as u64 in callchains.
+pub const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
+pub const PERF_CONTEXT_KERNEL: u64 = (-128i64) as u64;
+pub const PERF_CONTEXT_USER: u64 = (-512i64) as u64;
+
+/// The attribute size rperf writes into perf.data files (`PERF_ATTR_SIZE_VER7`), which every
+/// perf since 5.x reads without complaint.
+pub const FILE_ATTR_SIZE: u32 = 128;
+
+/// The user registers a DWARF-mode sample records, and the count of them.
+#[cfg(target_arch = "x86_64")]
+pub const USER_REGS_MASK: u64 = 0xff_0fff; // ax..ss and r8..r15, without ds/es/fs/gs.
+#[cfg(target_arch = "aarch64")]
+pub const USER_REGS_MASK: u64 = (1 << 33) - 1; // x0..x30, sp, pc.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub const USER_REGS_MASK: u64 = 0;
+
+/// Largest user stack copy the kernel accepts in one sample (the record size is a u16).
+pub const MAX_STACK_USER: u32 = 65528;
+
+/// Opens one perf event.
+///
+/// # Safety
+/// `attr` must be a fully initialised attribute; the caller owns the returned fd.
+pub fn perf_event_open(
+    attr: &mut perf_event_attr,
+    pid: i32,
+    cpu: i32,
+    group_fd: RawFd,
+) -> io::Result<OwnedFd> {
+    const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+    // SAFETY: `attr` is a valid, initialised perf_event_attr that outlives the call; the kernel
+    // only reads it (and may write back `size`).
+    let fd = unsafe { perf_event_open_sys::perf_event_open(attr, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just returned this descriptor to us and nobody else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn check(ret: libc::c_int) -> io::Result<()> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// `PERF_EVENT_IOC_ENABLE`.
+pub fn ioc_enable(fd: RawFd) -> io::Result<()> {
+    // SAFETY: ENABLE takes no pointer argument; an invalid fd only yields EBADF.
+    check(unsafe { perf_event_open_sys::ioctls::ENABLE(fd, 0) })
+}
+
+/// `PERF_EVENT_IOC_DISABLE`.
+pub fn ioc_disable(fd: RawFd) -> io::Result<()> {
+    // SAFETY: DISABLE takes no pointer argument; an invalid fd only yields EBADF.
+    check(unsafe { perf_event_open_sys::ioctls::DISABLE(fd, 0) })
+}
+
+/// `PERF_EVENT_IOC_SET_OUTPUT`: send `fd`'s records to `target`'s ring buffer.
+pub fn ioc_set_output(fd: RawFd, target: RawFd) -> io::Result<()> {
+    // SAFETY: SET_OUTPUT takes an fd number, no pointer.
+    check(unsafe { perf_event_open_sys::ioctls::SET_OUTPUT(fd, target) })
+}
+
+/// `PERF_EVENT_IOC_ID`: the kernel's id for this event, as found in samples.
+pub fn ioc_id(fd: RawFd) -> io::Result<u64> {
+    let mut id = 0u64;
+    // SAFETY: ID writes one u64 through the pointer, which points at a live local.
+    check(unsafe { perf_event_open_sys::ioctls::ID(fd, &mut id) })?;
+    Ok(id)
+}
+
+/// Returns the attribute as the bytes that perf.data stores (`FILE_ATTR_SIZE` long).
+pub fn attr_bytes(attr: &perf_event_attr) -> Vec<u8> {
+    let mut copy = *attr;
+    copy.size = FILE_ATTR_SIZE;
+    let len = std::mem::size_of::<perf_event_attr>().min(FILE_ATTR_SIZE as usize);
+    // SAFETY: perf_event_attr is a plain-old-data repr(C) struct; reading `len` <= its size bytes
+    // from a live value is sound.
+    let bytes = unsafe { std::slice::from_raw_parts(&copy as *const _ as *const u8, len) };
+    let mut out = bytes.to_vec();
+    out.resize(FILE_ATTR_SIZE as usize, 0);
+    out
+}
+
+/// Number of CPUs the kernel can report on (online ones are listed in
+/// /sys/devices/system/cpu/online).
+pub fn online_cpus() -> Vec<u32> {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| parse_cpu_list(s.trim()).ok())
+        .unwrap_or_else(|| {
+            let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (0..n as u32).collect()
+        })
+}
+
+/// Parses a CPU list like `0-3,5,7-8`.
+pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
+    let mut cpus = Vec::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        let bad = || format!("bad CPU list item '{part}' (expected N or N-M, e.g. 0-3,5)");
+        if let Some((a, b)) = part.split_once('-') {
+            let a: u32 = a.trim().parse().map_err(|_| bad())?;
+            let b: u32 = b.trim().parse().map_err(|_| bad())?;
+            if b < a || b - a > 4096 {
+                return Err(bad());
+            }
+            cpus.extend(a..=b);
+        } else {
+            cpus.push(part.trim().parse().map_err(|_| bad())?);
+        }
+    }
+    cpus.sort_unstable();
+    cpus.dedup();
+    Ok(cpus)
+}
+
+/// The page size of this machine.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as usize
+    } else {
+        4096
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-3,5").unwrap(), vec![0, 1, 2, 3, 5]);
+        assert_eq!(parse_cpu_list("1").unwrap(), vec![1]);
+        assert!(parse_cpu_list("3-1").is_err());
+        assert!(parse_cpu_list("x").is_err());
+    }
+
+    #[test]
+    fn attr_bytes_are_file_sized() {
+        // SAFETY: an all-zero attr is a valid value of this POD type.
+        let attr: perf_event_attr = unsafe { std::mem::zeroed() };
+        let b = attr_bytes(&attr);
+        assert_eq!(b.len(), FILE_ATTR_SIZE as usize);
+        assert_eq!(u32::from_le_bytes(b[4..8].try_into().unwrap()), FILE_ATTR_SIZE);
+    }
+}

@@ -1,0 +1,28 @@
+//! The `rperf` command: parses the subcommand and hands over to its module.
+
+mod exit;
+mod record;
+
+use clap::{Parser, Subcommand};
+
+/// rperf: a sampling CPU profiler for Linux, built on perf_events.
+#[derive(Parser)]
+#[command(name = "rperf", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    Record(record::RecordArgs),
+}
+
+fn main() {
+    let args = record::expand_short_g(std::env::args().collect());
+    let cli = Cli::parse_from(args.clone());
+    let result = match cli.command {
+        Command::Record(a) => record::run(a, &args),
+    };
+    std::process::exit(exit::code(result));
+}

@@ -1,0 +1,258 @@
+//! `rperf record`: command-line options to `rperf_record::RecordOptions`, and the summary.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use rperf_record::{
+    parse_event_list, record, target, CallGraph, Rate, RecordOptions, StopReason, Target, DEFAULT_DWARF_STACK,
+};
+
+/// Sample a command, processes, threads, an app or the whole system into perf.data.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  rperf record -g -- ./server --port 8080\n  \
+    rperf record --app com.example -g dwarf --duration 10\n  \
+    rperf record -p 1234 -F 999 -g fp -o server.data\n  rperf record -a -e sched:sched_switch -- sleep 1")]
+pub struct RecordArgs {
+    /// Events to sample, comma-separated (see `rperf list`), each with optional :u/:k.
+    /// Default: cpu-cycles, or cpu-clock where the CPU's PMU is not available.
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
+    events: Vec<String>,
+    /// Samples per second per thread (default 4000; tracepoints default to every event).
+    #[arg(short = 'F', long = "freq", visible_short_alias = 'f', value_name = "FREQ")]
+    freq: Option<u64>,
+    /// Sample once every PERIOD events.
+    #[arg(short = 'c', long = "count", value_name = "PERIOD", conflicts_with = "freq")]
+    period: Option<u64>,
+    /// Call graphs: `fp` (frame pointers) or `dwarf[,STACK_SIZE]`. `-g` alone means dwarf.
+    #[arg(long = "call-graph", value_name = "MODE")]
+    call_graph: Option<String>,
+    /// Profile these processes: pids, or regexes matched against process names (comma list).
+    #[arg(short = 'p', long = "pid", value_name = "PIDS")]
+    pids: Option<String>,
+    /// Profile only these threads (comma list).
+    #[arg(short = 't', long = "tid", value_name = "TIDS")]
+    tids: Option<String>,
+    /// Profile every process on the selected CPUs.
+    #[arg(short = 'a', long = "all-cpus")]
+    system_wide: bool,
+    /// Profile every process whose name (comm or argv[0]) is NAME, including ones that start
+    /// while recording; waits for one if none runs yet.
+    #[arg(long = "app", value_name = "NAME")]
+    app: Option<String>,
+    /// Only sample on these CPUs (e.g. 0-3,6).
+    #[arg(long = "cpu", value_name = "LIST")]
+    cpu: Option<String>,
+    /// Do not follow new threads and child processes.
+    #[arg(long = "no-inherit")]
+    no_inherit: bool,
+    /// Stop after SECONDS (fractions allowed).
+    #[arg(long = "duration", value_name = "SECONDS")]
+    duration: Option<f64>,
+    /// Output file.
+    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "perf.data")]
+    output: PathBuf,
+    /// Ring-buffer data pages per CPU (a power of two).
+    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
+    mmap_pages: Option<usize>,
+    /// Stop when the recorded data reaches SIZE (e.g. 500M, 2G).
+    #[arg(long = "size-limit", value_name = "SIZE")]
+    size_limit: Option<String>,
+    /// The command to launch and profile (after `--`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    command: Vec<String>,
+}
+
+/// Rewrites simpleperf-style `-g [fp|dwarf[,N]]` into `--call-graph=...`, so that `-g` alone
+/// (followed by the command) means DWARF.
+pub fn expand_short_g(args: Vec<String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut it = args.into_iter().peekable();
+    let mut in_record = false;
+    while let Some(a) = it.next() {
+        if a == "--" {
+            out.push(a);
+            out.extend(it);
+            break;
+        }
+        if a == "record" && !in_record {
+            in_record = true;
+        }
+        if in_record && a == "-g" {
+            let next_is_mode =
+                it.peek().is_some_and(|n| n == "fp" || n == "dwarf" || n.starts_with("dwarf,") || n == "lbr");
+            let mode = if next_is_mode { it.next().unwrap() } else { "dwarf".into() };
+            out.push(format!("--call-graph={mode}"));
+            continue;
+        }
+        out.push(a);
+    }
+    out
+}
+
+fn parse_call_graph(mode: &str) -> anyhow::Result<CallGraph> {
+    let (kind, size) = match mode.split_once(',') {
+        Some((k, s)) => (k, Some(s)),
+        None => (mode, None),
+    };
+    match kind {
+        "fp" if size.is_none() => Ok(CallGraph::FramePointer),
+        "dwarf" => {
+            let stack_size = match size {
+                None => DEFAULT_DWARF_STACK,
+                Some(s) => {
+                    let n: u32 = s.parse().with_context(|| format!("bad DWARF stack size '{s}'"))?;
+                    if n == 0 || n > rperf_record::sys::MAX_STACK_USER {
+                        bail!("DWARF stack size must be between 8 and {}", rperf_record::sys::MAX_STACK_USER);
+                    }
+                    n.next_multiple_of(8)
+                }
+            };
+            Ok(CallGraph::Dwarf { stack_size })
+        }
+        _ => bail!("unknown call-graph mode '{mode}': use fp or dwarf[,STACK_SIZE]"),
+    }
+}
+
+/// Parses sizes like `4096`, `500K`, `500M`, `2G`.
+pub fn parse_size(s: &str) -> anyhow::Result<u64> {
+    let s = s.trim();
+    let (num, mult) = match s.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&s[..s.len() - 1], 1u64 << 10),
+        Some('M') => (&s[..s.len() - 1], 1 << 20),
+        Some('G') => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    let n: u64 = num.parse().with_context(|| format!("bad size '{s}' (e.g. 500M, 2G)"))?;
+    n.checked_mul(mult).context("size too large")
+}
+
+fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
+    let chosen = [a.pids.is_some(), a.tids.is_some(), a.system_wide, a.app.is_some(), !a.command.is_empty()]
+        .iter()
+        .filter(|x| **x)
+        .count();
+    if chosen == 0 {
+        bail!(
+            "nothing to profile: give a command (`rperf record -- ./prog`), -p PID, -t TID, -a or --app NAME"
+        );
+    }
+    if chosen > 1 && !(a.system_wide && !a.command.is_empty()) {
+        bail!("choose one target: a command, -p, -t, --app, or -a (-a may be combined with a command that sets the duration)");
+    }
+    let target = if a.system_wide {
+        Target::SystemWide
+    } else if let Some(p) = &a.pids {
+        Target::Processes(target::resolve_processes(p)?)
+    } else if let Some(t) = &a.tids {
+        Target::Threads(target::resolve_threads(t)?)
+    } else if let Some(app) = &a.app {
+        Target::App(app.clone())
+    } else {
+        Target::Command(a.command.clone())
+    };
+    let events = a.events.iter().map(|e| parse_event_list(e)).collect::<Result<Vec<_>, _>>()?;
+    let rate = match (a.freq, a.period) {
+        (Some(f), _) => Some(Rate::Frequency(f)),
+        (_, Some(c)) => Some(Rate::Period(c)),
+        _ => None,
+    };
+    let call_graph = a.call_graph.as_deref().map(parse_call_graph).transpose()?.unwrap_or(CallGraph::None);
+    let cpus =
+        a.cpu.as_deref().map(rperf_record::sys::parse_cpu_list).transpose().map_err(anyhow::Error::msg)?;
+    let duration = match a.duration {
+        Some(d) if !(d > 0.0 && d.is_finite()) => bail!("--duration must be a positive number of seconds"),
+        Some(d) => Some(Duration::from_secs_f64(d)),
+        None => None,
+    };
+    check_output_writable(&a.output)?;
+    Ok(RecordOptions {
+        target,
+        events: events.into_iter().flatten().collect(),
+        rate,
+        call_graph,
+        cpus,
+        inherit: !a.no_inherit,
+        duration,
+        output: a.output,
+        mmap_pages: a.mmap_pages,
+        size_limit: a.size_limit.as_deref().map(parse_size).transpose()?,
+        cmdline: argv.to_vec(),
+    })
+}
+
+fn check_output_writable(path: &std::path::Path) -> anyhow::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    if !dir.is_dir() {
+        bail!("cannot write {}: directory {} does not exist", path.display(), dir.display());
+    }
+    Ok(())
+}
+
+/// Runs `rperf record`; returns the launched command's exit code (0 otherwise).
+pub fn run(a: RecordArgs, argv: &[String]) -> anyhow::Result<i32> {
+    let system_wide_with_command = a.system_wide && !a.command.is_empty();
+    let command = a.command.clone();
+    let mut opts = options(a, argv)?;
+    if system_wide_with_command {
+        // `rperf record -a -- sleep 5`: profile everything while the command runs.
+        opts.target = Target::SystemWide;
+        return run_system_wide_with(opts, command);
+    }
+    let summary = record(&opts, &mut |note| eprintln!("rperf: {note}"))?;
+    report_summary(&opts, &summary);
+    match &summary.stop {
+        StopReason::WriteError(e) => {
+            eprintln!(
+                "rperf: recording stopped early: {e}; {} holds the {} samples written before",
+                opts.output.display(),
+                summary.samples
+            );
+            Ok(summary.exit_code.filter(|c| *c != 0).unwrap_or(1))
+        }
+        _ => Ok(summary.exit_code.unwrap_or(0)),
+    }
+}
+
+fn run_system_wide_with(opts: RecordOptions, command: Vec<String>) -> anyhow::Result<i32> {
+    let mut child = std::process::Command::new(&command[0])
+        .args(&command[1..])
+        .spawn()
+        .with_context(|| format!("cannot run '{}'", command[0]))?;
+    // The child is watched from a thread; when it exits, rperf stops as for SIGTERM.
+    let watcher = std::thread::spawn(move || {
+        let status = child.wait().ok();
+        // SAFETY: kill on our own pid with a signal we handle.
+        unsafe { libc::kill(std::process::id() as i32, libc::SIGUSR1) };
+        status
+    });
+    install_usr1_as_stop();
+    let summary = record(&opts, &mut |note| eprintln!("rperf: {note}"))?;
+    report_summary(&opts, &summary);
+    let status = watcher.join().ok().flatten();
+    Ok(status.and_then(|s| s.code()).unwrap_or(0))
+}
+
+fn install_usr1_as_stop() {
+    rperf_record::launch::install_signal_handlers();
+    // SAFETY: SIGUSR1 gets the same async-signal-safe handler as SIGTERM.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGTERM, std::ptr::null(), &mut old);
+        libc::sigaction(libc::SIGUSR1, &old, std::ptr::null_mut());
+    }
+}
+
+fn report_summary(opts: &RecordOptions, s: &rperf_record::RecordSummary) {
+    let total = s.samples + s.lost;
+    let pct = if total > 0 { 100.0 * s.lost as f64 / total as f64 } else { 0.0 };
+    eprintln!("Samples recorded: {}. Samples lost: {} ({:.2}%)", s.samples, s.lost, pct);
+    if s.lost > 0 {
+        eprintln!(
+            "rperf: to lose fewer samples, give the ring buffers more pages (-m), sample less often (-F), \
+             or copy less stack per sample (-g dwarf,SIZE)"
+        );
+    }
+    eprintln!("rperf: wrote {} ({:.1} MB)", opts.output.display(), s.bytes as f64 / 1e6);
+}
