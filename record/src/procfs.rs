@@ -107,11 +107,13 @@ pub fn maps_of(pid: i32) -> Vec<MapLine> {
 }
 
 /// Builds the records that describe an already-running process: a COMM and (for threads other
-/// than the leader) a FORK per thread, and an MMAP2 per executable mapping.
+/// than the leader) a FORK per thread, and an MMAP2 per executable mapping (per file-backed
+/// mapping with `all_file_maps`, which DWARF unwinders need to reach `.eh_frame_hdr`).
 pub fn synthesize_process(
     pid: i32,
     b: &RecordBuilder,
     id: u64,
+    all_file_maps: bool,
     build_ids: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
     out: &mut dyn FnMut(Vec<u8>),
 ) {
@@ -129,7 +131,8 @@ pub fn synthesize_process(
         }
     }
     let sid = SampleId { pid: pid as u32, tid: pid as u32, time: 0, cpu: 0, id };
-    for m in maps_of(pid).iter().filter(|m| m.is_exec()) {
+    let wanted = |m: &&MapLine| m.is_exec() || (all_file_maps && m.inode != 0);
+    for m in maps_of(pid).iter().filter(wanted) {
         let path = if m.path.is_empty() { "//anon".to_string() } else { m.path.clone() };
         let bid = if m.inode != 0 { build_ids(&path) } else { None };
         out(b.mmap2(pid as u32, pid as u32, m, &path, bid.as_deref(), &sid));

@@ -80,7 +80,42 @@ struct Sink {
     kernel_hits: BTreeSet<u64>,
     dsos: BTreeMap<String, Option<Vec<u8>>>,
     trim: bool,
+    stacks: StackEnds,
     error: Option<Error>,
+}
+
+/// Where each process's stacks end, so that stack copies can stop there. Read from
+/// /proc/PID/maps when a stack pointer falls outside what is known, at most every 20 ms per
+/// process.
+#[derive(Default)]
+struct StackEnds {
+    maps: HashMap<u32, (Instant, Vec<(u64, u64)>)>,
+}
+
+impl StackEnds {
+    fn end_of(&mut self, pid: u32, sp: u64) -> Option<u64> {
+        let find = |v: &Vec<(u64, u64)>| {
+            let i = v.partition_point(|(start, _)| *start <= sp);
+            (i > 0 && sp < v[i - 1].1).then(|| v[i - 1].1)
+        };
+        if let Some((_, v)) = self.maps.get(&pid) {
+            if let Some(end) = find(v) {
+                return Some(end);
+            }
+        }
+        let stale = self.maps.get(&pid).is_none_or(|(t, _)| t.elapsed() >= Duration::from_millis(20));
+        if !stale {
+            return None;
+        }
+        let ranges: Vec<(u64, u64)> = procfs::maps_of(pid as i32).iter().map(|m| (m.start, m.end)).collect();
+        let end = find(&ranges);
+        self.maps.insert(pid, (Instant::now(), ranges));
+        end
+    }
+
+    fn forget(&mut self, pid: u32) {
+        self.maps.remove(&pid);
+    }
 }
 
 impl Sink {
@@ -99,7 +134,11 @@ impl Sink {
                     self.samples += 1;
                     self.note_kernel_addresses(misc_bits, &v);
                     if self.trim {
-                        trimmed = v.stack_at.and_then(|at| sample_fields::trim_stack(rec, at));
+                        let sp_index = (sys::USER_REGS_MASK & ((1u64 << sys::SP_REG_BIT) - 1)).count_ones();
+                        let limit = v
+                            .user_reg(sp_index as usize)
+                            .and_then(|sp| Some(self.stacks.end_of(v.pid, sp)? - sp));
+                        trimmed = v.stack_at.and_then(|at| sample_fields::trim_stack(rec, at, limit));
                     }
                 }
             }
@@ -110,6 +149,11 @@ impl Sink {
                 self.lost += rec.get(8..16).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
             }
             record_type::MMAP2 | record_type::MMAP => self.note_mmap(type_, misc_bits, rec),
+            record_type::EXIT => {
+                if let Some(pid) = rec.get(8..12) {
+                    self.stacks.forget(u32::from_le_bytes(pid.try_into().unwrap()));
+                }
+            }
             _ => {}
         }
         let out = trimmed.as_deref().unwrap_or(rec);
@@ -307,6 +351,7 @@ impl Session {
             kernel_hits: BTreeSet::new(),
             dsos: BTreeMap::new(),
             trim: matches!(opts.call_graph, CallGraph::Dwarf { .. }),
+            stacks: StackEnds::default(),
             error: None,
         };
         let mut s = Session {
@@ -398,6 +443,7 @@ impl Session {
             pid,
             &self.builder,
             id,
+            matches!(self.opts.call_graph, CallGraph::Dwarf { .. }),
             &mut |path| cache.entry(path.to_string()).or_insert_with(|| buildid::of_file(path)).clone(),
             &mut |r| recs.push(r),
         );
@@ -791,6 +837,10 @@ fn make_attr(
     if let CallGraph::Dwarf { stack_size } = opts.call_graph {
         a.set_exclude_callchain_user(1);
         a.sample_regs_user = sys::USER_REGS_MASK;
+        // DWARF unwinders read .eh_frame_hdr through the file's read-only segment mapping.
+        if tracking {
+            a.set_mmap_data(1);
+        }
         a.sample_stack_user = stack_size;
     }
     a

@@ -16,6 +16,8 @@ pub struct SampleView<'a> {
     pub tid: u32,
     /// Kernel callchain entries (context markers included).
     pub callchain: Vec<u64>,
+    /// Byte offset of the first user register value, when registers were recorded.
+    pub regs_at: Option<usize>,
     /// Byte offset of the `PERF_SAMPLE_STACK_USER` size field, when present.
     pub stack_at: Option<usize>,
     /// The record it came from.
@@ -74,7 +76,7 @@ pub fn parse(record: &[u8], sample_type: u64, regs_count: usize) -> Option<Sampl
     if sample_type & sample::REGS_USER != 0 {
         let abi = u64_at(record, take(8)?)?;
         if abi != 0 {
-            take(regs_count.checked_mul(8)?)?;
+            v.regs_at = Some(take(regs_count.checked_mul(8)?)?);
         }
     }
     if sample_type & sample::STACK_USER != 0 {
@@ -83,10 +85,18 @@ pub fn parse(record: &[u8], sample_type: u64, regs_count: usize) -> Option<Sampl
     Some(v)
 }
 
-/// Rewrites a sample whose last field is the user stack copy so that it keeps only the bytes the
-/// kernel filled (`dyn_size`, rounded up to 8). Readers see a smaller `size`, which the format
-/// allows. Returns None when the record does not need trimming.
-pub fn trim_stack(record: &[u8], stack_at: usize) -> Option<Vec<u8>> {
+impl SampleView<'_> {
+    /// The user register at position `index` among the recorded ones.
+    pub fn user_reg(&self, index: usize) -> Option<u64> {
+        u64_at(self.record, self.regs_at?.checked_add(index.checked_mul(8)?)?)
+    }
+}
+
+/// Rewrites a sample whose last field is the user stack copy so that it keeps only the bytes that
+/// hold stack: what the kernel filled (`dyn_size`), and at most `limit` bytes (the distance from
+/// the stack pointer to the end of the thread's stack), rounded up to 8. Readers see a smaller
+/// `size`, which the format allows. Returns None when the record does not need trimming.
+pub fn trim_stack(record: &[u8], stack_at: usize, limit: Option<u64>) -> Option<Vec<u8>> {
     let size = u64_at(record, stack_at)? as usize;
     if size == 0 {
         return None;
@@ -94,7 +104,9 @@ pub fn trim_stack(record: &[u8], stack_at: usize) -> Option<Vec<u8>> {
     let data = stack_at + 8;
     let dyn_at = data.checked_add(size)?;
     let dyn_size = u64_at(record, dyn_at)? as usize;
-    let keep = dyn_size.min(size).next_multiple_of(8);
+    let limit = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    let keep = dyn_size.min(size).min(limit).next_multiple_of(8).min(size);
+    let dyn_size = dyn_size.min(keep);
     if keep == size {
         return None;
     }
@@ -132,12 +144,23 @@ mod tests {
         let t = sample::IDENTIFIER | sample::IP | sample::STACK_USER;
         let v = parse(&rec, t, 0).unwrap();
         assert_eq!((v.id, v.ip), (7, 0x1234));
-        let out = trim_stack(&rec, v.stack_at.unwrap()).unwrap();
+        let out = trim_stack(&rec, v.stack_at.unwrap(), None).unwrap();
         assert_eq!(out.len(), 8 + 16 + 8 + 16 + 8);
         assert_eq!(u16::from_le_bytes([out[6], out[7]]) as usize, out.len());
         let v2 = parse(&out, t, 0).unwrap();
         assert_eq!(u64_at(&out, v2.stack_at.unwrap()), Some(16));
         assert_eq!(u64_at(&out, out.len() - 8), Some(12));
+    }
+
+    #[test]
+    fn trims_to_stack_end() {
+        let rec = sample_with_stack(&[0xaa; 64], 64);
+        let t = sample::IDENTIFIER | sample::IP | sample::STACK_USER;
+        let v = parse(&rec, t, 0).unwrap();
+        let out = trim_stack(&rec, v.stack_at.unwrap(), Some(20)).unwrap();
+        let v2 = parse(&out, t, 0).unwrap();
+        assert_eq!(u64_at(&out, v2.stack_at.unwrap()), Some(24));
+        assert_eq!(u64_at(&out, out.len() - 8), Some(24));
     }
 
     #[test]

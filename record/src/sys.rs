@@ -81,6 +81,14 @@ pub const USER_REGS_MASK: u64 = (1 << 33) - 1; // x0..x30, sp, pc.
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub const USER_REGS_MASK: u64 = 0;
 
+/// Bit of the stack pointer in the user register mask.
+#[cfg(target_arch = "x86_64")]
+pub const SP_REG_BIT: u32 = 7;
+#[cfg(target_arch = "aarch64")]
+pub const SP_REG_BIT: u32 = 31;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub const SP_REG_BIT: u32 = 0;
+
 /// Largest user stack copy the kernel accepts in one sample (the record size is a u16).
 pub const MAX_STACK_USER: u32 = 65528;
 
