@@ -1,0 +1,142 @@
+//! Helpers shared by the integration tests: building the test programs, running rperf and perf.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The rperf binary under test.
+pub fn rperf() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rperf"))
+}
+
+/// A scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Compiled test programs.
+pub struct Programs {
+    /// workload.cpp built -O2 -g with frame pointers.
+    pub workload_fp: PathBuf,
+    /// workload.cpp built -O2 -g without frame pointers.
+    pub workload: PathBuf,
+}
+
+/// Builds tests/programs once per test binary.
+pub fn programs() -> &'static Programs {
+    static P: OnceLock<Programs> = OnceLock::new();
+    P.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("programs");
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/workload.cpp");
+        let build = |out: &Path, extra: &[&str]| {
+            // Each test binary builds into its own name, then renames, so parallel test
+            // binaries never see a half-written executable.
+            let tmp = out.with_extension(format!("tmp{}", std::process::id()));
+            let st = Command::new("g++")
+                .args(["-O2", "-g", "-pthread"])
+                .args(extra)
+                .arg(&src)
+                .arg("-o")
+                .arg(&tmp)
+                .status()
+                .expect("g++ is needed to build the test programs (apt-get install g++)");
+            assert!(st.success(), "building {}", src.display());
+            std::fs::rename(&tmp, out).unwrap();
+        };
+        let workload_fp = dir.join("workload_fp");
+        let workload = dir.join("workload");
+        build(&workload_fp, &["-fno-omit-frame-pointer"]);
+        build(&workload, &[]);
+        Programs { workload_fp, workload }
+    })
+}
+
+/// Runs a command and returns its output, failing the test with its stderr when it cannot run.
+pub fn run(cmd: &mut Command) -> Output {
+    cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
+}
+
+/// Text of stdout.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Text of stderr.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `perf script` of a file, with call chains. Fails the test if perf cannot read it.
+pub fn perf_script(data: &Path) -> String {
+    let o = run(Command::new("perf").args(["script", "-F", "comm,pid,tid,event,ip,sym", "-i"]).arg(data));
+    assert!(o.status.success(), "perf script failed on {}: {}", data.display(), stderr(&o));
+    stdout(&o)
+}
+
+/// One sample of `perf script` output: header line and its frames (symbols).
+#[derive(Debug)]
+pub struct ScriptSample {
+    pub comm: String,
+    pub pid: i32,
+    pub tid: i32,
+    pub frames: Vec<String>,
+}
+
+/// Parses `perf script -F comm,pid,tid,event,ip,sym` output: a header line per sample, followed
+/// by indented frame lines when the sample has a call chain.
+pub fn parse_script(text: &str) -> Vec<ScriptSample> {
+    let mut out: Vec<ScriptSample> = Vec::new();
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if line.starts_with('\t') {
+            // "\t    558001da24c0 hot_loop+0x10 (/path)" or with -F sym: "\t 558001da24c0 hot_loop"
+            if let (Some(s), Some(sym)) = (out.last_mut(), line.split_whitespace().nth(1)) {
+                s.frames.push(sym.split('+').next().unwrap().to_string());
+            }
+            continue;
+        }
+        // "comm  pid/tid event: [ip sym]"; comm may hold spaces, so find the pid/tid token.
+        let toks: Vec<&str> = line.split_whitespace().collect();
+        let Some(idx) = toks.iter().position(|t| {
+            t.split_once('/').is_some_and(|(a, b)| a.parse::<i32>().is_ok() && b.parse::<i32>().is_ok())
+        }) else {
+            continue;
+        };
+        let (p, t) = toks[idx].split_once('/').unwrap();
+        let mut frames = Vec::new();
+        if let Some(ev) = toks.iter().skip(idx).position(|t| t.ends_with(':')) {
+            if let Some(sym) = toks.get(idx + ev + 2) {
+                frames.push(sym.split('+').next().unwrap().to_string());
+            }
+        }
+        out.push(ScriptSample {
+            comm: toks[..idx].join(" "),
+            pid: p.parse().unwrap(),
+            tid: t.parse().unwrap(),
+            frames,
+        });
+    }
+    out
+}
+
+/// CPU time (user+system) of children waited for so far.
+pub fn children_cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills a local struct.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    t(ru.ru_utime) + t(ru.ru_stime)
+}
+
+/// True when this machine's PMU counts cycles (false in most VMs).
+pub fn has_pmu() -> bool {
+    let o = Command::new("perf").args(["stat", "-x,", "-e", "cycles", "true"]).output();
+    o.map(|o| !String::from_utf8_lossy(&o.stderr).contains("not supported")).unwrap_or(false)
+}

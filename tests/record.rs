@@ -1,0 +1,242 @@
+//! `rperf record` on real programs, checked with Linux perf reading the files it writes.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+
+const CHAIN: [&str; 4] = ["hot_loop", "compute_inner", "compute_outer", "run_worker"];
+
+fn has_chain(frames: &[String]) -> bool {
+    frames.windows(CHAIN.len()).any(|w| w.iter().zip(CHAIN).all(|(f, c)| f == c))
+}
+
+fn record_command(dir: &std::path::Path, name: &str, extra: &[&str], prog: &std::path::Path, args: &[&str]) -> (std::process::Output, std::path::PathBuf) {
+    let data = dir.join(name);
+    let o = run(rperf().arg("record").args(extra).arg("-o").arg(&data).arg("--").arg(prog).args(args));
+    assert!(o.status.success(), "rperf record failed: {}", stderr(&o));
+    (o, data)
+}
+
+#[test]
+fn command_without_call_graph_samples_at_the_requested_rate() {
+    let p = programs();
+    let dir = scratch("rec_plain");
+    let before = children_cpu_seconds();
+    let (o, data) = record_command(&dir, "plain.data", &[], &p.workload, &["1", "2"]);
+    let cpu = children_cpu_seconds() - before;
+    let err = stderr(&o);
+    assert!(err.contains("Samples recorded:"), "{err}");
+    let samples = parse_script(&perf_script(&data));
+    let expected = 4000.0 * cpu;
+    let n = samples.len() as f64;
+    assert!(n > 0.75 * expected && n < 1.1 * expected, "{n} samples for {cpu:.2}s of CPU (expected ~{expected:.0})");
+    let hot = samples.iter().filter(|s| s.frames.first().is_some_and(|f| f == "hot_loop")).count();
+    assert!(hot as f64 > 0.8 * n, "hot_loop in {hot} of {n} samples");
+    // Both threads, attributed to the workload's pid and comm.
+    let pid = samples.iter().find(|s| s.comm == "workload").expect("comm workload").pid;
+    let mut tids: Vec<i32> = samples.iter().filter(|s| s.pid == pid).map(|s| s.tid).collect();
+    tids.sort();
+    tids.dedup();
+    assert_eq!(tids.len(), 2, "threads seen: {tids:?}");
+    assert!(tids.contains(&pid));
+    // The summary's count is what the file holds.
+    let recorded: usize = err.split("Samples recorded: ").nth(1).unwrap().split('.').next().unwrap().parse().unwrap();
+    assert_eq!(recorded, samples.len());
+}
+
+#[test]
+fn frame_pointer_call_graph_shows_the_caller_chain() {
+    let p = programs();
+    let dir = scratch("rec_fp");
+    let (_, data) = record_command(&dir, "fp.data", &["-g", "fp"], &p.workload_fp, &["0.5", "2"]);
+    let samples = parse_script(&perf_script(&data));
+    let with_chain = samples.iter().filter(|s| has_chain(&s.frames)).count();
+    assert!(with_chain as f64 > 0.9 * samples.len() as f64, "{with_chain} of {} samples have the chain", samples.len());
+}
+
+#[test]
+fn dwarf_call_graph_is_unwound_by_perf() {
+    let p = programs();
+    let dir = scratch("rec_dwarf");
+    let (_, data) = record_command(&dir, "dwarf.data", &["-g"], &p.workload, &["0.5", "2"]);
+    let samples = parse_script(&perf_script(&data));
+    let with_chain = samples.iter().filter(|s| has_chain(&s.frames)).count();
+    assert!(with_chain as f64 > 0.9 * samples.len() as f64, "{with_chain} of {} samples have the chain", samples.len());
+    // Stacks reach the thread entry: main for the main thread, clone for the worker.
+    let complete = samples
+        .iter()
+        .filter(|s| s.frames.iter().any(|f| f == "main" || f.starts_with("clone") || f == "start_thread"))
+        .count();
+    assert!(complete as f64 > 0.9 * samples.len() as f64, "{complete} of {} stacks complete", samples.len());
+}
+
+fn spawn_workload(prog: &std::path::Path, args: &[&str]) -> std::process::Child {
+    Command::new(prog).args(args).stdout(Stdio::null()).spawn().unwrap()
+}
+
+#[test]
+fn attach_to_a_running_process_by_pid_and_by_name() {
+    let p = programs();
+    let dir = scratch("rec_pid");
+    let mut child = spawn_workload(&p.workload_fp, &["2", "2"]);
+    std::thread::sleep(Duration::from_millis(200));
+    let data = dir.join("pid.data");
+    let o = run(rperf()
+        .args(["record", "-g", "fp", "--duration", "0.6", "-p"])
+        .arg(child.id().to_string())
+        .arg("-o")
+        .arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let samples = parse_script(&perf_script(&data));
+    assert!(samples.len() > 1000, "{} samples", samples.len());
+    assert!(samples.iter().all(|s| s.pid == child.id() as i32));
+    // Code mapped before the recording began is attributed (synthesized mmaps).
+    assert!(samples.iter().filter(|s| has_chain(&s.frames)).count() as f64 > 0.9 * samples.len() as f64);
+
+    // The same process found by a name regex.
+    let data2 = dir.join("name.data");
+    let o = run(rperf().args(["record", "--duration", "0.3", "-p", "workload_f.*", "-o"]).arg(&data2));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let samples = parse_script(&perf_script(&data2));
+    assert!(samples.iter().any(|s| s.pid == child.id() as i32 && s.frames[0] == "hot_loop"));
+    child.kill().ok();
+    child.wait().ok();
+}
+
+#[test]
+fn thread_target_records_only_that_thread() {
+    let p = programs();
+    let dir = scratch("rec_tid");
+    let mut child = spawn_workload(&p.workload, &["2", "2"]);
+    std::thread::sleep(Duration::from_millis(200));
+    let pid = child.id() as i32;
+    let tid = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .find(|t| *t != pid)
+        .expect("a worker thread");
+    let data = dir.join("tid.data");
+    let o = run(rperf().args(["record", "--duration", "0.5", "-t"]).arg(tid.to_string()).arg("-o").arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let samples = parse_script(&perf_script(&data));
+    assert!(samples.len() > 500, "{} samples", samples.len());
+    assert!(samples.iter().all(|s| s.tid == tid), "only tid {tid}");
+    child.kill().ok();
+    child.wait().ok();
+}
+
+#[test]
+fn app_target_waits_for_the_app_to_start() {
+    let p = programs();
+    let dir = scratch("rec_app");
+    let app = dir.join("rperfdemoapp");
+    std::fs::copy(&p.workload_fp, &app).unwrap();
+    let data = dir.join("app.data");
+    let rec = rperf()
+        .args(["record", "--app", "rperfdemoapp", "-g", "fp", "--duration", "2", "-o"])
+        .arg(&data)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let mut child = spawn_workload(&app, &["0.8", "2"]);
+    child.wait().unwrap();
+    let o = rec.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("waiting for a process of app"), "{}", stderr(&o));
+    let samples = parse_script(&perf_script(&data));
+    let app_samples: Vec<_> = samples.iter().filter(|s| s.pid == child.id() as i32).collect();
+    assert!(app_samples.len() > 1000, "{} samples of the app", app_samples.len());
+    assert!(app_samples.iter().all(|s| s.comm == "rperfdemoapp"));
+    assert!(app_samples.iter().filter(|s| has_chain(&s.frames)).count() as f64 > 0.8 * app_samples.len() as f64);
+}
+
+#[test]
+fn system_wide_sees_every_process() {
+    let p = programs();
+    let dir = scratch("rec_all");
+    let mut child = spawn_workload(&p.workload, &["1.5", "1"]);
+    std::thread::sleep(Duration::from_millis(200));
+    let data = dir.join("all.data");
+    let o = run(rperf().args(["record", "-a", "--duration", "0.6", "-o"]).arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let samples = parse_script(&perf_script(&data));
+    let mine = samples.iter().filter(|s| s.pid == child.id() as i32 && s.frames[0] == "hot_loop").count();
+    assert!(mine > 1000, "{mine} samples of the workload's hot_loop");
+    child.kill().ok();
+    child.wait().ok();
+}
+
+#[test]
+fn exit_code_is_the_commands() {
+    let dir = scratch("rec_exit");
+    let o = run(rperf().arg("record").arg("-o").arg(dir.join("a.data")).args(["--", "sh", "-c", "exit 3"]));
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let o = run(rperf().arg("record").arg("-o").arg(dir.join("b.data")).args(["--", "sh", "-c", "kill -9 $$"]));
+    assert_eq!(o.status.code(), Some(137), "{}", stderr(&o));
+    perf_script(&dir.join("b.data"));
+    let o = run(rperf().arg("record").arg("-o").arg(dir.join("c.data")).args(["--", "/no/such/program"]));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("cannot run '/no/such/program'"), "{}", stderr(&o));
+}
+
+#[test]
+fn sigint_leaves_a_complete_file() {
+    let p = programs();
+    let dir = scratch("rec_sigint");
+    let data = dir.join("int.data");
+    let rec = rperf().arg("record").arg("-o").arg(&data).arg("--").arg(&p.workload).args(["10", "1"]).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(rec.id() as i32, libc::SIGINT) };
+    let start = std::time::Instant::now();
+    let o = rec.wait_with_output().unwrap();
+    assert!(start.elapsed() < Duration::from_secs(5));
+    assert!(stderr(&o).contains("Samples recorded:"), "{}", stderr(&o));
+    // The command got the SIGINT too (exit 130) and the file is complete.
+    assert_eq!(o.status.code(), Some(130));
+    assert!(parse_script(&perf_script(&data)).len() > 500);
+}
+
+#[test]
+fn bad_input_gets_a_clear_error() {
+    let dir = scratch("rec_errors");
+    let out = dir.join("x.data");
+    let o = run(rperf().args(["record", "-e", "cpu-clcok", "-o"]).arg(&out).args(["--", "true"]));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("did you mean cpu-clock"), "{}", stderr(&o));
+    let o = run(rperf().args(["record", "-p", "999999999", "-o"]).arg(&out));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("no process with pid 999999999"), "{}", stderr(&o));
+    let o = run(rperf().args(["record", "-o", "/no/such/dir/x.data", "--", "true"]));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
+    let o = run(rperf().args(["record", "-o"]).arg(&out));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("nothing to profile"), "{}", stderr(&o));
+    let o = run(rperf().args(["record", "-e", "cycles", "-o"]).arg(&out).args(["--", "true"]));
+    if has_pmu() {
+        assert!(o.status.success(), "{}", stderr(&o));
+    } else {
+        assert!(!o.status.success());
+        let e = stderr(&o);
+        assert!(e.contains("not supported on this machine") && e.contains("cpu-clock"), "{e}");
+        // Without -e, rperf falls back to cpu-clock and says so.
+        let o = run(rperf().args(["record", "-o"]).arg(&out).args(["--", "true"]));
+        assert!(o.status.success());
+        assert!(stderr(&o).contains("sampling cpu-clock instead"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn tracepoints_sample_every_event() {
+    let dir = scratch("rec_tp");
+    let data = dir.join("tp.data");
+    let o = run(rperf().args(["record", "-e", "sched:sched_switch", "-o"]).arg(&data).args(["--", "sh", "-c", "for i in 1 2 3 4 5; do sleep 0.01; done"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = perf_script(&data);
+    assert!(text.matches("sched:sched_switch").count() >= 5, "{text}");
+}
