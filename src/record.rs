@@ -138,7 +138,8 @@ fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
             "nothing to profile: give a command (`rperf record -- ./prog`), -p PID, -t TID, -a or --app NAME"
         );
     }
-    if chosen > 1 && !(a.system_wide && !a.command.is_empty()) {
+    let system_wide_with_command = a.system_wide && !a.command.is_empty() && chosen == 2;
+    if chosen > 1 && !system_wide_with_command {
         bail!("choose one target: a command, -p, -t, --app, or -a (-a may be combined with a command that sets the duration)");
     }
     let target = if a.system_wide {

@@ -38,11 +38,10 @@ pub fn parse(text: &str) -> Vec<KernelSymbol> {
 }
 
 /// Reads /proc/kallsyms. Err explains why kernel symbols are not available.
-pub fn read_proc() -> Result<Vec<KernelSymbol>, String> {
+pub fn read_proc_text() -> Result<String, String> {
     let text =
         std::fs::read_to_string("/proc/kallsyms").map_err(|e| format!("cannot read /proc/kallsyms: {e}"))?;
-    let syms = parse(&text);
-    if syms.is_empty() {
+    if find_address(&text, "_text").is_none() {
         let restrict = std::fs::read_to_string("/proc/sys/kernel/kptr_restrict").unwrap_or_default();
         return Err(format!(
             "kernel addresses are hidden (kptr_restrict={}); run as root or set \
@@ -50,15 +49,25 @@ pub fn read_proc() -> Result<Vec<KernelSymbol>, String> {
             restrict.trim()
         ));
     }
-    Ok(syms)
+    Ok(text)
 }
 
-/// The address range of the kernel image: `_text` (or `_stext`) up to `_etext`.
-pub fn kernel_text_range(syms: &[KernelSymbol]) -> Option<(u64, u64)> {
-    let find = |n: &str| syms.iter().find(|s| s.name == n && s.module.is_none()).map(|s| s.addr);
-    let start = find("_text").or_else(|| find("_stext"))?;
-    let end = find("_etext").unwrap_or(start + (64 << 20));
-    Some((start, end))
+/// Finds the address of a global symbol in kallsyms text without parsing every line.
+pub fn find_address(text: &str, name: &str) -> Option<u64> {
+    let needle = format!(" {name}\n");
+    let mut from = 0;
+    while let Some(pos) = text[from..].find(&needle) {
+        let end = from + pos;
+        let line_start = text[..end].rfind('\n').map_or(0, |i| i + 1);
+        let line = &text[line_start..end];
+        if let Some(addr) = line.split_whitespace().next().and_then(|a| u64::from_str_radix(a, 16).ok()) {
+            if addr != 0 {
+                return Some(addr);
+            }
+        }
+        from = end + needle.len();
+    }
+    None
 }
 
 /// Encodes the symbols that contain `hits` (and each one's successor, which bounds it) as
@@ -106,6 +115,14 @@ mod tests {
         assert!(snap.contains(" foo\n") && snap.contains(" bar\n") && !snap.contains("baz"));
         assert_eq!(parse(&snap).len(), 3);
         assert_eq!(syms.last().unwrap().module.as_deref(), Some("ext4"));
+    }
+
+    #[test]
+    fn finds_addresses_by_name() {
+        let text =
+            "0000000000000000 A fixed_percpu_data\nffffffff81000000 T _text\nffffffff81000100 T _text_end\n";
+        assert_eq!(find_address(text, "_text"), Some(0xffffffff81000000));
+        assert_eq!(find_address(text, "_etext"), None);
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub mod ring;
 pub mod sample;
 pub mod sys;
 pub mod target;
+mod tracing;
 pub mod writer;
 
 pub use error::{open_remedy, Error};

@@ -219,7 +219,8 @@ struct Session {
     watched: BTreeSet<i32>,
     builder: RecordBuilder,
     notes: Vec<String>,
-    kernel_syms: Result<Vec<kallsyms::KernelSymbol>, String>,
+    kallsyms_text: Result<std::sync::Arc<String>, String>,
+    kernel_syms: Option<std::thread::JoinHandle<Vec<kallsyms::KernelSymbol>>>,
 }
 
 fn regs_count() -> usize {
@@ -366,11 +367,19 @@ impl Session {
             watched: BTreeSet::new(),
             builder,
             notes,
-            kernel_syms: kallsyms::read_proc(),
+            kallsyms_text: kallsyms::read_proc_text().map(std::sync::Arc::new),
+            kernel_syms: None,
         };
-        if let Err(why) = &s.kernel_syms {
-            let why = why.clone();
-            say(why, &mut s.notes);
+        match &s.kallsyms_text {
+            // Parsing takes a while; it runs beside the recording and is needed only at the end.
+            Ok(text) => {
+                let text = text.clone();
+                s.kernel_syms = Some(std::thread::spawn(move || kallsyms::parse(&text)));
+            }
+            Err(why) => {
+                let why = why.clone();
+                say(why, &mut s.notes);
+            }
         }
         s.write_kernel_mmap()?;
         match s.opts.target.clone() {
@@ -412,8 +421,10 @@ impl Session {
     }
 
     fn write_kernel_mmap(&mut self) -> Result<(), Error> {
-        let Ok(syms) = &self.kernel_syms else { return Ok(()) };
-        if let Some((start, end)) = kallsyms::kernel_text_range(syms) {
+        let Ok(text) = &self.kallsyms_text else { return Ok(()) };
+        let start = kallsyms::find_address(text, "_text").or_else(|| kallsyms::find_address(text, "_stext"));
+        if let Some(start) = start {
+            let end = kallsyms::find_address(text, "_etext").unwrap_or(start + (64 << 20));
             let sid = SampleId { pid: u32::MAX, tid: 0, ..Default::default() };
             let rec = self.builder.kernel_mmap(start, end - start, start, &sid);
             self.sink.writer.write_record(&rec)?;
@@ -650,10 +661,10 @@ impl Session {
                         }
                     }
                 }
-                Target::Processes(_) | Target::Threads(_) => {
-                    if self.watched.iter().all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists()) {
-                        break StopReason::TargetsExited;
-                    }
+                Target::Processes(_) | Target::Threads(_)
+                    if self.watched.iter().all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists()) =>
+                {
+                    break StopReason::TargetsExited;
                 }
                 _ => {}
             }
@@ -752,6 +763,13 @@ impl Session {
         if let Some(kb) = total_mem_kb() {
             f.push((feature::TOTAL_MEM, kb.to_le_bytes().to_vec()));
         }
+        let tracepoints: Vec<String> =
+            self.events.iter().filter(|e| e.spec.is_tracepoint()).map(|e| e.spec.name.clone()).collect();
+        if !tracepoints.is_empty() {
+            if let Some(data) = crate::tracing::tracing_data(&tracepoints) {
+                f.push((feature::TRACING_DATA, data));
+            }
+        }
         let mut ids = Vec::new();
         if let Some(kid) = buildid::of_kernel() {
             ids.push(BuildIdEntry { pid: -1, kernel: true, build_id: kid, path: "[kernel.kallsyms]".into() });
@@ -762,8 +780,8 @@ impl Session {
             }
         }
         f.push((feature::BUILD_ID, writer::build_id_feature(&ids)));
-        if let Ok(syms) = &self.kernel_syms {
-            let snap = kallsyms::snapshot(syms, &self.sink.kernel_hits);
+        if let Some(syms) = self.kernel_syms.take().and_then(|h| h.join().ok()) {
+            let snap = kallsyms::snapshot(&syms, &self.sink.kernel_hits);
             f.push((feature::RPERF_KALLSYMS, snap.into_bytes()));
         }
         f

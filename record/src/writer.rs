@@ -23,6 +23,7 @@ const FLUSH_AT: usize = 1 << 20;
 /// Feature section numbers (`HEADER_*` in perf's header.h).
 #[allow(missing_docs)] // perf's header.h names and documents these.
 pub mod feature {
+    pub const TRACING_DATA: u32 = 1;
     pub const BUILD_ID: u32 = 2;
     pub const HOSTNAME: u32 = 3;
     pub const OSRELEASE: u32 = 4;

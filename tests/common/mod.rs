@@ -126,15 +126,6 @@ pub fn parse_script(text: &str) -> Vec<ScriptSample> {
     out
 }
 
-/// CPU time (user+system) of children waited for so far.
-pub fn children_cpu_seconds() -> f64 {
-    // SAFETY: getrusage fills a local struct.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
-    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
-    t(ru.ru_utime) + t(ru.ru_stime)
-}
-
 /// True when this machine's PMU counts cycles (false in most VMs).
 pub fn has_pmu() -> bool {
     let o = Command::new("perf").args(["stat", "-x,", "-e", "cycles", "true"]).output();

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <thread>
 #include <vector>
+#include <sys/resource.h>
 
 static volatile double sink;
 
@@ -47,5 +48,9 @@ int main(int argc, char** argv) {
     for (int i = 1; i < threads; i++) pool.emplace_back(run_worker, seconds, depth);
     run_worker(seconds, depth);
     for (auto& t : pool) t.join();
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    fprintf(stderr, "workload: cpu_seconds=%.3f\n",
+            ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
     return 0;
 }

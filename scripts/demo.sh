@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds rperf and profiles the bundled demo workload (tests/programs/workload.cpp: two threads
+# in a known hot function), writing everything to demo-out/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v g++ >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq g++; }
+cargo build --release -q
+out=demo-out
+mkdir -p "$out"
+g++ -O2 -g -pthread tests/programs/workload.cpp -o "$out/workload"
+rperf=target/release/rperf
+echo "== rperf record -g (DWARF call graphs) of the demo workload"
+"$rperf" record -g -o "$out/perf.data" -- "$out/workload" 2 2
+if "$rperf" help report >/dev/null 2>&1; then
+  echo "== rperf report --sort dso,symbol"
+  "$rperf" report -i "$out/perf.data" --sort dso,symbol | head -40
+  "$rperf" report -i "$out/perf.data" --format svg -o "$out/flamegraph.svg"
+  echo "== flamegraph: $out/flamegraph.svg"
+fi

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs rperf's checks and tests, installing what they need first (Linux perf as the oracle,
+# g++ for the test programs) and mounting tracefs for the tracepoint tests.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v perf >/dev/null 2>&1 || need+=(linux-perf)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+fi
+if [ ! -d /sys/kernel/tracing/events ] && [ "$(id -u)" = 0 ]; then
+  mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+fi
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo test --workspace
