@@ -2,8 +2,10 @@
 // through a known caller chain (main/thread entry -> run_worker -> compute_outer -> compute_inner
 // -> hot_loop), plus a call into a shared library (libm) so reports show several DSOs.
 //
-// Usage: workload [seconds=1] [threads=2] [depth=0]
-//   depth > 0 adds that many recursive frames above hot_loop (deep stacks for unwinding tests).
+// Usage: workload [seconds=1] [threads=2] [depth=0] [rounds=0]
+//   depth > 0 adds that many recursive frames above hot_loop (deep stacks for unwinding tests);
+//   rounds > 0 makes each thread do a fixed amount of work instead of running for `seconds`
+//   (for overhead benchmarks, where wall time must measure the slowdown).
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -35,7 +37,11 @@ extern "C" __attribute__((noinline)) double compute_outer(long iters, int depth)
     return deep(depth, iters) * 0.5;
 }
 
-extern "C" __attribute__((noinline)) void run_worker(double seconds, int depth) {
+extern "C" __attribute__((noinline)) void run_worker(double seconds, int depth, long rounds) {
+    if (rounds > 0) {
+        for (long r = 0; r < rounds; r++) sink = compute_outer(200000, depth);
+        return;
+    }
     auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     while (std::chrono::steady_clock::now() < end) sink = compute_outer(200000, depth);
 }
@@ -44,9 +50,10 @@ int main(int argc, char** argv) {
     double seconds = argc > 1 ? atof(argv[1]) : 1.0;
     int threads = argc > 2 ? atoi(argv[2]) : 2;
     int depth = argc > 3 ? atoi(argv[3]) : 0;
+    long rounds = argc > 4 ? atol(argv[4]) : 0;
     std::vector<std::thread> pool;
-    for (int i = 1; i < threads; i++) pool.emplace_back(run_worker, seconds, depth);
-    run_worker(seconds, depth);
+    for (int i = 1; i < threads; i++) pool.emplace_back(run_worker, seconds, depth, rounds);
+    run_worker(seconds, depth, rounds);
     for (auto& t : pool) t.join();
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
