@@ -297,3 +297,44 @@ fn tracepoints_sample_every_event() {
     let text = perf_script(&data);
     assert!(text.matches("sched:sched_switch").count() >= 5, "{text}");
 }
+
+#[test]
+fn size_limit_stops_early_with_a_readable_file() {
+    let p = programs();
+    let dir = scratch("rec_size");
+    let data = dir.join("s.data");
+    let start = std::time::Instant::now();
+    let o = run(rperf()
+        .args(["record", "-g", "--size-limit", "300K", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&p.workload)
+        .args(["5", "1"]));
+    assert!(start.elapsed() < Duration::from_secs(4), "stopped at the size limit");
+    assert!(std::fs::metadata(&data).unwrap().len() < 2 << 20);
+    assert!(stderr(&o).contains("Samples recorded:"), "{}", stderr(&o));
+    assert!(!parse_script(&perf_script(&data)).is_empty());
+}
+
+#[test]
+fn disk_full_keeps_what_was_recorded() {
+    let p = programs();
+    let dir = scratch("rec_full");
+    let mnt = dir.join("small");
+    std::fs::create_dir_all(&mnt).unwrap();
+    let m = run(Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"]).arg(&mnt));
+    assert!(m.status.success(), "this test mounts a 1 MiB tmpfs and needs root: {}", stderr(&m));
+    let data = mnt.join("full.data");
+    let o = run(rperf().args(["record", "-g", "-o"]).arg(&data).arg("--").arg(&p.workload).args(["3", "1"]));
+    let err = stderr(&o);
+    // Copy the file out before unmounting; perf needs some room to work.
+    let kept = dir.join("kept.data");
+    std::fs::copy(&data, &kept).unwrap();
+    run(Command::new("umount").arg(&mnt));
+    assert!(!o.status.success(), "a full disk is an error: {err}");
+    assert!(err.contains("recording stopped early") && err.contains("disk is full"), "{err}");
+    let recorded: usize =
+        err.split("Samples recorded: ").nth(1).unwrap().split('.').next().unwrap().parse().unwrap();
+    assert!(recorded > 0);
+    assert!(!parse_script(&perf_script(&kept)).is_empty(), "samples before the disk filled are readable");
+}

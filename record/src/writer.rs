@@ -109,11 +109,12 @@ impl PerfDataWriter {
     }
 
     /// Appends a FINISHED_ROUND record, which tells readers that every record before it may be
-    /// sorted and processed.
+    /// sorted and processed, and flushes, so that a crash loses at most the current round.
     pub fn finish_round(&mut self) -> Result<(), Error> {
         let mut r = Vec::with_capacity(8);
         put_header(&mut r, record_type::FINISHED_ROUND, 0, 8);
-        self.write_record(&r)
+        self.write_record(&r)?;
+        self.flush()
     }
 
     /// Writes buffered records and makes the header cover them.
@@ -129,8 +130,23 @@ impl PerfDataWriter {
                 self.write_header(&[])
             }
             Err(e) => {
-                // Keep what fits: the file stays valid up to the last complete flush.
-                self.buf.clear();
+                // Keep what fits: write whole records one by one until the disk refuses, so the
+                // file ends on a record boundary and the header covers every complete record.
+                let buf = std::mem::take(&mut self.buf);
+                let mut at = 0;
+                while at + 8 <= buf.len() {
+                    let size = u16::from_le_bytes([buf[at + 6], buf[at + 7]]) as usize;
+                    if size < 8 || at + size > buf.len() {
+                        break;
+                    }
+                    let rec = &buf[at..at + size];
+                    if self.file.write_all_at(rec, self.data_offset + self.data_size).is_err() {
+                        break;
+                    }
+                    self.data_size += size as u64;
+                    at += size;
+                }
+                self.write_header(&[]).ok();
                 Err(Error::file(&self.path, e))
             }
         }
