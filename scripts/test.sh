@@ -18,4 +18,14 @@ fi
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
-cargo test --workspace
+# cargo prints one "test result" line per test binary; end with the sum of them all.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+set +e
+cargo test --workspace 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+passed=$(grep -Eo '[0-9]+ passed' "$log" | awk '{s+=$1} END {print s+0}')
+failed=$(grep -Eo '[0-9]+ failed' "$log" | awk '{s+=$1} END {print s+0}')
+echo "tests: $passed passed, $failed failed"
+exit "$status"
