@@ -1,1 +1,45 @@
-//! placeholder
+//! Symbolization: ELF symbol tables, kernel symbols, demangling, and finding the right binary
+//! for a recorded path and build id.
+//!
+//! Each binary is mapped, not read, and its table is built once and shared; lookups are a
+//! binary search. The caller decides which binary belongs to which address range and passes
+//! file-relative virtual addresses (SVMAs) here.
+//!
+//! ```no_run
+//! let elf = rperf_symbols::ElfInfo::load(std::path::Path::new("/bin/ls")).unwrap();
+//! if let Some(sym) = elf.symbols.lookup(0x4000) { println!("{}", sym.name); }
+//! ```
+#![deny(missing_docs)]
+
+mod demangle;
+mod elf;
+mod kernel;
+mod locate;
+mod table;
+
+pub use demangle::demangle;
+pub use elf::{ElfInfo, LoadSegment};
+pub use kernel::KernelSymbols;
+pub use locate::{BinaryFinder, Found};
+pub use table::{Symbol, SymbolTable};
+
+/// Errors of loading symbol sources.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The file could not be opened or mapped.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not an ELF file this reader understands.
+    #[error("{path}: not a readable ELF file: {reason}")]
+    Parse {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        reason: String,
+    },
+}

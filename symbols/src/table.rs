@@ -1,0 +1,71 @@
+//! A sorted symbol table with address lookup.
+
+/// One function symbol.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Symbol {
+    /// First address (SVMA for binaries, absolute for the kernel).
+    pub start: u64,
+    /// One past the last address.
+    pub end: u64,
+    /// The demangled name.
+    pub name: String,
+}
+
+/// Symbols sorted by start address, non-overlapping lookups by binary search.
+#[derive(Clone, Debug, Default)]
+pub struct SymbolTable {
+    syms: Vec<Symbol>,
+}
+
+impl SymbolTable {
+    /// Builds a table from (start, size, raw name); sizes of 0 extend to the next symbol.
+    /// Names are demangled here, once per symbol.
+    pub fn new(mut raw: Vec<(u64, u64, String)>) -> SymbolTable {
+        raw.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        raw.dedup_by_key(|s| s.0);
+        let mut syms: Vec<Symbol> = Vec::with_capacity(raw.len());
+        for i in 0..raw.len() {
+            let (start, size, ref name) = raw[i];
+            let next = raw.get(i + 1).map_or(u64::MAX, |n| n.0);
+            let end = if size == 0 { next } else { start.saturating_add(size) };
+            syms.push(Symbol { start, end, name: crate::demangle(name) });
+        }
+        SymbolTable { syms }
+    }
+
+    /// The symbol containing `addr`.
+    pub fn lookup(&self, addr: u64) -> Option<&Symbol> {
+        let i = self.syms.partition_point(|s| s.start <= addr);
+        let s = self.syms.get(i.checked_sub(1)?)?;
+        (addr < s.end).then_some(s)
+    }
+
+    /// Number of symbols.
+    pub fn len(&self) -> usize {
+        self.syms.len()
+    }
+
+    /// True when there are no symbols.
+    pub fn is_empty(&self) -> bool {
+        self.syms.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_by_range() {
+        let t = SymbolTable::new(vec![
+            (0x100, 0x10, "a".into()),
+            (0x200, 0, "b".into()),
+            (0x300, 0x20, "c".into()),
+        ]);
+        assert_eq!(t.lookup(0x105).unwrap().name, "a");
+        assert!(t.lookup(0x110).is_none());
+        assert_eq!(t.lookup(0x2ff).unwrap().name, "b");
+        assert_eq!(t.lookup(0x31f).unwrap().name, "c");
+        assert!(t.lookup(0x50).is_none());
+    }
+}
