@@ -1,0 +1,65 @@
+//! Kernel-recorded call chains (PERF_SAMPLE_CALLCHAIN): context markers removed, each address
+//! tagged with the context it belongs to.
+
+/// Which address space a frame belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Context {
+    /// The kernel.
+    Kernel,
+    /// User space.
+    User,
+    /// A guest or other context rperf does not symbolize.
+    Other,
+}
+
+/// One entry of a call chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainFrame {
+    /// The address as recorded (an instruction pointer for the first entry of each context,
+    /// return addresses after it).
+    pub addr: u64,
+    /// Its context.
+    pub context: Context,
+    /// True for the first entry of the chain (the sampled instruction, not a return address).
+    pub is_ip: bool,
+}
+
+const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
+const PERF_CONTEXT_KERNEL: u64 = (-128i64) as u64;
+const PERF_CONTEXT_USER: u64 = (-512i64) as u64;
+
+/// Splits a raw call chain into frames, dropping context markers and zero addresses.
+/// `default` is the context of entries before the first marker.
+pub fn split_callchain(raw: &[u64], default: Context) -> Vec<ChainFrame> {
+    let mut ctx = default;
+    let mut out: Vec<ChainFrame> = Vec::with_capacity(raw.len());
+    for &addr in raw {
+        if addr >= PERF_CONTEXT_MAX {
+            ctx = match addr {
+                PERF_CONTEXT_KERNEL => Context::Kernel,
+                PERF_CONTEXT_USER => Context::User,
+                _ => Context::Other,
+            };
+            continue;
+        }
+        if addr == 0 {
+            continue;
+        }
+        out.push(ChainFrame { addr, context: ctx, is_ip: out.is_empty() });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_are_removed() {
+        let raw = [PERF_CONTEXT_KERNEL, 0xffff_8000_1000, 0xffff_8000_2000, PERF_CONTEXT_USER, 0x4000, 0, 0x5000];
+        let f = split_callchain(&raw, Context::User);
+        assert_eq!(f.len(), 4);
+        assert_eq!((f[0].context, f[0].is_ip), (Context::Kernel, true));
+        assert_eq!((f[2].addr, f[2].context, f[2].is_ip), (0x4000, Context::User, false));
+    }
+}

@@ -1,0 +1,249 @@
+//! DWARF CFI unwinding of copied user stacks with framehop.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use framehop::aarch64::{CacheAarch64, UnwindRegsAarch64, UnwinderAarch64};
+use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
+use framehop::{ExplicitModuleSectionInfo, FrameAddress, Module, Unwinder};
+use object::{Object, ObjectSection};
+
+/// The architecture of a recording.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arch {
+    /// x86_64.
+    X86_64,
+    /// arm64.
+    Aarch64,
+}
+
+impl Arch {
+    /// From a perf.data arch string (`x86_64`, `aarch64`, `arm64`).
+    pub fn from_name(s: &str) -> Option<Arch> {
+        match s {
+            "x86_64" | "amd64" => Some(Arch::X86_64),
+            "aarch64" | "arm64" => Some(Arch::Aarch64),
+            _ => None,
+        }
+    }
+}
+
+/// A code address and what it means: the sampled instruction, or a return address (whose call
+/// instruction is at `addr - 1` for symbol and line lookup).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CodeAddress {
+    /// The instruction pointer at the sample.
+    InstructionPointer(u64),
+    /// A return address found on the stack.
+    ReturnAddress(u64),
+}
+
+impl CodeAddress {
+    /// The address to look up symbols and lines with.
+    pub fn lookup(&self) -> u64 {
+        match *self {
+            CodeAddress::InstructionPointer(a) => a,
+            CodeAddress::ReturnAddress(a) => a.saturating_sub(1),
+        }
+    }
+
+    /// The raw address.
+    pub fn addr(&self) -> u64 {
+        match *self {
+            CodeAddress::InstructionPointer(a) | CodeAddress::ReturnAddress(a) => a,
+        }
+    }
+}
+
+/// The registers unwinding starts from.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Regs {
+    /// Instruction pointer / pc.
+    pub ip: u64,
+    /// Stack pointer.
+    pub sp: u64,
+    /// Frame pointer (rbp / x29).
+    pub fp: u64,
+    /// Link register (aarch64 x30; unused on x86_64).
+    pub lr: u64,
+}
+
+/// The unwind sections of one binary, shared between every process that maps it.
+#[derive(Clone, Debug, Default)]
+pub struct UnwindSections {
+    text_svma: Option<Range<u64>>,
+    text: Option<Arc<[u8]>>,
+    eh_frame_svma: Option<Range<u64>>,
+    eh_frame: Option<Arc<[u8]>>,
+    eh_frame_hdr_svma: Option<Range<u64>>,
+    eh_frame_hdr: Option<Arc<[u8]>>,
+    debug_frame: Option<Arc<[u8]>>,
+}
+
+impl UnwindSections {
+    /// Extracts .eh_frame, .eh_frame_hdr, .debug_frame and .text from ELF bytes.
+    pub fn from_elf(data: &[u8]) -> Option<UnwindSections> {
+        let obj = object::File::parse(data).ok()?;
+        let sect = |name: &str| {
+            let s = obj.section_by_name(name)?;
+            let bytes = s.uncompressed_data().ok()?;
+            Some((s.address()..s.address() + s.size(), Arc::<[u8]>::from(&*bytes)))
+        };
+        let (text_svma, text) = sect(".text").unzip();
+        let (eh_frame_svma, eh_frame) = sect(".eh_frame").unzip();
+        let (eh_frame_hdr_svma, eh_frame_hdr) = sect(".eh_frame_hdr").unzip();
+        let debug_frame = sect(".debug_frame").map(|(_, d)| d);
+        Some(UnwindSections { text_svma, text, eh_frame_svma, eh_frame, eh_frame_hdr_svma, eh_frame_hdr, debug_frame })
+    }
+
+    /// True when there is any CFI to unwind with.
+    pub fn has_cfi(&self) -> bool {
+        self.eh_frame.is_some() || self.debug_frame.is_some()
+    }
+
+    fn section_info(&self) -> ExplicitModuleSectionInfo<Arc<[u8]>> {
+        ExplicitModuleSectionInfo {
+            base_svma: 0,
+            text_svma: self.text_svma.clone(),
+            text: self.text.clone(),
+            eh_frame_svma: self.eh_frame_svma.clone(),
+            eh_frame: self.eh_frame.clone(),
+            eh_frame_hdr_svma: self.eh_frame_hdr_svma.clone(),
+            eh_frame_hdr: self.eh_frame_hdr.clone(),
+            debug_frame: self.debug_frame.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+/// framehop's rule caches, owned by the caller and shared across processes.
+pub struct UnwindCache {
+    x86: CacheX86_64,
+    arm: CacheAarch64,
+}
+
+impl UnwindCache {
+    /// Empty caches.
+    pub fn new() -> UnwindCache {
+        UnwindCache { x86: CacheX86_64::new(), arm: CacheAarch64::new() }
+    }
+}
+
+impl Default for UnwindCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The result of unwinding one sample.
+#[derive(Clone, Debug, Default)]
+pub struct Unwound {
+    /// Frames, innermost first.
+    pub frames: Vec<CodeAddress>,
+    /// True when unwinding stopped before reaching the end of the stack.
+    pub truncated: bool,
+}
+
+/// The modules of one process's address space.
+#[derive(Clone)]
+pub enum ProcessUnwinder {
+    /// x86_64 process.
+    X86(UnwinderX86_64<Arc<[u8]>>),
+    /// arm64 process.
+    Arm(UnwinderAarch64<Arc<[u8]>>),
+}
+
+fn convert(f: FrameAddress) -> CodeAddress {
+    match f {
+        FrameAddress::InstructionPointer(a) => CodeAddress::InstructionPointer(a),
+        FrameAddress::ReturnAddress(a) => CodeAddress::ReturnAddress(a.get()),
+    }
+}
+
+impl ProcessUnwinder {
+    /// An empty address space.
+    pub fn new(arch: Arch) -> ProcessUnwinder {
+        match arch {
+            Arch::X86_64 => ProcessUnwinder::X86(UnwinderX86_64::new()),
+            Arch::Aarch64 => ProcessUnwinder::Arm(UnwinderAarch64::new()),
+        }
+    }
+
+    /// Adds a binary mapped at `avma` whose addresses are its SVMAs plus `bias`.
+    pub fn add_module(&mut self, name: &str, avma: Range<u64>, bias: u64, sections: &UnwindSections) {
+        let module = Module::new(name.to_string(), avma, bias, sections.section_info());
+        match self {
+            ProcessUnwinder::X86(u) => u.add_module(module),
+            ProcessUnwinder::Arm(u) => u.add_module(module),
+        }
+    }
+
+    /// Removes the module that starts at `start`.
+    pub fn remove_module(&mut self, start: u64) {
+        match self {
+            ProcessUnwinder::X86(u) => u.remove_module(start),
+            ProcessUnwinder::Arm(u) => u.remove_module(start),
+        }
+    }
+
+    /// Unwinds from `regs` over `stack` (the bytes copied from `regs.sp` upward), at most
+    /// `max_frames` frames.
+    pub fn unwind(&self, cache: &mut UnwindCache, regs: Regs, stack: &[u8], max_frames: usize) -> Unwound {
+        let sp = regs.sp;
+        let mut read = |addr: u64| -> Result<u64, ()> {
+            let off = addr.checked_sub(sp).ok_or(())? as usize;
+            let bytes = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
+            Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| ())?))
+        };
+        let mut out = Unwound::default();
+        macro_rules! walk {
+            ($iter:expr) => {{
+                let mut iter = $iter;
+                loop {
+                    if out.frames.len() >= max_frames {
+                        out.truncated = true;
+                        break;
+                    }
+                    match iter.next() {
+                        Ok(Some(f)) => out.frames.push(convert(f)),
+                        Ok(None) => break,
+                        Err(_) => {
+                            out.truncated = true;
+                            break;
+                        }
+                    }
+                }
+            }};
+        }
+        match self {
+            ProcessUnwinder::X86(u) => {
+                walk!(u.iter_frames(regs.ip, UnwindRegsX86_64::new(regs.ip, regs.sp, regs.fp), &mut cache.x86, &mut read))
+            }
+            ProcessUnwinder::Arm(u) => {
+                walk!(u.iter_frames(regs.ip, UnwindRegsAarch64::new(regs.lr, regs.sp, regs.fp), &mut cache.arm, &mut read))
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_pointer_fallback_walks_a_synthetic_stack() {
+        // No CFI: framehop falls back to the frame-pointer chain.
+        let u = ProcessUnwinder::new(Arch::X86_64);
+        let mut cache = UnwindCache::new();
+        let sp = 0x1000u64;
+        // [sp+0]=saved rbp -> 0x1010, [sp+8]=return 0x401234; [0x1010]=0, [0x1018]=0x405678
+        let mut stack = vec![0u8; 0x20];
+        stack[0..8].copy_from_slice(&0x1010u64.to_le_bytes());
+        stack[8..16].copy_from_slice(&0x401234u64.to_le_bytes());
+        stack[0x18..0x20].copy_from_slice(&0x405678u64.to_le_bytes());
+        let r = u.unwind(&mut cache, Regs { ip: 0x400100, sp, fp: sp, lr: 0 }, &stack, 64);
+        assert_eq!(r.frames[0], CodeAddress::InstructionPointer(0x400100));
+        assert_eq!(r.frames[1].lookup(), 0x401233);
+    }
+}
