@@ -2,6 +2,7 @@
 
 mod exit;
 mod record;
+mod report;
 
 use clap::{Parser, Subcommand};
 
@@ -16,6 +17,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     Record(record::RecordArgs),
+    Report(report::ReportArgs),
 }
 
 fn main() {
@@ -23,6 +25,7 @@ fn main() {
     let cli = Cli::parse_from(args.clone());
     let result = match cli.command {
         Command::Record(a) => record::run(a, &args),
+        Command::Report(a) => report::run(a),
     };
     std::process::exit(exit::code(result));
 }

@@ -21,7 +21,10 @@ mod tests {
     #[test]
     fn demangles() {
         assert_eq!(super::demangle("_ZN3foo3barEv"), "foo::bar");
-        assert_eq!(super::demangle("_ZN4core3ptr13drop_in_place17h0123456789abcdefE"), "core::ptr::drop_in_place");
+        assert_eq!(
+            super::demangle("_ZN4core3ptr13drop_in_place17h0123456789abcdefE"),
+            "core::ptr::drop_in_place"
+        );
         assert_eq!(super::demangle("main"), "main");
     }
 }

@@ -38,7 +38,8 @@ impl ElfInfo {
         let file = std::fs::File::open(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
         // SAFETY: mapped read-only; binaries changing under a running report is outside what a
         // profiler can guard against (every symbolizer maps them).
-        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::Io { path: path.into(), source: e })?;
+        let map =
+            unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::Io { path: path.into(), source: e })?;
         let data = Arc::new(map);
         let obj = object::File::parse(&data[..])
             .map_err(|e| Error::Parse { path: path.into(), reason: e.to_string() })?;
@@ -47,7 +48,8 @@ impl ElfInfo {
             .segments()
             .filter_map(|s| {
                 let (offset, filesz) = s.file_range();
-                Some(LoadSegment { vaddr: s.address(), offset, filesz }).filter(|_| filesz > 0 || s.size() > 0)
+                Some(LoadSegment { vaddr: s.address(), offset, filesz })
+                    .filter(|_| filesz > 0 || s.size() > 0)
             })
             .collect();
         let collect = |syms: object::read::SymbolIterator<'_, '_>| -> Vec<(u64, u64, String)> {

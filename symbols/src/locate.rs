@@ -48,7 +48,12 @@ impl BinaryFinder {
         if let Some(id) = build_id.filter(|b| !b.is_empty()) {
             let key = hex(id);
             // Build ids may be stored padded to 20 bytes; match on the given prefix.
-            if let Some(p) = self.by_build_id.iter().find(|(k, _)| key.starts_with(k.as_str()) || k.starts_with(&key)).map(|(_, p)| p) {
+            if let Some(p) = self
+                .by_build_id
+                .iter()
+                .find(|(k, _)| key.starts_with(k.as_str()) || k.starts_with(&key))
+                .map(|(_, p)| p)
+            {
                 candidates.push(p.clone());
             }
         }

@@ -56,7 +56,8 @@ mod tests {
 
     #[test]
     fn markers_are_removed() {
-        let raw = [PERF_CONTEXT_KERNEL, 0xffff_8000_1000, 0xffff_8000_2000, PERF_CONTEXT_USER, 0x4000, 0, 0x5000];
+        let raw =
+            [PERF_CONTEXT_KERNEL, 0xffff_8000_1000, 0xffff_8000_2000, PERF_CONTEXT_USER, 0x4000, 0, 0x5000];
         let f = split_callchain(&raw, Context::User);
         assert_eq!(f.len(), 4);
         assert_eq!((f[0].context, f[0].is_ip), (Context::Kernel, true));

@@ -93,7 +93,15 @@ impl UnwindSections {
         let (eh_frame_svma, eh_frame) = sect(".eh_frame").unzip();
         let (eh_frame_hdr_svma, eh_frame_hdr) = sect(".eh_frame_hdr").unzip();
         let debug_frame = sect(".debug_frame").map(|(_, d)| d);
-        Some(UnwindSections { text_svma, text, eh_frame_svma, eh_frame, eh_frame_hdr_svma, eh_frame_hdr, debug_frame })
+        Some(UnwindSections {
+            text_svma,
+            text,
+            eh_frame_svma,
+            eh_frame,
+            eh_frame_hdr_svma,
+            eh_frame_hdr,
+            debug_frame,
+        })
     }
 
     /// True when there is any CFI to unwind with.
@@ -217,10 +225,20 @@ impl ProcessUnwinder {
         }
         match self {
             ProcessUnwinder::X86(u) => {
-                walk!(u.iter_frames(regs.ip, UnwindRegsX86_64::new(regs.ip, regs.sp, regs.fp), &mut cache.x86, &mut read))
+                walk!(u.iter_frames(
+                    regs.ip,
+                    UnwindRegsX86_64::new(regs.ip, regs.sp, regs.fp),
+                    &mut cache.x86,
+                    &mut read
+                ))
             }
             ProcessUnwinder::Arm(u) => {
-                walk!(u.iter_frames(regs.ip, UnwindRegsAarch64::new(regs.lr, regs.sp, regs.fp), &mut cache.arm, &mut read))
+                walk!(u.iter_frames(
+                    regs.ip,
+                    UnwindRegsAarch64::new(regs.lr, regs.sp, regs.fp),
+                    &mut cache.arm,
+                    &mut read
+                ))
             }
         }
         out

@@ -1,0 +1,220 @@
+//! Streaming aggregation: each sample is folded into per-entry counts and call trees at once,
+//! so memory grows with distinct entries and stacks, not with samples.
+
+use std::collections::HashMap;
+
+use crate::options::{CallOrder, ReportOptions, SortKey};
+use crate::resolve::{Func, FuncId};
+
+/// A sample after unwinding and symbolization.
+pub struct ResolvedSample<'a> {
+    /// Thread name (interned).
+    pub comm: u32,
+    /// Process id.
+    pub pid: i32,
+    /// Thread id.
+    pub tid: i32,
+    /// Event count of the sample.
+    pub period: u64,
+    /// Functions, innermost first.
+    pub frames: &'a [FuncId],
+}
+
+/// What identifies a report entry; fields not in the sort keys are zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EntryKey {
+    /// Thread name (interned).
+    pub comm: u32,
+    /// Process id.
+    pub pid: i32,
+    /// Thread id.
+    pub tid: i32,
+    /// DSO id.
+    pub dso: u32,
+    /// Function id.
+    pub func: u32,
+}
+
+/// A call-graph node.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// The function (`u32::MAX` for the root).
+    pub func: FuncId,
+    /// Event count through this node.
+    pub period: u64,
+    /// Child nodes.
+    pub children: Vec<u32>,
+}
+
+/// A call tree with a virtual root.
+#[derive(Clone, Debug)]
+pub struct CallTree {
+    /// Nodes; 0 is the root.
+    pub nodes: Vec<Node>,
+}
+
+impl Default for CallTree {
+    fn default() -> Self {
+        CallTree { nodes: vec![Node { func: u32::MAX, period: 0, children: Vec::new() }] }
+    }
+}
+
+impl CallTree {
+    fn add_path(&mut self, path: impl Iterator<Item = FuncId>, period: u64) {
+        let mut at = 0usize;
+        self.nodes[0].period += period;
+        for func in path {
+            let next = self.nodes[at].children.iter().copied().find(|&c| self.nodes[c as usize].func == func);
+            let next = match next {
+                Some(n) => n as usize,
+                None => {
+                    let n = self.nodes.len();
+                    self.nodes.push(Node { func, period: 0, children: Vec::new() });
+                    self.nodes[at].children.push(n as u32);
+                    n
+                }
+            };
+            self.nodes[next].period += period;
+            at = next;
+        }
+    }
+}
+
+/// One line of the report.
+#[derive(Clone, Debug, Default)]
+pub struct Entry {
+    /// Samples whose innermost frame is this entry.
+    pub samples: u64,
+    /// Their event count (self).
+    pub period: u64,
+    /// Event count of samples with this entry anywhere in the stack (with --children).
+    pub children: u64,
+    /// The call graph under the entry.
+    pub tree: CallTree,
+}
+
+/// The aggregate of one event.
+#[derive(Default)]
+pub struct EventAggregate {
+    /// Samples counted.
+    pub samples: u64,
+    /// Their event count.
+    pub period: u64,
+    /// Entries.
+    pub entries: HashMap<EntryKey, Entry>,
+}
+
+/// What aggregation needs to know of the options.
+#[derive(Clone, Debug)]
+pub struct AggregateConfig {
+    keys: [bool; 5],
+    children: bool,
+    call_graph: Option<CallOrder>,
+}
+
+impl AggregateConfig {
+    /// From report options.
+    pub fn new(opts: &ReportOptions) -> AggregateConfig {
+        let has = |k| opts.sort.contains(&k);
+        AggregateConfig {
+            keys: [
+                has(SortKey::Comm),
+                has(SortKey::Pid),
+                has(SortKey::Tid),
+                has(SortKey::Dso),
+                has(SortKey::Symbol),
+            ],
+            children: opts.children,
+            call_graph: opts.call_graph,
+        }
+    }
+
+    fn key(&self, s: &ResolvedSample<'_>, func: FuncId, funcs: &[Func]) -> EntryKey {
+        let [c, p, t, d, f] = self.keys;
+        EntryKey {
+            comm: if c { s.comm } else { 0 },
+            pid: if p { s.pid } else { 0 },
+            tid: if t { s.tid } else { 0 },
+            dso: if d { funcs[func as usize].dso } else { 0 },
+            func: if f { func } else { 0 },
+        }
+    }
+}
+
+impl EventAggregate {
+    /// Folds one sample in.
+    pub fn add(&mut self, cfg: &AggregateConfig, s: &ResolvedSample<'_>, funcs: &[Func]) {
+        let Some(&leaf) = s.frames.first() else { return };
+        self.samples += 1;
+        self.period += s.period;
+        let key = cfg.key(s, leaf, funcs);
+        let e = self.entries.entry(key).or_default();
+        e.samples += 1;
+        e.period += s.period;
+        if !cfg.children {
+            match cfg.call_graph {
+                Some(CallOrder::Callee) => e.tree.add_path(s.frames.iter().copied(), s.period),
+                Some(CallOrder::Caller) => e.tree.add_path(s.frames.iter().rev().copied(), s.period),
+                None => {}
+            }
+            return;
+        }
+        // Inclusive counts: every distinct entry on the stack gets the sample once.
+        let mut seen: Vec<EntryKey> = Vec::with_capacity(s.frames.len());
+        for (i, &func) in s.frames.iter().enumerate() {
+            let key = cfg.key(s, func, funcs);
+            if seen.contains(&key) {
+                continue;
+            }
+            seen.push(key);
+            let e = self.entries.entry(key).or_default();
+            e.children += s.period;
+            match cfg.call_graph {
+                // The functions this entry called, down to the sampled one.
+                Some(CallOrder::Caller) => e.tree.add_path(s.frames[..=i].iter().rev().copied(), s.period),
+                // The callers of this entry.
+                Some(CallOrder::Callee) => e.tree.add_path(s.frames[i..].iter().copied(), s.period),
+                None => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn funcs() -> Vec<Func> {
+        ["leaf", "mid", "main"].iter().map(|n| Func { dso: 0, name: n.to_string() }).collect()
+    }
+
+    #[test]
+    fn self_and_children() {
+        let opts = ReportOptions { children: true, sort: vec![SortKey::Symbol], ..Default::default() };
+        let cfg = AggregateConfig::new(&opts);
+        let mut agg = EventAggregate::default();
+        let f = funcs();
+        agg.add(&cfg, &ResolvedSample { comm: 0, pid: 1, tid: 1, period: 10, frames: &[0, 1, 2] }, &f);
+        agg.add(&cfg, &ResolvedSample { comm: 0, pid: 1, tid: 1, period: 5, frames: &[1, 2] }, &f);
+        let get = |func| agg.entries.get(&EntryKey { func, ..Default::default() }).unwrap().clone();
+        assert_eq!((get(0).period, get(0).children), (10, 10));
+        assert_eq!((get(1).period, get(1).children), (5, 15));
+        assert_eq!((get(2).period, get(2).children), (0, 15));
+        assert_eq!(agg.period, 15);
+    }
+
+    #[test]
+    fn caller_tree_runs_root_to_leaf() {
+        let opts = ReportOptions {
+            call_graph: Some(CallOrder::Caller),
+            sort: vec![SortKey::Symbol],
+            ..Default::default()
+        };
+        let cfg = AggregateConfig::new(&opts);
+        let mut agg = EventAggregate::default();
+        agg.add(&cfg, &ResolvedSample { comm: 0, pid: 1, tid: 1, period: 1, frames: &[0, 1, 2] }, &funcs());
+        let e = agg.entries.values().next().unwrap();
+        let first = e.tree.nodes[0].children[0] as usize;
+        assert_eq!(e.tree.nodes[first].func, 2);
+    }
+}

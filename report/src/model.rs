@@ -1,0 +1,242 @@
+//! The state of the recorded system over time: binaries (DSOs), processes with their
+//! mappings, threads with their names. Records are applied in time order, so a sample sees the
+//! mappings in force when it was taken.
+
+use std::collections::HashMap;
+
+/// Index of a DSO in the model.
+pub type DsoId = u32;
+
+/// What kind of code a DSO holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DsoKind {
+    /// A file-backed binary.
+    File,
+    /// The kernel image or a module.
+    Kernel,
+    /// The vDSO.
+    Vdso,
+    /// Anonymous executable memory (JIT code).
+    Anon,
+    /// Addresses outside every mapping.
+    Unknown,
+}
+
+/// A binary as recorded.
+#[derive(Clone, Debug)]
+pub struct Dso {
+    /// Path as recorded (`[kernel.kallsyms]`, `[vdso]`, ...).
+    pub path: String,
+    /// Build id, when the recording has it.
+    pub build_id: Option<Vec<u8>>,
+    /// Kind.
+    pub kind: DsoKind,
+}
+
+/// One mapping of a DSO into an address space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mapping {
+    /// Start address.
+    pub start: u64,
+    /// End address (exclusive).
+    pub end: u64,
+    /// File offset of `start`.
+    pub pgoff: u64,
+    /// The DSO.
+    pub dso: DsoId,
+    /// Executable.
+    pub exec: bool,
+}
+
+/// Mappings of one address space, sorted and non-overlapping.
+#[derive(Clone, Debug, Default)]
+pub struct AddressSpace {
+    maps: Vec<Mapping>,
+    /// Bumped on every change, so caches built from the maps (unwinders) know to rebuild.
+    pub generation: u64,
+}
+
+impl AddressSpace {
+    /// Adds a mapping, cutting away what it covers of older ones.
+    pub fn insert(&mut self, m: Mapping) {
+        if m.end <= m.start {
+            return;
+        }
+        let mut kept = Vec::with_capacity(self.maps.len() + 2);
+        for old in self.maps.drain(..) {
+            if old.end <= m.start || old.start >= m.end {
+                kept.push(old);
+                continue;
+            }
+            if old.start < m.start {
+                kept.push(Mapping { end: m.start, ..old });
+            }
+            if old.end > m.end {
+                kept.push(Mapping { start: m.end, pgoff: old.pgoff + (m.end - old.start), ..old });
+            }
+        }
+        let at = kept.partition_point(|x| x.start < m.start);
+        kept.insert(at, m);
+        self.maps = kept;
+        self.generation += 1;
+    }
+
+    /// The mapping containing `addr`.
+    pub fn find(&self, addr: u64) -> Option<&Mapping> {
+        let i = self.maps.partition_point(|m| m.start <= addr);
+        let m = self.maps.get(i.checked_sub(1)?)?;
+        (addr < m.end).then_some(m)
+    }
+
+    /// All mappings.
+    pub fn maps(&self) -> &[Mapping] {
+        &self.maps
+    }
+
+    /// Forgets every mapping (exec).
+    pub fn clear(&mut self) {
+        self.maps.clear();
+        self.generation += 1;
+    }
+}
+
+/// A thread.
+#[derive(Clone, Debug)]
+pub struct Thread {
+    /// Its name (interned).
+    pub comm: u32,
+}
+
+/// Processes, threads and DSOs.
+#[derive(Default)]
+pub struct Model {
+    /// DSOs by id.
+    pub dsos: Vec<Dso>,
+    dso_index: HashMap<(String, Option<Vec<u8>>), DsoId>,
+    /// Address spaces by pid.
+    pub processes: HashMap<i32, AddressSpace>,
+    /// The kernel's address space (kernel image and modules).
+    pub kernel: AddressSpace,
+    /// Threads by tid.
+    pub threads: HashMap<i32, Thread>,
+    /// Interned names.
+    pub strings: Vec<String>,
+    string_index: HashMap<String, u32>,
+}
+
+impl Model {
+    /// Interns a string.
+    pub fn intern(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.string_index.get(s) {
+            return i;
+        }
+        let i = self.strings.len() as u32;
+        self.strings.push(s.to_string());
+        self.string_index.insert(s.to_string(), i);
+        i
+    }
+
+    /// The DSO id for a path and build id, creating it on first use.
+    pub fn dso(&mut self, path: &str, build_id: Option<Vec<u8>>, kind: DsoKind) -> DsoId {
+        let key = (path.to_string(), build_id.clone());
+        if let Some(&id) = self.dso_index.get(&key) {
+            return id;
+        }
+        let id = self.dsos.len() as DsoId;
+        self.dsos.push(Dso { path: path.to_string(), build_id, kind });
+        self.dso_index.insert(key, id);
+        id
+    }
+
+    /// Classifies a recorded mapping path.
+    pub fn kind_of(path: &str) -> DsoKind {
+        if path == "[vdso]" {
+            DsoKind::Vdso
+        } else if path.starts_with("[kernel.kallsyms]") || path.ends_with(".ko") {
+            DsoKind::Kernel
+        } else if path.starts_with("//anon")
+            || path.starts_with("[anon")
+            || path.starts_with("/memfd:")
+            || path.is_empty()
+            || path.starts_with("/dev/zero")
+        {
+            DsoKind::Anon
+        } else {
+            DsoKind::File
+        }
+    }
+
+    /// Applies an mmap record.
+    pub fn mmap(
+        &mut self,
+        pid: i32,
+        m: (u64, u64, u64),
+        path: &str,
+        build_id: Option<Vec<u8>>,
+        exec: bool,
+        kernel: bool,
+    ) {
+        let (start, len, pgoff) = m;
+        let kind = if kernel { DsoKind::Kernel } else { Self::kind_of(path) };
+        let name = if kernel && path.starts_with("[kernel.kallsyms]") { "[kernel.kallsyms]" } else { path };
+        let dso = self.dso(name, build_id, kind);
+        let mapping = Mapping { start, end: start.saturating_add(len), pgoff, dso, exec };
+        if kernel {
+            self.kernel.insert(mapping);
+        } else {
+            self.processes.entry(pid).or_default().insert(mapping);
+        }
+    }
+
+    /// Applies a COMM record.
+    pub fn comm(&mut self, pid: i32, tid: i32, name: &str, exec: bool) {
+        let comm = self.intern(name);
+        self.threads.insert(tid, Thread { comm });
+        if exec && pid == tid {
+            if let Some(space) = self.processes.get_mut(&pid) {
+                space.clear();
+            }
+        }
+    }
+
+    /// Applies a FORK record: a new process gets a copy of its parent's mappings.
+    pub fn fork(&mut self, pid: i32, ppid: i32, tid: i32, ptid: i32) {
+        let parent_comm = self.threads.get(&ptid).or_else(|| self.threads.get(&ppid)).map(|t| t.comm);
+        if let Some(comm) = parent_comm {
+            self.threads.insert(tid, Thread { comm });
+        }
+        if pid != ppid {
+            if let Some(space) = self.processes.get(&ppid).cloned() {
+                self.processes.insert(pid, space);
+            }
+        }
+    }
+
+    /// The thread's name, or `:TID` when the recording never named it (as perf prints it).
+    pub fn comm_of(&mut self, pid: i32, tid: i32) -> u32 {
+        if let Some(t) = self.threads.get(&tid) {
+            return t.comm;
+        }
+        if let Some(t) = self.threads.get(&pid) {
+            return t.comm;
+        }
+        self.intern(&format!(":{tid}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mappings_replace_what_they_cover() {
+        let mut a = AddressSpace::default();
+        a.insert(Mapping { start: 0x1000, end: 0x5000, pgoff: 0, dso: 1, exec: true });
+        a.insert(Mapping { start: 0x2000, end: 0x3000, pgoff: 0, dso: 2, exec: true });
+        assert_eq!(a.find(0x1800).unwrap().dso, 1);
+        assert_eq!(a.find(0x2800).unwrap().dso, 2);
+        let tail = a.find(0x3800).unwrap();
+        assert_eq!((tail.dso, tail.pgoff), (1, 0x2000));
+        assert!(a.find(0x5000).is_none());
+    }
+}

@@ -1,0 +1,123 @@
+//! Plain settings of a report, filled in by the CLI.
+
+use std::path::PathBuf;
+
+/// A `--sort` key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SortKey {
+    /// Command name.
+    Comm,
+    /// Process id.
+    Pid,
+    /// Thread id.
+    Tid,
+    /// Shared object.
+    Dso,
+    /// Function.
+    Symbol,
+}
+
+impl SortKey {
+    /// Parses one key name.
+    pub fn parse(s: &str) -> Option<SortKey> {
+        Some(match s.trim() {
+            "comm" => SortKey::Comm,
+            "pid" => SortKey::Pid,
+            "tid" => SortKey::Tid,
+            "dso" => SortKey::Dso,
+            "symbol" | "sym" => SortKey::Symbol,
+            _ => return None,
+        })
+    }
+
+    /// Column title.
+    pub fn title(&self) -> &'static str {
+        match self {
+            SortKey::Comm => "Command",
+            SortKey::Pid => "Pid",
+            SortKey::Tid => "Tid",
+            SortKey::Dso => "Shared Object",
+            SortKey::Symbol => "Symbol",
+        }
+    }
+}
+
+/// Direction of call graphs under each entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallOrder {
+    /// From callers down to the entry (simpleperf's default).
+    Caller,
+    /// From the entry up to its callers.
+    Callee,
+}
+
+/// Which samples count.
+#[derive(Clone, Debug, Default)]
+pub struct Filters {
+    /// Command names.
+    pub comms: Vec<String>,
+    /// Process ids.
+    pub pids: Vec<i32>,
+    /// Thread ids.
+    pub tids: Vec<i32>,
+    /// Shared objects (path or basename) of the sampled frame.
+    pub dsos: Vec<String>,
+    /// Function names of the sampled frame.
+    pub symbols: Vec<String>,
+    /// CPUs.
+    pub cpus: Vec<u32>,
+}
+
+/// Everything `report` needs.
+#[derive(Clone, Debug)]
+pub struct ReportOptions {
+    /// The recording.
+    pub input: PathBuf,
+    /// Where binaries are looked up first.
+    pub symfs: Option<PathBuf>,
+    /// Kernel symbols to use instead of the recording's.
+    pub kallsyms: Option<PathBuf>,
+    /// Sort keys (default comm,pid,tid,dso,symbol).
+    pub sort: Vec<SortKey>,
+    /// Children (inclusive) and Self columns.
+    pub children: bool,
+    /// Call graphs under entries.
+    pub call_graph: Option<CallOrder>,
+    /// Frames kept per sample (innermost first).
+    pub max_stack: usize,
+    /// Hide entries and call-graph nodes below this share (percent).
+    pub percent_limit: f64,
+    /// Print every call-graph node (not only branches and their chains).
+    pub full_callgraph: bool,
+    /// Sample filters.
+    pub filters: Filters,
+    /// `-n`: a Samples column.
+    pub show_samples: bool,
+    /// Show raw event counts instead of percentages (`--raw-period`).
+    pub raw_period: bool,
+    /// An Event count column (`--print-event-count`).
+    pub print_event_count: bool,
+    /// Comma-separated output.
+    pub csv: bool,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            input: PathBuf::from("perf.data"),
+            symfs: None,
+            kallsyms: None,
+            sort: vec![SortKey::Comm, SortKey::Pid, SortKey::Tid, SortKey::Dso, SortKey::Symbol],
+            children: false,
+            call_graph: None,
+            max_stack: usize::MAX,
+            percent_limit: 0.0,
+            full_callgraph: false,
+            filters: Filters::default(),
+            show_samples: false,
+            raw_period: false,
+            print_event_count: false,
+            csv: false,
+        }
+    }
+}

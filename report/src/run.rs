@@ -1,0 +1,309 @@
+//! The report pipeline: records in time order → process model → unwound stacks → functions →
+//! aggregate → output.
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use linux_perf_data::linux_perf_event_reader::{CpuMode, EventRecord, Mmap2FileId};
+use linux_perf_data::{Feature, PerfFileReader, PerfFileRecord};
+use rperf_symbols::{BinaryFinder, KernelSymbols, SymbolTable};
+use rperf_unwind::{split_callchain, Arch, ChainFrame, CodeAddress, Context, Regs};
+
+use crate::aggregate::{AggregateConfig, EventAggregate, ResolvedSample};
+use crate::input::{event_name, raw_attrs};
+use crate::model::Model;
+use crate::options::ReportOptions;
+use crate::resolve::{FuncId, Resolver};
+use crate::text::{self, Header, Names, Section};
+use crate::Error;
+
+/// rperf's kallsyms snapshot section (see the recorder).
+const RPERF_KALLSYMS: u32 = 192;
+const MAX_UNWIND_FRAMES: usize = 1024;
+
+struct EventState {
+    name: String,
+    type_: u32,
+    config: u64,
+    agg: EventAggregate,
+    lost: u64,
+    truncated: u64,
+}
+
+/// Everything read from a recording, aggregated.
+pub struct Profile {
+    header: Header,
+    events: Vec<EventState>,
+    model: Model,
+    resolver: Resolver,
+    /// Non-fatal problems met while reading.
+    pub warnings: Vec<String>,
+}
+
+/// Reads and aggregates a recording.
+pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
+    let path = &opts.input;
+    let file = std::fs::File::open(path).map_err(|e| Error::Open { path: path.clone(), source: e })?;
+    let reader = std::io::BufReader::with_capacity(1 << 20, file);
+    let PerfFileReader { mut perf_file, mut record_iter } = PerfFileReader::parse_file(reader)
+        .map_err(|e| Error::Format { path: path.clone(), reason: e.to_string() })?;
+    let raw = raw_attrs(path);
+    let mut events: Vec<EventState> = perf_file
+        .event_attributes()
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let (type_, config) = raw.get(i).copied().unwrap_or((u32::MAX, 0));
+            EventState {
+                name: a.name().map(str::to_string).unwrap_or_else(|| event_name(type_, config)),
+                type_,
+                config,
+                agg: EventAggregate::default(),
+                lost: 0,
+                truncated: 0,
+            }
+        })
+        .collect();
+    let arch_name = perf_file.arch().ok().flatten().map(str::to_string);
+    let arch = arch_name.as_deref().and_then(Arch::from_name).unwrap_or(if cfg!(target_arch = "aarch64") {
+        Arch::Aarch64
+    } else {
+        Arch::X86_64
+    });
+    let header =
+        Header { cmdline: perf_file.cmdline().ok().flatten().map(|v| v.join(" ")), arch: arch_name.clone() };
+    let mut warnings = Vec::new();
+    let stored = perf_file.simpleperf_symbol_tables().ok().flatten().unwrap_or_default();
+    let kernel = kernel_symbols(opts, &perf_file, &stored, &mut warnings)?;
+    let build_ids: HashMap<String, Vec<u8>> = perf_file
+        .build_ids()
+        .map(|m| {
+            m.into_values().map(|d| (String::from_utf8_lossy(&d.path).into_owned(), d.build_id)).collect()
+        })
+        .unwrap_or_default();
+    let finder = BinaryFinder::new(opts.symfs.as_deref());
+    let mut resolver = Resolver::new(finder, kernel, stored, arch);
+    let mut model = Model::default();
+    let cfg = AggregateConfig::new(opts);
+    let mut frames: Vec<FuncId> = Vec::new();
+    let mut records = 0u64;
+    loop {
+        let rec = match record_iter.next_record(&mut perf_file) {
+            Ok(Some(r)) => r,
+            Ok(None) => break,
+            Err(e) if records > 0 => {
+                warnings.push(format!(
+                    "{}: stopped reading after {records} records: {e}; the report shows what was readable",
+                    path.display()
+                ));
+                break;
+            }
+            Err(e) => return Err(Error::Format { path: path.clone(), reason: e.to_string() }),
+        };
+        records += 1;
+        let PerfFileRecord::EventRecord { attr_index, record } = rec else { continue };
+        let parsed = match record.parse() {
+            Ok(p) => p,
+            Err(_) => continue,
+        };
+        match parsed {
+            EventRecord::Sample(s) => {
+                let Some(ev) = events.get_mut(attr_index) else { continue };
+                let pid = s.pid.unwrap_or(-1);
+                let tid = s.tid.unwrap_or(pid);
+                let f = &opts.filters;
+                if (!f.pids.is_empty() && !f.pids.contains(&pid))
+                    || (!f.tids.is_empty() && !f.tids.contains(&tid))
+                    || (!f.cpus.is_empty() && !s.cpu.is_some_and(|c| f.cpus.contains(&c)))
+                {
+                    continue;
+                }
+                let comm = model.comm_of(pid, tid);
+                if !f.comms.is_empty() && !f.comms.iter().any(|c| *c == model.strings[comm as usize]) {
+                    continue;
+                }
+                let truncated =
+                    resolve_frames(&s, pid, arch, &mut model, &mut resolver, opts.max_stack, &mut frames);
+                if frames.is_empty() {
+                    continue;
+                }
+                if !leaf_matches(opts, &model, &resolver, frames[0]) {
+                    continue;
+                }
+                ev.truncated += u64::from(truncated);
+                let sample =
+                    ResolvedSample { comm, pid, tid, period: s.period.unwrap_or(1), frames: &frames };
+                ev.agg.add(&cfg, &sample, &resolver.funcs);
+            }
+            EventRecord::Comm(c) => {
+                let name = String::from_utf8_lossy(&c.name.as_slice()).into_owned();
+                model.comm(c.pid, c.tid, &name, c.is_execve);
+            }
+            EventRecord::Fork(f) => model.fork(f.pid, f.ppid, f.tid, f.ptid),
+            EventRecord::Mmap(m) => {
+                let p = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
+                let bid = build_ids.get(&p).cloned();
+                let kernel = matches!(m.cpu_mode, CpuMode::Kernel) || m.pid == -1;
+                model.mmap(m.pid, (m.address, m.length, m.page_offset), &p, bid, m.is_executable, kernel);
+            }
+            EventRecord::Mmap2(m) => {
+                let p = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
+                let bid = match &m.file_id {
+                    Mmap2FileId::BuildId(b) => Some(b.clone()),
+                    _ => build_ids.get(&p).cloned(),
+                };
+                let kernel = matches!(m.cpu_mode, CpuMode::Kernel) || m.pid == -1;
+                model.mmap(
+                    m.pid,
+                    (m.address, m.length, m.page_offset),
+                    &p,
+                    bid,
+                    m.protection & 4 != 0,
+                    kernel,
+                );
+            }
+            EventRecord::Lost(l) => {
+                if let Some(ev) = events.get_mut(attr_index) {
+                    ev.lost += l.count;
+                }
+            }
+            _ => {}
+        }
+    }
+    warnings.append(&mut resolver.warnings);
+    Ok(Profile { header, events, model, resolver, warnings })
+}
+
+fn leaf_matches(opts: &ReportOptions, model: &Model, resolver: &Resolver, leaf: FuncId) -> bool {
+    let f = &opts.filters;
+    let func = &resolver.funcs[leaf as usize];
+    if !f.symbols.is_empty() && !f.symbols.iter().any(|s| *s == func.name) {
+        return false;
+    }
+    if !f.dsos.is_empty() {
+        let path = &model.dsos[func.dso as usize].path;
+        let base = path.rsplit('/').next().unwrap_or(path);
+        if !f.dsos.iter().any(|d| d == path || d == base) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Unwinds and symbolizes one sample into `out` (innermost first); returns true when the stack
+/// was cut short.
+fn resolve_frames(
+    s: &linux_perf_data::linux_perf_event_reader::SampleRecord<'_>,
+    pid: i32,
+    arch: Arch,
+    model: &mut Model,
+    resolver: &mut Resolver,
+    max_stack: usize,
+    out: &mut Vec<FuncId>,
+) -> bool {
+    out.clear();
+    let default_ctx = match s.cpu_mode {
+        CpuMode::Kernel => Context::Kernel,
+        CpuMode::User => Context::User,
+        _ => Context::Other,
+    };
+    let mut chain: Vec<ChainFrame> = match &s.callchain {
+        Some(cc) if !cc.is_empty() => {
+            let raw: Vec<u64> = (0..cc.len()).filter_map(|i| cc.get(i)).collect();
+            split_callchain(&raw, default_ctx)
+        }
+        _ => {
+            s.ip.map(|ip| vec![ChainFrame { addr: ip, context: default_ctx, is_ip: true }])
+                .unwrap_or_default()
+        }
+    };
+    let mut truncated = false;
+    let stack = s.user_stack.as_ref().filter(|(d, dyn_size)| !d.is_empty() && *dyn_size > 0);
+    if let (Some(regs), Some((data, dyn_size))) = (&s.user_regs, stack) {
+        // DWARF mode: the kernel chain from the record, the user part unwound here.
+        let (ip_reg, sp_reg, fp_reg, lr_reg) = match arch {
+            Arch::X86_64 => (8, 7, 6, 6),
+            Arch::Aarch64 => (32, 31, 29, 30),
+        };
+        if let (Some(ip), Some(sp)) = (regs.get(ip_reg), regs.get(sp_reg)) {
+            let r = Regs { ip, sp, fp: regs.get(fp_reg).unwrap_or(0), lr: regs.get(lr_reg).unwrap_or(0) };
+            let bytes = data.as_slice();
+            let len = (*dyn_size as usize).min(bytes.len());
+            let unwound = resolver.unwind(model, pid, r, &bytes[..len], MAX_UNWIND_FRAMES);
+            truncated = unwound.truncated;
+            chain.retain(|f| f.context == Context::Kernel);
+            let first = chain.is_empty();
+            for (i, f) in unwound.frames.iter().enumerate() {
+                let (addr, is_ip) = match f {
+                    CodeAddress::InstructionPointer(a) => (*a, first && i == 0),
+                    CodeAddress::ReturnAddress(a) => (*a, false),
+                };
+                chain.push(ChainFrame { addr, context: Context::User, is_ip });
+            }
+        }
+    }
+    for f in chain.iter().take(max_stack) {
+        let lookup = if f.is_ip { f.addr } else { f.addr.saturating_sub(1) };
+        out.push(resolver.resolve(model, pid, lookup, f.context));
+    }
+    truncated
+}
+
+fn kernel_symbols(
+    opts: &ReportOptions,
+    perf_file: &linux_perf_data::PerfFile,
+    stored: &[linux_perf_data::SimpleperfFileRecord],
+    warnings: &mut Vec<String>,
+) -> Result<KernelSymbols, Error> {
+    if let Some(p) = &opts.kallsyms {
+        let text = std::fs::read_to_string(p).map_err(|e| Error::Open { path: p.clone(), source: e })?;
+        return Ok(KernelSymbols::from_kallsyms(&text));
+    }
+    if let Some(d) = perf_file.feature_section_data(Feature(RPERF_KALLSYMS)) {
+        return Ok(KernelSymbols::from_kallsyms(&String::from_utf8_lossy(d)));
+    }
+    let stored_kernel: Vec<(u64, u64, String)> = stored
+        .iter()
+        .filter(|r| r.r#type == linux_perf_data::simpleperf_dso_type::DSO_KERNEL)
+        .flat_map(|r| r.symbol.iter().map(|s| (s.vaddr, s.len as u64, s.name.clone())))
+        .collect();
+    if !stored_kernel.is_empty() {
+        return Ok(KernelSymbols { table: SymbolTable::new(stored_kernel) });
+    }
+    // The running kernel's symbols fit a recording made on this kernel.
+    let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let recorded = perf_file.os_release().ok().flatten().unwrap_or_default();
+    if !recorded.is_empty() && recorded == running.trim() {
+        if let Ok(text) = std::fs::read_to_string("/proc/kallsyms") {
+            let k = KernelSymbols::from_kallsyms(&text);
+            if k.table.is_empty() {
+                warnings.push(
+                    "kernel addresses in /proc/kallsyms are hidden (kptr_restrict); kernel frames stay [unknown]: run as root or set kernel.kptr_restrict=0".into(),
+                );
+            }
+            return Ok(k);
+        }
+    }
+    Ok(KernelSymbols::default())
+}
+
+impl Profile {
+    /// Writes the text report.
+    pub fn write_text(&self, out: &mut dyn Write, opts: &ReportOptions) -> std::io::Result<()> {
+        let sections: Vec<Section<'_>> = self
+            .events
+            .iter()
+            .filter(|e| e.agg.samples > 0 || self.events.len() == 1)
+            .map(|e| Section {
+                name: e.name.clone(),
+                type_: e.type_,
+                config: e.config,
+                agg: &e.agg,
+                lost: e.lost,
+                truncated: e.truncated,
+            })
+            .collect();
+        let names = Names { model: &self.model, funcs: &self.resolver.funcs };
+        text::write(out, &self.header, &sections, &names, opts)
+    }
+}

@@ -1,0 +1,173 @@
+//! `rperf report`: command-line options to `rperf_report::ReportOptions`.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use rperf_report::{CallOrder, Filters, ReportOptions, SortKey};
+
+/// Report a recording (from rperf, Linux perf or simpleperf): overheads by command, process,
+/// thread, shared object and function, with call graphs.
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:\n  rperf report\n  rperf report --sort dso,symbol\n  \
+    rperf report -g caller --percent-limit 1\n  rperf report -i app.data --symfs ./binaries --children")]
+pub struct ReportArgs {
+    /// The recording.
+    #[arg(short = 'i', long = "input", default_value = "perf.data")]
+    input: PathBuf,
+    /// Write the report here instead of stdout.
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+    /// Sort keys, comma-separated: comm, pid, tid, dso, symbol.
+    #[arg(long = "sort", default_value = "comm,pid,tid,dso,symbol")]
+    sort: String,
+    /// Children (inclusive) and Self columns.
+    #[arg(long = "children")]
+    children: bool,
+    /// Call graph under each entry: caller (default) or callee.
+    #[arg(short = 'g', num_args = 0..=1, default_missing_value = "caller", value_name = "ORDER")]
+    call_graph: Option<String>,
+    /// Keep at most N frames per sample, innermost first.
+    #[arg(long = "max-stack", value_name = "N")]
+    max_stack: Option<usize>,
+    /// Hide entries and call-graph nodes under P percent.
+    #[arg(long = "percent-limit", value_name = "P", default_value_t = 0.0)]
+    percent_limit: f64,
+    /// Print every call-graph node; by default nodes under 0.5% are left out.
+    #[arg(long = "full-callgraph")]
+    full_callgraph: bool,
+    /// Only these commands (`;`-separated).
+    #[arg(long = "comms")]
+    comms: Option<String>,
+    /// Only these processes (`;`- or `,`-separated).
+    #[arg(long = "pids")]
+    pids: Option<String>,
+    /// Only these threads.
+    #[arg(long = "tids")]
+    tids: Option<String>,
+    /// Only samples in these shared objects (path or file name, `;`-separated).
+    #[arg(long = "dsos")]
+    dsos: Option<String>,
+    /// Only samples in these functions (`;`-separated).
+    #[arg(long = "symbols")]
+    symbols: Option<String>,
+    /// Only samples taken on these CPUs (e.g. 0-3,6).
+    #[arg(long = "cpu")]
+    cpu: Option<String>,
+    /// Look binaries up here first: by recorded path, by file name, and through build_id_list.
+    #[arg(long = "symfs", value_name = "DIR")]
+    symfs: Option<PathBuf>,
+    /// Kernel symbols from this file instead of the recording's.
+    #[arg(long = "kallsyms", value_name = "FILE")]
+    kallsyms: Option<PathBuf>,
+    /// Add a Sample (count) column.
+    #[arg(short = 'n')]
+    show_samples: bool,
+    /// Add an EventCount column.
+    #[arg(long = "print-event-count")]
+    print_event_count: bool,
+    /// Show raw event counts instead of percentages.
+    #[arg(long = "raw-period")]
+    raw_period: bool,
+    /// Comma-separated output.
+    #[arg(long = "csv")]
+    csv: bool,
+}
+
+fn split_list(s: &Option<String>) -> Vec<String> {
+    s.as_deref()
+        .map(|s| s.split([';', ',']).map(str::trim).filter(|x| !x.is_empty()).map(String::from).collect())
+        .unwrap_or_default()
+}
+
+fn ids(s: &Option<String>, what: &str) -> anyhow::Result<Vec<i32>> {
+    split_list(s)
+        .iter()
+        .map(|x| x.parse().with_context(|| format!("--{what}: '{x}' is not a number")))
+        .collect()
+}
+
+fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
+    let sort = a
+        .sort
+        .split(',')
+        .filter(|k| !k.trim().is_empty())
+        .map(|k| {
+            SortKey::parse(k)
+                .with_context(|| format!("unknown sort key '{k}': use comm, pid, tid, dso, symbol"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if sort.is_empty() {
+        bail!("--sort needs at least one key");
+    }
+    let call_graph = match a.call_graph.as_deref() {
+        None => None,
+        Some("caller") => Some(CallOrder::Caller),
+        Some("callee") => Some(CallOrder::Callee),
+        Some(o) => bail!("-g {o}: use caller or callee"),
+    };
+    let cpus = match &a.cpu {
+        Some(c) => parse_cpus(c)?,
+        None => Vec::new(),
+    };
+    Ok(ReportOptions {
+        input: a.input.clone(),
+        symfs: a.symfs.clone(),
+        kallsyms: a.kallsyms.clone(),
+        sort,
+        children: a.children,
+        call_graph,
+        max_stack: a.max_stack.unwrap_or(usize::MAX),
+        percent_limit: a.percent_limit,
+        full_callgraph: a.full_callgraph,
+        filters: Filters {
+            comms: a.comms.as_deref().map(|s| s.split(';').map(String::from).collect()).unwrap_or_default(),
+            pids: ids(&a.pids, "pids")?,
+            tids: ids(&a.tids, "tids")?,
+            dsos: a.dsos.as_deref().map(|s| s.split(';').map(String::from).collect()).unwrap_or_default(),
+            symbols: a
+                .symbols
+                .as_deref()
+                .map(|s| s.split(';').map(String::from).collect())
+                .unwrap_or_default(),
+            cpus,
+        },
+        show_samples: a.show_samples,
+        raw_period: a.raw_period,
+        print_event_count: a.print_event_count,
+        csv: a.csv,
+    })
+}
+
+fn parse_cpus(s: &str) -> anyhow::Result<Vec<u32>> {
+    let mut v = Vec::new();
+    for part in s.split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.parse()?, b.parse()?);
+                v.extend(a..=b);
+            }
+            None => v.push(part.parse().with_context(|| format!("--cpu: bad CPU '{part}'"))?),
+        }
+    }
+    Ok(v)
+}
+
+/// Runs `rperf report`.
+pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
+    let opts = options(&a)?;
+    let profile = rperf_report::load(&opts)?;
+    for w in &profile.warnings {
+        eprintln!("rperf: warning: {w}");
+    }
+    let mut out: Box<dyn Write> = match &a.output {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    profile.write_text(&mut out, &opts)?;
+    out.flush()?;
+    Ok(0)
+}
