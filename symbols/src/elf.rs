@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use object::{Object, ObjectSegment, ObjectSymbol, SymbolKind};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 
 use crate::{Error, SymbolTable};
 
@@ -52,14 +52,13 @@ impl ElfInfo {
                     .filter(|_| filesz > 0 || s.size() > 0)
             })
             .collect();
-        let collect = |syms: object::read::SymbolIterator<'_, '_>| -> Vec<(u64, u64, String)> {
-            syms.filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
-                .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
-                .collect()
-        };
-        let mut raw = collect(obj.symbols());
+        let mut raw = text_symbols(obj.symbols());
         if raw.is_empty() {
-            raw = collect(obj.dynamic_symbols());
+            // Stripped: the full table may be in a separate debug file.
+            raw = debug_file_symbols(path, &obj, build_id.as_deref()).unwrap_or_default();
+        }
+        if raw.is_empty() {
+            raw = text_symbols(obj.dynamic_symbols());
         }
         Ok(ElfInfo { path: path.into(), build_id, segments, symbols: SymbolTable::new(raw), data })
     }
@@ -71,4 +70,57 @@ impl ElfInfo {
             .find(|s| offset >= s.offset && offset < s.offset.saturating_add(s.filesz.max(1)))
             .map(|s| s.vaddr + (offset - s.offset))
     }
+}
+
+fn text_symbols(syms: object::read::SymbolIterator<'_, '_>) -> Vec<(u64, u64, String)> {
+    syms.filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
+        .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
+        .collect()
+}
+
+/// Where separate debug files for `path` may be: by build id under /usr/lib/debug/.build-id,
+/// and by .gnu_debuglink name beside the binary, in its .debug/ folder and under
+/// /usr/lib/debug.
+pub fn debug_file_candidates(path: &Path, build_id: Option<&[u8]>, debuglink: Option<&str>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(id) = build_id.filter(|b| b.len() >= 2) {
+        let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+        out.push(PathBuf::from(format!("/usr/lib/debug/.build-id/{}/{}.debug", &hex[..2], &hex[2..])));
+    }
+    if let (Some(link), Some(dir)) = (debuglink, path.parent()) {
+        out.push(dir.join(link));
+        out.push(dir.join(".debug").join(link));
+        out.push(Path::new("/usr/lib/debug").join(dir.strip_prefix("/").unwrap_or(dir)).join(link));
+    }
+    out.retain(|p| p != path);
+    out
+}
+
+fn debug_file_symbols(
+    path: &Path,
+    obj: &object::File<'_>,
+    build_id: Option<&[u8]>,
+) -> Option<Vec<(u64, u64, String)>> {
+    let link = obj.section_by_name(".gnu_debuglink").and_then(|s| {
+        let d = s.data().ok()?;
+        let end = d.iter().position(|c| *c == 0)?;
+        std::str::from_utf8(&d[..end]).ok().map(str::to_string)
+    });
+    for cand in debug_file_candidates(path, build_id, link.as_deref()) {
+        let Ok(file) = std::fs::File::open(&cand) else { continue };
+        // SAFETY: read-only mapping, as for the binary itself.
+        let Ok(map) = (unsafe { memmap2::Mmap::map(&file) }) else { continue };
+        let Ok(dbg) = object::File::parse(&map[..]) else { continue };
+        let dbg_id = dbg.build_id().ok().flatten();
+        if let (Some(want), Some(have)) = (build_id, dbg_id) {
+            if !crate::locate::same_build_id(want, have) {
+                continue;
+            }
+        }
+        let syms = text_symbols(dbg.symbols());
+        if !syms.is_empty() {
+            return Some(syms);
+        }
+    }
+    None
 }

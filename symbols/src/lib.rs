@@ -18,7 +18,7 @@ mod locate;
 mod table;
 
 pub use demangle::demangle;
-pub use elf::{ElfInfo, LoadSegment};
+pub use elf::{debug_file_candidates, ElfInfo, LoadSegment};
 pub use kernel::KernelSymbols;
 pub use locate::{BinaryFinder, Found};
 pub use table::{Symbol, SymbolTable};
