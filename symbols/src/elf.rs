@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 
-use crate::{Error, SymbolTable};
+use crate::{Binding, Error, SymbolTable};
+
+type RawSymbols = Vec<(u64, u64, String, Binding)>;
 
 /// A PT_LOAD segment: how file offsets map to virtual addresses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,7 +62,8 @@ impl ElfInfo {
         if raw.is_empty() {
             raw = text_symbols(obj.dynamic_symbols());
         }
-        Ok(ElfInfo { path: path.into(), build_id, segments, symbols: SymbolTable::new(raw), data })
+        raw.extend(plt_symbols(&obj));
+        Ok(ElfInfo { path: path.into(), build_id, segments, symbols: SymbolTable::with_bindings(raw), data })
     }
 
     /// The virtual address (SVMA) of file offset `offset`, through the load segment holding it.
@@ -72,9 +75,28 @@ impl ElfInfo {
     }
 }
 
-fn text_symbols(syms: object::read::SymbolIterator<'_, '_>) -> Vec<(u64, u64, String)> {
+fn text_symbols(syms: object::read::SymbolIterator<'_, '_>) -> RawSymbols {
     syms.filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
-        .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
+        .filter_map(|s| {
+            let binding = if s.is_weak() {
+                Binding::Weak
+            } else if s.is_global() {
+                Binding::Global
+            } else {
+                Binding::Local
+            };
+            Some((s.address(), s.size(), s.name().ok()?.to_string(), binding))
+        })
+        .collect()
+}
+
+/// PLT stubs have no symbols; name them `@plt`, as perf does when it cannot tell the target.
+fn plt_symbols(obj: &object::File<'_>) -> RawSymbols {
+    [".plt", ".plt.sec", ".plt.got"]
+        .iter()
+        .filter_map(|n| obj.section_by_name(n))
+        .filter(|s| s.size() > 0)
+        .map(|s| (s.address(), s.size(), "@plt".to_string(), Binding::Weak))
         .collect()
 }
 
@@ -96,11 +118,7 @@ pub fn debug_file_candidates(path: &Path, build_id: Option<&[u8]>, debuglink: Op
     out
 }
 
-fn debug_file_symbols(
-    path: &Path,
-    obj: &object::File<'_>,
-    build_id: Option<&[u8]>,
-) -> Option<Vec<(u64, u64, String)>> {
+fn debug_file_symbols(path: &Path, obj: &object::File<'_>, build_id: Option<&[u8]>) -> Option<RawSymbols> {
     let link = obj.section_by_name(".gnu_debuglink").and_then(|s| {
         let d = s.data().ok()?;
         let end = d.iter().position(|c| *c == 0)?;

@@ -21,7 +21,7 @@ pub use demangle::demangle;
 pub use elf::{debug_file_candidates, ElfInfo, LoadSegment};
 pub use kernel::KernelSymbols;
 pub use locate::{BinaryFinder, Found};
-pub use table::{Symbol, SymbolTable};
+pub use table::{Binding, Symbol, SymbolTable};
 
 /// Errors of loading symbol sources.
 #[derive(Debug, thiserror::Error)]

@@ -24,6 +24,10 @@ pub struct Programs {
     pub workload_fp: PathBuf,
     /// workload.cpp built -O2 -g without frame pointers.
     pub workload: PathBuf,
+    /// mixed.cpp (time spread over libm, libc, libstdc++) built -O2 -g.
+    pub mixed: PathBuf,
+    /// mixed.cpp with frame pointers.
+    pub mixed_fp: PathBuf,
 }
 
 /// Builds tests/programs once per test binary.
@@ -32,8 +36,8 @@ pub fn programs() -> &'static Programs {
     P.get_or_init(|| {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("programs");
         std::fs::create_dir_all(&dir).unwrap();
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/workload.cpp");
-        let build = |out: &Path, extra: &[&str]| {
+        let build = |src: &str, out: &Path, extra: &[&str]| {
+            let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs").join(src);
             // Each test binary builds into its own name, then renames, so parallel test
             // binaries never see a half-written executable.
             let tmp = out.with_extension(format!("tmp{}", std::process::id()));
@@ -50,9 +54,13 @@ pub fn programs() -> &'static Programs {
         };
         let workload_fp = dir.join("workload_fp");
         let workload = dir.join("workload");
-        build(&workload_fp, &["-fno-omit-frame-pointer"]);
-        build(&workload, &[]);
-        Programs { workload_fp, workload }
+        let mixed = dir.join("mixed");
+        let mixed_fp = dir.join("mixed_fp");
+        build("workload.cpp", &workload_fp, &["-fno-omit-frame-pointer"]);
+        build("workload.cpp", &workload, &[]);
+        build("mixed.cpp", &mixed, &[]);
+        build("mixed.cpp", &mixed_fp, &["-fno-omit-frame-pointer"]);
+        Programs { workload_fp, workload, mixed, mixed_fp }
     })
 }
 
@@ -130,4 +138,17 @@ pub fn parse_script(text: &str) -> Vec<ScriptSample> {
 pub fn has_pmu() -> bool {
     let o = Command::new("perf").args(["stat", "-x,", "-e", "cycles", "true"]).output();
     o.map(|o| !String::from_utf8_lossy(&o.stderr).contains("not supported")).unwrap_or(false)
+}
+
+/// The simpleperf recordings shared beside the project; fails loudly when they are missing.
+pub fn simpleperf_testdata() -> PathBuf {
+    let dir = std::env::var_os("RPERF_SIMPLEPERF_TESTDATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata/simpleperf"));
+    assert!(
+        dir.join("perf.data").is_file(),
+        "simpleperf test recordings not found at {} (expected ../shared/testdata/simpleperf beside the project, or set RPERF_SIMPLEPERF_TESTDATA)",
+        dir.display()
+    );
+    dir
 }
