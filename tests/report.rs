@@ -58,7 +58,8 @@ fn rperf_overheads(data: &Path) -> HashMap<(String, String), f64> {
 fn compare_with_perf(data: &Path) {
     let perf = perf_overheads(data);
     let ours = rperf_overheads(data);
-    assert!(perf.len() >= 10, "perf's report has {} entries", perf.len());
+    // Recordings of one hot function can have fewer than 10 entries: compare what there is.
+    assert!(perf.len() >= 3, "perf's report has {} entries", perf.len());
     for ((dso, sym), pct) in perf.iter().take(10) {
         let mine = ours.get(&(dso.clone(), sym.clone())).copied().unwrap_or(0.0);
         assert!((mine - pct).abs() <= 1.0, "{dso} {sym}: perf {pct:.2}%, rperf {mine:.2}%\nrperf: {ours:?}");
@@ -116,4 +117,102 @@ fn rperf_dwarf_recording_reports_full_call_chains() {
     assert!(pos.windows(2).all(|w| w[0] < w[1]), "{text}");
     assert!(text.contains("main") && (text.contains("start_thread") || text.contains("clone")), "{text}");
     compare_with_perf(&data);
+}
+
+fn report_simpleperf(file: &str, args: &[&str]) -> std::process::Output {
+    let dir = simpleperf_testdata();
+    run(rperf().arg("report").arg("-i").arg(dir.join(file)).arg("--symfs").arg(&dir).args(args))
+}
+
+#[test]
+fn every_simpleperf_recording_reports() {
+    let dir = simpleperf_testdata();
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if !name.ends_with(".data") {
+            continue;
+        }
+        let o = report_simpleperf(&name, &[]);
+        if name == "invalid_perf.data" {
+            assert!(!o.status.success(), "invalid_perf.data must be refused");
+            let e = stderr(&o);
+            assert!(e.contains("invalid_perf.data is not a readable perf.data file"), "{e}");
+            assert!(!e.contains("panicked"), "{e}");
+        } else {
+            assert!(o.status.success(), "{name}: {}", stderr(&o));
+            assert!(stdout(&o).contains("Event: "), "{name}: {}", stdout(&o));
+        }
+        checked += 1;
+    }
+    assert!(checked >= 27, "only {checked} recordings found in {}", dir.display());
+}
+
+#[test]
+fn simpleperf_sample_counts_and_cpu_filter() {
+    let o = report_simpleperf("perf.data", &[]);
+    assert!(stdout(&o).contains("Samples: 2409\n"), "{}", stdout(&o));
+    let o = report_simpleperf("perf.data", &["--cpu", "2"]);
+    assert!(stdout(&o).contains("Samples: 603\n"), "{}", stdout(&o));
+}
+
+fn symbol_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.trim().trim_start_matches(|c: char| "|-0123456789.% ".contains(c)).to_string())
+        .collect()
+}
+
+#[test]
+fn simpleperf_call_graph_orders() {
+    let o = report_simpleperf("perf_g_fp.data", &["-g", "caller", "--sort", "symbol"]);
+    let lines = symbol_lines(&stdout(&o));
+    let main = lines.iter().position(|l| l == "main").expect("a main line");
+    assert_eq!(lines[main + 1], "GlobalFunc", "{lines:?}");
+    let o = report_simpleperf("perf_g_fp.data", &["-g", "callee", "--sort", "symbol"]);
+    let lines = symbol_lines(&stdout(&o));
+    let global = lines.iter().rposition(|l| l == "GlobalFunc").expect("a GlobalFunc line");
+    assert_eq!(lines[global + 1], "main", "{lines:?}");
+}
+
+#[test]
+fn simpleperf_children_and_self() {
+    let o = report_simpleperf("perf_g_fp.data", &["--children", "--sort", "symbol", "--csv"]);
+    let text = stdout(&o);
+    let row = |sym: &str| -> (f64, f64) {
+        let l =
+            text.lines().find(|l| l.ends_with(&format!(",{sym}"))).unwrap_or_else(|| panic!("{sym}: {text}"));
+        let v: Vec<f64> = l.split(',').take(2).map(|x| x.trim_end_matches('%').parse().unwrap()).collect();
+        (v[0], v[1])
+    };
+    let (main_children, main_self) = row("main");
+    let (global_children, global_self) = row("GlobalFunc");
+    assert!(
+        main_children >= global_children && global_children >= global_self && global_self >= main_self,
+        "{text}"
+    );
+}
+
+#[test]
+fn simpleperf_jit_code_is_named() {
+    let o = report_simpleperf("perf_with_jit_symbol.data", &["--sort", "dso"]);
+    assert!(stdout(&o).contains("[JIT app cache]"), "{}", stdout(&o));
+    let o = report_simpleperf("perf_with_jit_symbol.data", &["--sort", "dso,symbol"]);
+    assert!(stdout(&o).contains("MainActivity$1.run"), "{}", stdout(&o));
+}
+
+#[test]
+fn filters_select_samples() {
+    let o = report_simpleperf("perf_with_multiple_pids_and_tids.data", &["--sort", "pid,tid", "--csv"]);
+    let text = stdout(&o);
+    let first_pid: i32 =
+        text.lines().find(|l| l.contains("%,")).unwrap().split(',').nth(1).unwrap().parse().unwrap();
+    let o = report_simpleperf(
+        "perf_with_multiple_pids_and_tids.data",
+        &["--sort", "pid", "--csv", "--pids", &first_pid.to_string()],
+    );
+    let text = stdout(&o);
+    let rows: Vec<&str> = text.lines().filter(|l| l.contains("%,")).collect();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(rows[0].starts_with("100.00%,"), "{rows:?}");
 }

@@ -21,7 +21,7 @@ pub struct ResolvedSample<'a> {
 }
 
 /// What identifies a report entry; fields not in the sort keys are zero.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EntryKey {
     /// Thread name (interned).
     pub comm: u32,

@@ -33,6 +33,19 @@ pub struct Dso {
     pub kind: DsoKind,
 }
 
+impl Dso {
+    /// The name reports show: simpleperf's names for ART's JIT caches, the path otherwise.
+    pub fn display_name(&self) -> &str {
+        if self.path.contains("jit_app_cache") {
+            "[JIT app cache]"
+        } else if self.path.contains("jit_zygote_cache") {
+            "[JIT zygote cache]"
+        } else {
+            &self.path
+        }
+    }
+}
+
 /// One mapping of a DSO into an address space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mapping {

@@ -171,11 +171,18 @@ impl Resolver {
             let dso = model.dso("[unknown]", None, DsoKind::Unknown);
             return self.intern(dso, "[unknown]");
         };
-        let offset = addr - m.start + m.pgoff;
+        // ART's JIT caches (simpleperf) store their symbols at the addresses the code ran at.
+        let jit = model.dsos[m.dso as usize].display_name().starts_with("[JIT");
+        let offset = if jit { addr } else { addr - m.start + m.pgoff };
         if let Some(&f) = self.cache.get(&(m.dso, offset)) {
             return f;
         }
-        let name = self.symbol_name(model, m.dso, offset);
+        let name = if jit {
+            let path = &model.dsos[m.dso as usize].path;
+            self.stored.get(path).and_then(|t| t.table.lookup(addr)).map(|s| s.name.clone())
+        } else {
+            self.symbol_name(model, m.dso, offset)
+        };
         let f = self.intern(m.dso, name.as_deref().unwrap_or("[unknown]"));
         self.cache.insert((m.dso, offset), f);
         f

@@ -87,6 +87,8 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
     let cfg = AggregateConfig::new(opts);
     let mut frames: Vec<FuncId> = Vec::new();
     let mut records = 0u64;
+    let mut undecodable = 0u64;
+    let mut patched: Vec<u8> = Vec::new();
     loop {
         let rec = match record_iter.next_record(&mut perf_file) {
             Ok(Some(r)) => r,
@@ -104,7 +106,13 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
         let PerfFileRecord::EventRecord { attr_index, record } = rec else { continue };
         let parsed = match record.parse() {
             Ok(p) => p,
-            Err(_) => continue,
+            Err(_) => match reparse_read_group_sample(&record, &mut patched) {
+                Some(s) => EventRecord::Sample(s),
+                None => {
+                    undecodable += 1;
+                    continue;
+                }
+            },
         };
         match parsed {
             EventRecord::Sample(s) => {
@@ -170,14 +178,73 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
             _ => {}
         }
     }
+    if undecodable > 0 {
+        warnings.push(format!("{undecodable} records could not be decoded and were skipped"));
+    }
     warnings.append(&mut resolver.warnings);
     Ok(Profile { header, events, model, resolver, warnings })
+}
+
+/// linux-perf-event-reader reads a PERF_SAMPLE_READ block with the group and single layouts
+/// swapped, so samples of counter groups (simpleperf's `--add-counter`) fail to parse. This
+/// rewrites the block into the shape that reader expects (the counter values themselves are not
+/// used by reports) and parses again.
+fn reparse_read_group_sample<'a>(
+    record: &linux_perf_data::linux_perf_event_reader::RawEventRecord<'_>,
+    buf: &'a mut Vec<u8>,
+) -> Option<linux_perf_data::linux_perf_event_reader::SampleRecord<'a>> {
+    use linux_perf_data::linux_perf_event_reader::{
+        RawData, ReadFormat, RecordType, SampleFormat, SampleRecord,
+    };
+    let info = record.parse_info;
+    if record.record_type != RecordType::SAMPLE
+        || !info.sample_format.contains(SampleFormat::READ)
+        || !info.read_format.contains(ReadFormat::GROUP)
+        || info.endian != linux_perf_data::Endianness::LittleEndian
+    {
+        return None;
+    }
+    let bytes = record.data.as_slice();
+    let before = [
+        SampleFormat::IDENTIFIER,
+        SampleFormat::IP,
+        SampleFormat::TID,
+        SampleFormat::TIME,
+        SampleFormat::ADDR,
+        SampleFormat::ID,
+        SampleFormat::STREAM_ID,
+        SampleFormat::CPU,
+        SampleFormat::PERIOD,
+    ]
+    .iter()
+    .filter(|f| info.sample_format.contains(**f))
+    .count();
+    let start = before * 8;
+    let word =
+        |at: usize| -> Option<u64> { Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?)) };
+    let nr = word(start)? as usize;
+    let te = usize::from(info.read_format.contains(ReadFormat::TOTAL_TIME_ENABLED));
+    let tr = usize::from(info.read_format.contains(ReadFormat::TOTAL_TIME_RUNNING));
+    let id = usize::from(info.read_format.contains(ReadFormat::ID));
+    // PERF_FORMAT_LOST (1 << 4) adds a lost count per value; the reader has no name for it.
+    let lost = usize::from(info.read_format.bits() & (1 << 4) != 0);
+    let real = 8 * (1 + te + tr + nr.checked_mul(1 + id + lost)?);
+    let expected = 8 * (1 + te + tr + id);
+    let end = start.checked_add(real)?;
+    if end > bytes.len() {
+        return None;
+    }
+    buf.clear();
+    buf.extend_from_slice(&bytes[..start]);
+    buf.resize(start + expected, 0);
+    buf.extend_from_slice(&bytes[end..]);
+    SampleRecord::parse::<byteorder::LittleEndian>(RawData::from(&buf[..]), record.misc, &info).ok()
 }
 
 fn leaf_matches(opts: &ReportOptions, model: &Model, resolver: &Resolver, leaf: FuncId) -> bool {
     let f = &opts.filters;
     let func = &resolver.funcs[leaf as usize];
-    if !f.symbols.is_empty() && !f.symbols.iter().any(|s| *s == func.name) {
+    if !f.symbols.is_empty() && !f.symbols.contains(&func.name) {
         return false;
     }
     if !f.dsos.is_empty() {

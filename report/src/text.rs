@@ -46,9 +46,11 @@ impl Names<'_> {
             SortKey::Comm => self.model.strings[k.comm as usize].clone(),
             SortKey::Pid => k.pid.to_string(),
             SortKey::Tid => k.tid.to_string(),
-            SortKey::Dso => {
-                self.model.dsos.get(k.dso as usize).map_or("[unknown]".into(), |d| d.path.clone())
-            }
+            SortKey::Dso => self
+                .model
+                .dsos
+                .get(k.dso as usize)
+                .map_or("[unknown]".into(), |d| d.display_name().to_string()),
             SortKey::Symbol => self.funcs.get(k.func as usize).map_or("[unknown]".into(), |f| f.name.clone()),
         }
     }
