@@ -11,6 +11,15 @@ use rperf_unwind::{Arch, Context, ProcessUnwinder, UnwindCache, UnwindSections};
 
 use crate::model::{DsoId, DsoKind, Model};
 
+/// Where kernel symbols come from: ready, or a loader run on the first kernel frame (reading
+/// /proc/kallsyms costs tens of milliseconds, which recordings without kernel frames skip).
+pub enum KernelSource {
+    /// Loaded.
+    Ready(KernelSymbols),
+    /// To load on first use; returns the symbols and possibly a warning.
+    Pending(Box<dyn FnMut() -> (KernelSymbols, Option<String>)>),
+}
+
 /// Index of an interned function.
 pub type FuncId = u32;
 
@@ -40,7 +49,7 @@ pub struct Resolver {
     finder: BinaryFinder,
     binaries: HashMap<DsoId, Option<Arc<Binary>>>,
     stored: HashMap<String, StoredTable>,
-    kernel: KernelSymbols,
+    kernel: KernelSource,
     kernel_dso: Option<DsoId>,
     /// Interned functions.
     pub funcs: Vec<Func>,
@@ -57,7 +66,7 @@ impl Resolver {
     /// A resolver for a recording of `arch`.
     pub fn new(
         finder: BinaryFinder,
-        kernel: KernelSymbols,
+        kernel: KernelSource,
         stored: Vec<SimpleperfFileRecord>,
         arch: Arch,
     ) -> Resolver {
@@ -92,6 +101,19 @@ impl Resolver {
             unwind_cache: UnwindCache::new(),
             arch,
             warnings: Vec::new(),
+        }
+    }
+
+    /// Kernel symbols, loaded on the first kernel frame.
+    fn kernel(&mut self) -> &KernelSymbols {
+        if let KernelSource::Pending(load) = &mut self.kernel {
+            let (symbols, warning) = load();
+            self.warnings.extend(warning);
+            self.kernel = KernelSource::Ready(symbols);
+        }
+        match &self.kernel {
+            KernelSource::Ready(k) => k,
+            KernelSource::Pending(_) => unreachable!("loaded above"),
         }
     }
 
@@ -161,7 +183,7 @@ impl Resolver {
             if let Some(&f) = self.cache.get(&(dso, addr)) {
                 return f;
             }
-            let name = self.kernel.table.lookup(addr).map(|s| s.name.clone());
+            let name = self.kernel().table.lookup(addr).map(|s| s.name.clone());
             let f = self.intern(dso, name.as_deref().unwrap_or("[unknown]"));
             self.cache.insert((dso, addr), f);
             return f;
@@ -179,7 +201,7 @@ impl Resolver {
         }
         let name = if jit {
             let path = &model.dsos[m.dso as usize].path;
-            self.stored.get(path).and_then(|t| t.table.lookup(addr)).map(|s| s.name.clone())
+            self.stored.get(path).and_then(|t| t.table.lookup(addr)).map(|s| s.demangled())
         } else {
             self.symbol_name(model, m.dso, offset)
         };
@@ -192,14 +214,14 @@ impl Resolver {
         if let Some(b) = self.binary(model, dso) {
             if let Some(vaddr) = b.elf.offset_to_vaddr(offset) {
                 if let Some(s) = b.elf.symbols.lookup(vaddr) {
-                    return Some(s.name.clone());
+                    return Some(s.demangled());
                 }
             }
         }
         let path = &model.dsos[dso as usize].path;
         let t = self.stored.get(path)?;
         let vaddr = (offset + t.min_vaddr).checked_sub(t.file_offset_of_min_vaddr)?;
-        t.table.lookup(vaddr).map(|s| s.name.clone())
+        t.table.lookup(vaddr).map(|s| s.demangled())
     }
 
     /// Unwinds a user stack of process `pid` with the binaries mapped there now.

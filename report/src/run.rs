@@ -13,7 +13,7 @@ use crate::aggregate::{AggregateConfig, EventAggregate, ResolvedSample};
 use crate::input::{event_name, raw_attrs};
 use crate::model::Model;
 use crate::options::ReportOptions;
-use crate::resolve::{FuncId, Resolver};
+use crate::resolve::{FuncId, KernelSource, Resolver};
 use crate::text::{self, Header, Names, Section};
 use crate::Error;
 
@@ -74,7 +74,7 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
         Header { cmdline: perf_file.cmdline().ok().flatten().map(|v| v.join(" ")), arch: arch_name.clone() };
     let mut warnings = Vec::new();
     let stored = perf_file.simpleperf_symbol_tables().ok().flatten().unwrap_or_default();
-    let kernel = kernel_symbols(opts, &perf_file, &stored, &mut warnings)?;
+    let kernel = kernel_symbols(opts, &perf_file, &stored)?;
     let build_ids: HashMap<String, Vec<u8>> = perf_file
         .build_ids()
         .map(|m| {
@@ -320,14 +320,15 @@ fn kernel_symbols(
     opts: &ReportOptions,
     perf_file: &linux_perf_data::PerfFile,
     stored: &[linux_perf_data::SimpleperfFileRecord],
-    warnings: &mut Vec<String>,
-) -> Result<KernelSymbols, Error> {
+) -> Result<KernelSource, Error> {
+    let ready = |k| Ok(KernelSource::Ready(k));
     if let Some(p) = &opts.kallsyms {
         let text = std::fs::read_to_string(p).map_err(|e| Error::Open { path: p.clone(), source: e })?;
-        return Ok(KernelSymbols::from_kallsyms(&text));
+        return ready(KernelSymbols::from_kallsyms(&text));
     }
     if let Some(d) = perf_file.feature_section_data(Feature(RPERF_KALLSYMS)) {
-        return Ok(KernelSymbols::from_kallsyms(&String::from_utf8_lossy(d)));
+        let text = String::from_utf8_lossy(d).into_owned();
+        return Ok(KernelSource::Pending(Box::new(move || (KernelSymbols::from_kallsyms(&text), None))));
     }
     let stored_kernel: Vec<(u64, u64, String)> = stored
         .iter()
@@ -335,23 +336,28 @@ fn kernel_symbols(
         .flat_map(|r| r.symbol.iter().map(|s| (s.vaddr, s.len as u64, s.name.clone())))
         .collect();
     if !stored_kernel.is_empty() {
-        return Ok(KernelSymbols { table: SymbolTable::new(stored_kernel) });
+        return ready(KernelSymbols::from_table(SymbolTable::new(stored_kernel)));
     }
     // The running kernel's symbols fit a recording made on this kernel.
     let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let recorded = perf_file.os_release().ok().flatten().unwrap_or_default();
     if !recorded.is_empty() && recorded == running.trim() {
-        if let Ok(text) = std::fs::read_to_string("/proc/kallsyms") {
-            let k = KernelSymbols::from_kallsyms(&text);
-            if k.table.is_empty() {
-                warnings.push(
-                    "kernel addresses in /proc/kallsyms are hidden (kptr_restrict); kernel frames stay [unknown]: run as root or set kernel.kptr_restrict=0".into(),
-                );
-            }
-            return Ok(k);
-        }
+        // The kernel formats /proc/kallsyms slowly (~50 ms); read it beside the records.
+        let mut loading = Some(std::thread::spawn(|| {
+            let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+            KernelSymbols::from_kallsyms(&text)
+        }));
+        return Ok(KernelSource::Pending(Box::new(move || {
+            let k = loading.take().and_then(|h| h.join().ok()).unwrap_or_default();
+            let warning = k.table.is_empty().then(|| {
+                "kernel addresses in /proc/kallsyms are hidden (kptr_restrict); kernel frames stay [unknown]: \
+                 run as root or set kernel.kptr_restrict=0"
+                    .to_string()
+            });
+            (k, warning)
+        })));
     }
-    Ok(KernelSymbols::default())
+    ready(KernelSymbols::default())
 }
 
 impl Profile {

@@ -10,6 +10,11 @@ pub struct KernelSymbols {
 }
 
 impl KernelSymbols {
+    /// A table from symbols the recording carries.
+    pub fn from_table(table: SymbolTable) -> KernelSymbols {
+        KernelSymbols { table }
+    }
+
     /// Parses `/proc/kallsyms`-format text; only text symbols are kept. Hidden (all-zero)
     /// addresses give an empty table.
     pub fn from_kallsyms(text: &str) -> KernelSymbols {

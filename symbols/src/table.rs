@@ -7,8 +7,16 @@ pub struct Symbol {
     pub start: u64,
     /// One past the last address.
     pub end: u64,
-    /// The demangled name.
+    /// The name as stored in the binary (mangled); see `demangled`.
     pub name: String,
+}
+
+impl Symbol {
+    /// The demangled name. Demangling is done on demand, for symbols that samples hit, rather
+    /// than for every symbol of every binary.
+    pub fn demangled(&self) -> String {
+        crate::demangle(&self.name)
+    }
 }
 
 /// Symbols sorted by start address, non-overlapping lookups by binary search.
@@ -47,7 +55,6 @@ fn alias_rank(
 
 impl SymbolTable {
     /// Builds a table from (start, size, raw name); sizes of 0 extend to the next symbol.
-    /// Names are demangled here, once per symbol.
     pub fn new(raw: Vec<(u64, u64, String)>) -> SymbolTable {
         Self::with_bindings(raw.into_iter().map(|(a, s, n)| (a, s, n, Binding::Global)).collect())
     }
@@ -63,7 +70,7 @@ impl SymbolTable {
             let (start, size, ref name, _) = raw[i];
             let next = raw.get(i + 1).map_or(u64::MAX, |n| n.0);
             let end = if size == 0 { next } else { start.saturating_add(size) };
-            syms.push(Symbol { start, end, name: crate::demangle(name) });
+            syms.push(Symbol { start, end, name: name.clone() });
         }
         SymbolTable { syms }
     }
