@@ -11,9 +11,8 @@ g++ -O2 -g -pthread tests/programs/workload.cpp -o "$out/workload"
 rperf=target/release/rperf
 echo "== rperf record -g (DWARF call graphs) of the demo workload"
 "$rperf" record -g -o "$out/perf.data" -- "$out/workload" 2 2
-if "$rperf" help report >/dev/null 2>&1; then
-  echo "== rperf report --sort dso,symbol"
-  "$rperf" report -i "$out/perf.data" --sort dso,symbol | head -40
-  "$rperf" report -i "$out/perf.data" --format svg -o "$out/flamegraph.svg"
-  echo "== flamegraph: $out/flamegraph.svg"
-fi
+echo "== rperf report --sort dso,symbol -g callee"
+"$rperf" report -i "$out/perf.data" --sort dso,symbol -g callee --percent-limit 1 | head -40
+"$rperf" report -i "$out/perf.data" -o "$out/flamegraph.svg"
+"$rperf" report -i "$out/perf.data" -o "$out/stacks.folded"
+echo "== flamegraph: $out/flamegraph.svg (folded stacks: $out/stacks.folded)"

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use rperf_report::{CallOrder, Filters, ReportOptions, SortKey};
+use rperf_report::{CallOrder, Filters, Format, ReportOptions, SortKey};
 
 /// Report a recording (from rperf, Linux perf or simpleperf): overheads by command, process,
 /// thread, shared object and function, with call graphs.
@@ -73,6 +73,10 @@ pub struct ReportArgs {
     /// Comma-separated output.
     #[arg(long = "csv")]
     csv: bool,
+    /// Output format: text, folded (stacks for flamegraph tools) or svg (a flamegraph).
+    /// Inferred from the -o file's extension (.folded, .svg) when not given.
+    #[arg(long = "format", value_name = "FMT")]
+    format: Option<String>,
 }
 
 fn split_list(s: &Option<String>) -> Vec<String> {
@@ -107,6 +111,13 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         Some("callee") => Some(CallOrder::Callee),
         Some(o) => bail!("-g {o}: use caller or callee"),
     };
+    let format = match (&a.format, &a.output) {
+        (Some(f), _) => {
+            Format::parse(f).with_context(|| format!("unknown --format '{f}': use text, folded or svg"))?
+        }
+        (None, Some(o)) => Format::from_extension(o).unwrap_or(Format::Text),
+        (None, None) => Format::Text,
+    };
     let cpus = match &a.cpu {
         Some(c) => parse_cpus(c)?,
         None => Vec::new(),
@@ -137,6 +148,7 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         raw_period: a.raw_period,
         print_event_count: a.print_event_count,
         csv: a.csv,
+        format,
     })
 }
 
@@ -167,7 +179,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
         )),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
-    profile.write_text(&mut out, &opts)?;
+    profile.write(&mut out, &opts)?;
     out.flush()?;
     Ok(0)
 }

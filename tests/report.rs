@@ -216,3 +216,32 @@ fn filters_select_samples() {
     assert_eq!(rows.len(), 1, "{rows:?}");
     assert!(rows[0].starts_with("100.00%,"), "{rows:?}");
 }
+
+#[test]
+fn folded_and_svg_outputs() {
+    let p = programs();
+    let dir = scratch("rep_flame");
+    let data = dir.join("fg.data");
+    let o =
+        run(rperf().args(["record", "-g", "-o"]).arg(&data).arg("--").arg(&p.workload).args(["0.3", "2"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(rperf().args(["report", "-i"]).arg(&data));
+    let samples: u64 = stdout(&o).lines().find_map(|l| l.strip_prefix("Samples: ")).unwrap().parse().unwrap();
+    let o = run(rperf().args(["report", "--format", "folded", "-i"]).arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let total: u64 = text.lines().map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(total, samples, "folded counts sum to the sample count");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("workload;")
+                && l.contains(";run_worker;compute_outer;compute_inner;hot_loop ")),
+        "{text}"
+    );
+    let svg = dir.join("fg.svg");
+    let o = run(rperf().args(["report", "-i"]).arg(&data).arg("-o").arg(&svg));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let body = std::fs::read_to_string(&svg).unwrap();
+    assert!(body.starts_with("<?xml") && body.trim_end().ends_with("</svg>"));
+    assert!(body.contains("hot_loop") && body.contains("compute_outer"));
+}

@@ -102,6 +102,9 @@ pub struct EventAggregate {
     pub period: u64,
     /// Entries.
     pub entries: HashMap<EntryKey, Entry>,
+    /// Whole stacks (thread name, then functions innermost first) with their event counts and
+    /// samples, for stack-based outputs.
+    pub stacks: HashMap<(u32, Vec<FuncId>), (u64, u64)>,
 }
 
 /// What aggregation needs to know of the options.
@@ -110,6 +113,7 @@ pub struct AggregateConfig {
     keys: [bool; 5],
     children: bool,
     call_graph: Option<CallOrder>,
+    stacks: bool,
 }
 
 impl AggregateConfig {
@@ -126,6 +130,7 @@ impl AggregateConfig {
             ],
             children: opts.children,
             call_graph: opts.call_graph,
+            stacks: opts.format != crate::options::Format::Text,
         }
     }
 
@@ -147,6 +152,12 @@ impl EventAggregate {
         let Some(&leaf) = s.frames.first() else { return };
         self.samples += 1;
         self.period += s.period;
+        if cfg.stacks {
+            let st = self.stacks.entry((s.comm, s.frames.to_vec())).or_default();
+            st.0 += s.period;
+            st.1 += 1;
+            return;
+        }
         let key = cfg.key(s, leaf, funcs);
         let e = self.entries.entry(key).or_default();
         e.samples += 1;

@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 
 mod aggregate;
+mod flame;
 mod input;
 mod model;
 mod options;
@@ -20,7 +21,7 @@ mod resolve;
 mod run;
 mod text;
 
-pub use options::{CallOrder, Filters, ReportOptions, SortKey};
+pub use options::{CallOrder, Filters, Format, ReportOptions, SortKey};
 pub use run::{load, Profile};
 
 /// Errors that stop a report.

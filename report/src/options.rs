@@ -68,6 +68,39 @@ pub struct Filters {
     pub cpus: Vec<u32>,
 }
 
+/// Output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// The text report.
+    Text,
+    /// Brendan Gregg's folded stacks: `comm;root;...;leaf count`.
+    Folded,
+    /// A flamegraph SVG.
+    Svg,
+}
+
+impl Format {
+    /// Parses a format name.
+    pub fn parse(s: &str) -> Option<Format> {
+        match s {
+            "text" => Some(Format::Text),
+            "folded" => Some(Format::Folded),
+            "svg" => Some(Format::Svg),
+            _ => None,
+        }
+    }
+
+    /// The format an output file name implies.
+    pub fn from_extension(path: &std::path::Path) -> Option<Format> {
+        match path.extension()?.to_str()? {
+            "folded" => Some(Format::Folded),
+            "svg" => Some(Format::Svg),
+            "txt" => Some(Format::Text),
+            _ => None,
+        }
+    }
+}
+
 /// Everything `report` needs.
 #[derive(Clone, Debug)]
 pub struct ReportOptions {
@@ -99,6 +132,8 @@ pub struct ReportOptions {
     pub print_event_count: bool,
     /// Comma-separated output.
     pub csv: bool,
+    /// Output format.
+    pub format: Format,
 }
 
 impl Default for ReportOptions {
@@ -118,6 +153,7 @@ impl Default for ReportOptions {
             raw_period: false,
             print_event_count: false,
             csv: false,
+            format: Format::Text,
         }
     }
 }

@@ -361,6 +361,27 @@ fn kernel_symbols(
 }
 
 impl Profile {
+    /// Writes the report in the chosen format.
+    pub fn write(&self, out: &mut dyn Write, opts: &ReportOptions) -> std::io::Result<()> {
+        let names = Names { model: &self.model, funcs: &self.resolver.funcs };
+        match opts.format {
+            crate::Format::Text => self.write_text(out, opts),
+            crate::Format::Folded => {
+                for e in &self.events {
+                    crate::flame::write_folded(out, &e.agg, &names)?;
+                }
+                Ok(())
+            }
+            crate::Format::Svg => {
+                // One flamegraph: the first event with samples.
+                let e = self.events.iter().find(|e| e.agg.samples > 0).or(self.events.first());
+                let title = format!("rperf: {}", e.map_or("no samples", |e| e.name.as_str()));
+                let empty = EventAggregate::default();
+                crate::flame::write_svg(out, e.map_or(&empty, |e| &e.agg), &names, &title)
+            }
+        }
+    }
+
     /// Writes the text report.
     pub fn write_text(&self, out: &mut dyn Write, opts: &ReportOptions) -> std::io::Result<()> {
         let sections: Vec<Section<'_>> = self

@@ -58,6 +58,23 @@ impl Names<'_> {
     fn func(&self, id: u32) -> &str {
         self.funcs.get(id as usize).map_or("[unknown]", |f| f.name.as_str())
     }
+
+    /// A function's name for stack outputs; unknown code keeps its binary's name.
+    pub fn func_name(&self, id: u32) -> String {
+        match self.funcs.get(id as usize) {
+            Some(f) if f.name == "[unknown]" => {
+                let dso = self.model.dsos.get(f.dso as usize).map_or("?", |d| d.display_name());
+                format!("[unknown] ({})", dso.rsplit('/').next().unwrap_or(dso))
+            }
+            Some(f) => f.name.clone(),
+            None => "[unknown]".into(),
+        }
+    }
+
+    /// A thread name.
+    pub fn comm(&self, id: u32) -> &str {
+        &self.model.strings[id as usize]
+    }
 }
 
 fn pct(part: u64, total: u64) -> f64 {
