@@ -1,5 +1,6 @@
 //! The `rperf` command: parses the subcommand and hands over to its module.
 
+mod dump;
 mod exit;
 mod record;
 mod report;
@@ -18,6 +19,7 @@ struct Cli {
 enum Command {
     Record(record::RecordArgs),
     Report(report::ReportArgs),
+    Dump(dump::DumpArgs),
 }
 
 fn main() {
@@ -26,6 +28,7 @@ fn main() {
     let result = match cli.command {
         Command::Record(a) => record::run(a, &args),
         Command::Report(a) => report::run(a),
+        Command::Dump(a) => dump::run(a),
     };
     std::process::exit(exit::code(result));
 }

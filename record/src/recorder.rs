@@ -180,31 +180,42 @@ impl Sink {
         if misc_bits & misc::CPUMODE_MASK == misc::KERNEL {
             return;
         }
-        let (exec, name_at, build_id) = if type_ == record_type::MMAP2 {
-            let prot = rec.get(72..76).map_or(0, |b| u32::from_le_bytes(b.try_into().unwrap()));
-            let bid = if misc_bits & misc::MMAP_BUILD_ID != 0 {
-                let n = rec.get(48).copied().unwrap_or(0).min(20) as usize;
-                rec.get(52..52 + n).map(<[u8]>::to_vec)
-            } else {
-                None
-            };
-            (prot & 4 != 0, 80, bid)
-        } else {
-            (misc_bits & (1 << 13) == 0, 40, None)
-        };
-        if !exec {
-            return;
-        }
-        let Some(name) = rec.get(name_at..) else { return };
-        let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
-        let path = String::from_utf8_lossy(&name[..end]).into_owned();
-        if path.starts_with('/') && !path.starts_with("/memfd:") && !path.ends_with(" (deleted)") {
+        if let Some((path, build_id)) = exec_mapping(type_, misc_bits, rec) {
             let entry = self.dsos.entry(path).or_insert(None);
             if entry.is_none() {
                 *entry = build_id;
             }
         }
     }
+}
+
+/// The file and build id of an executable, file-backed MMAP or MMAP2 record.
+///
+/// MMAP2 layout after the header: pid, tid (u32), addr, len, pgoff (u64), then 24 bytes of
+/// maj/min/ino/generation or (with MMAP_BUILD_ID) a size byte, 3 reserved and 20 id bytes,
+/// then prot, flags (u32) and the file name at byte 72.
+fn exec_mapping(type_: u32, misc_bits: u16, rec: &[u8]) -> Option<(String, Option<Vec<u8>>)> {
+    let u32_at = |at: usize| rec.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()));
+    let (exec, name_at, build_id) = if type_ == record_type::MMAP2 {
+        let bid = if misc_bits & misc::MMAP_BUILD_ID != 0 {
+            let n = (*rec.get(40)?).min(20) as usize;
+            rec.get(44..44 + n).map(<[u8]>::to_vec)
+        } else {
+            None
+        };
+        (u32_at(64)? & 4 != 0, 72, bid)
+    } else {
+        // MMAP: pid, tid, addr, len, pgoff, then the name at byte 40; data maps are marked.
+        (misc_bits & (1 << 13) == 0, 40, None)
+    };
+    if !exec {
+        return None;
+    }
+    let name = rec.get(name_at..)?;
+    let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+    let path = String::from_utf8_lossy(&name[..end]).into_owned();
+    let real_file = path.starts_with('/') && !path.starts_with("/memfd:") && !path.ends_with(" (deleted)");
+    real_file.then_some((path, build_id))
 }
 
 struct Session {
@@ -886,4 +897,35 @@ fn cpu_model() -> Option<String> {
 fn total_mem_kb() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     info.lines().find_map(|l| l.strip_prefix("MemTotal:"))?.split_whitespace().next()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::procfs::MapLine;
+
+    #[test]
+    fn mmap2_records_give_path_and_build_id() {
+        let b = RecordBuilder { sample_type: sample::IDENTIFIER | sample::TID | sample::TIME };
+        let m = MapLine {
+            start: 0x1000,
+            end: 0x2000,
+            perms: "r-xp".into(),
+            pgoff: 0,
+            major: 8,
+            minor: 1,
+            inode: 42,
+            path: "/usr/lib/libx.so".into(),
+        };
+        let id: Vec<u8> = (1..=20).collect();
+        let rec = b.mmap2(1, 1, &m, &m.path, Some(&id), &SampleId::default());
+        let misc_bits = u16::from_le_bytes([rec[4], rec[5]]);
+        assert_eq!(
+            exec_mapping(record_type::MMAP2, misc_bits, &rec),
+            Some(("/usr/lib/libx.so".into(), Some(id)))
+        );
+        let data = MapLine { perms: "r--p".into(), ..m.clone() };
+        let rec = b.mmap2(1, 1, &data, &data.path, None, &SampleId::default());
+        assert_eq!(exec_mapping(record_type::MMAP2, misc::USER, &rec), None);
+    }
 }

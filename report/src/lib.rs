@@ -13,6 +13,7 @@
 #![deny(missing_docs)]
 
 mod aggregate;
+mod dump;
 mod flame;
 mod input;
 mod model;
@@ -21,6 +22,7 @@ mod resolve;
 mod run;
 mod text;
 
+pub use dump::dump;
 pub use options::{CallOrder, Filters, Format, ReportOptions, SortKey};
 pub use run::{load, Profile};
 

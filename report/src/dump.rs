@@ -1,0 +1,77 @@
+//! `rperf dump`: every header field, feature section and record of a recording, decoded, for
+//! debugging recordings (simpleperf's `dump`, perf's `report -D`).
+
+use std::io::Write;
+use std::path::Path;
+
+use linux_perf_data::{PerfFileReader, PerfFileRecord};
+
+use crate::Error;
+
+/// Writes the dump of `path` to `out`.
+pub fn dump(path: &Path, out: &mut dyn Write) -> Result<(), Error> {
+    let io = |e: std::io::Error| Error::Open { path: path.to_path_buf(), source: e };
+    let file = std::fs::File::open(path).map_err(io)?;
+    let reader = std::io::BufReader::new(file);
+    let PerfFileReader { mut perf_file, mut record_iter } = PerfFileReader::parse_file(reader)
+        .map_err(|e| Error::Format { path: path.to_path_buf(), reason: e.to_string() })?;
+    let w = &mut *out;
+    writeln!(w, "file: {}", path.display()).map_err(io)?;
+    writeln!(w, "hostname: {:?}", perf_file.hostname().ok().flatten()).map_err(io)?;
+    writeln!(w, "os release: {:?}", perf_file.os_release().ok().flatten()).map_err(io)?;
+    writeln!(w, "version: {:?}", perf_file.perf_version().ok().flatten()).map_err(io)?;
+    writeln!(w, "arch: {:?}", perf_file.arch().ok().flatten()).map_err(io)?;
+    writeln!(w, "nr cpus: {:?}", perf_file.nr_cpus().ok().flatten()).map_err(io)?;
+    writeln!(w, "cpu desc: {:?}", perf_file.cpu_desc().ok().flatten()).map_err(io)?;
+    writeln!(w, "total mem: {:?}", perf_file.total_mem().ok().flatten()).map_err(io)?;
+    writeln!(w, "cmdline: {:?}", perf_file.cmdline().ok().flatten()).map_err(io)?;
+    writeln!(w, "features:").map_err(io)?;
+    for f in perf_file.features().iter() {
+        let size = perf_file.feature_section_data(f).map_or(0, <[u8]>::len);
+        writeln!(w, "  {f:?}: {size} bytes").map_err(io)?;
+    }
+    if let Ok(ids) = perf_file.build_ids() {
+        writeln!(w, "build ids:").map_err(io)?;
+        for info in ids.values() {
+            let id: String = info.build_id.iter().map(|b| format!("{b:02x}")).collect();
+            writeln!(w, "  {id} {}", String::from_utf8_lossy(&info.path)).map_err(io)?;
+        }
+    }
+    if let Ok(Some(meta)) = perf_file.simpleperf_meta_info() {
+        writeln!(w, "simpleperf meta info: {meta:?}").map_err(io)?;
+    }
+    writeln!(w, "events:").map_err(io)?;
+    for (i, a) in perf_file.event_attributes().iter().enumerate() {
+        writeln!(w, "  [{i}] {:?} ids {:?}: {:?}", a.name(), a.event_ids, a.attr).map_err(io)?;
+    }
+    writeln!(w, "records:").map_err(io)?;
+    let mut n = 0u64;
+    loop {
+        match record_iter.next_record(&mut perf_file) {
+            Ok(Some(PerfFileRecord::EventRecord { attr_index, record })) => {
+                let kind = record.record_type;
+                match record.parse() {
+                    Ok(r) => writeln!(w, "{n} [event {attr_index}] {kind:?} {r:?}"),
+                    Err(e) => writeln!(w, "{n} [event {attr_index}] {kind:?} undecodable: {e}"),
+                }
+                .map_err(io)?;
+            }
+            Ok(Some(PerfFileRecord::UserRecord(r))) => {
+                let kind = r.record_type;
+                match r.parse() {
+                    Ok(p) => writeln!(w, "{n} [user] {kind:?} {p:?}"),
+                    Err(e) => writeln!(w, "{n} [user] {kind:?} undecodable: {e}"),
+                }
+                .map_err(io)?;
+            }
+            Ok(None) => break,
+            Err(e) => {
+                writeln!(w, "stopped after {n} records: {e}").map_err(io)?;
+                break;
+            }
+        }
+        n += 1;
+    }
+    writeln!(w, "{n} records").map_err(io)?;
+    Ok(())
+}
