@@ -14,8 +14,10 @@ pub struct ResolvedSample<'a> {
     pub pid: i32,
     /// Thread id.
     pub tid: i32,
-    /// Event count of the sample.
+    /// Event count of the samples.
     pub period: u64,
+    /// How many samples had this stack.
+    pub samples: u64,
     /// Functions, innermost first.
     pub frames: &'a [FuncId],
 }
@@ -150,17 +152,17 @@ impl EventAggregate {
     /// Folds one sample in.
     pub fn add(&mut self, cfg: &AggregateConfig, s: &ResolvedSample<'_>, funcs: &[Func]) {
         let Some(&leaf) = s.frames.first() else { return };
-        self.samples += 1;
+        self.samples += s.samples;
         self.period += s.period;
         if cfg.stacks {
             let st = self.stacks.entry((s.comm, s.frames.to_vec())).or_default();
             st.0 += s.period;
-            st.1 += 1;
+            st.1 += s.samples;
             return;
         }
         let key = cfg.key(s, leaf, funcs);
         let e = self.entries.entry(key).or_default();
-        e.samples += 1;
+        e.samples += s.samples;
         e.period += s.period;
         if !cfg.children {
             match cfg.call_graph {
@@ -205,8 +207,16 @@ mod tests {
         let cfg = AggregateConfig::new(&opts);
         let mut agg = EventAggregate::default();
         let f = funcs();
-        agg.add(&cfg, &ResolvedSample { comm: 0, pid: 1, tid: 1, period: 10, frames: &[0, 1, 2] }, &f);
-        agg.add(&cfg, &ResolvedSample { comm: 0, pid: 1, tid: 1, period: 5, frames: &[1, 2] }, &f);
+        agg.add(
+            &cfg,
+            &ResolvedSample { comm: 0, pid: 1, tid: 1, period: 10, samples: 1, frames: &[0, 1, 2] },
+            &f,
+        );
+        agg.add(
+            &cfg,
+            &ResolvedSample { comm: 0, pid: 1, tid: 1, period: 5, samples: 1, frames: &[1, 2] },
+            &f,
+        );
         let get = |func| agg.entries.get(&EntryKey { func, ..Default::default() }).unwrap().clone();
         assert_eq!((get(0).period, get(0).children), (10, 10));
         assert_eq!((get(1).period, get(1).children), (5, 15));
@@ -223,7 +233,11 @@ mod tests {
         };
         let cfg = AggregateConfig::new(&opts);
         let mut agg = EventAggregate::default();
-        agg.add(&cfg, &ResolvedSample { comm: 0, pid: 1, tid: 1, period: 1, frames: &[0, 1, 2] }, &funcs());
+        agg.add(
+            &cfg,
+            &ResolvedSample { comm: 0, pid: 1, tid: 1, period: 1, samples: 1, frames: &[0, 1, 2] },
+            &funcs(),
+        );
         let e = agg.entries.values().next().unwrap();
         let first = e.tree.nodes[0].children[0] as usize;
         assert_eq!(e.tree.nodes[first].func, 2);

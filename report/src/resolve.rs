@@ -17,11 +17,27 @@ pub enum KernelSource {
     /// Loaded.
     Ready(KernelSymbols),
     /// To load on first use; returns the symbols and possibly a warning.
-    Pending(Box<dyn FnMut() -> (KernelSymbols, Option<String>)>),
+    Pending(Box<dyn FnMut() -> (KernelSymbols, Option<String>) + Send + Sync>),
 }
 
 /// Index of an interned function.
 pub type FuncId = u32;
+
+/// Index of a distinct frame: a binary and a place in it.
+pub type AddrId = u32;
+
+/// How a frame's place is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AddrKind {
+    /// A kernel address.
+    Kernel,
+    /// A file offset in a binary.
+    File,
+    /// A run-time address in a JIT cache.
+    Jit,
+    /// Outside every mapping.
+    Unknown,
+}
 
 /// A function: its binary and its name.
 #[derive(Clone, Debug)]
@@ -54,7 +70,8 @@ pub struct Resolver {
     /// Interned functions.
     pub funcs: Vec<Func>,
     func_index: HashMap<(DsoId, String), FuncId>,
-    cache: HashMap<(DsoId, u64), FuncId>,
+    addrs: Vec<(DsoId, u64, AddrKind)>,
+    addr_index: HashMap<(DsoId, u64), AddrId>,
     unwinders: HashMap<i32, (u64, ProcessUnwinder)>,
     unwind_cache: UnwindCache,
     arch: Arch,
@@ -96,7 +113,8 @@ impl Resolver {
             kernel_dso: None,
             funcs: Vec::new(),
             func_index: HashMap::new(),
-            cache: HashMap::new(),
+            addrs: Vec::new(),
+            addr_index: HashMap::new(),
             unwinders: HashMap::new(),
             unwind_cache: UnwindCache::new(),
             arch,
@@ -131,34 +149,8 @@ impl Resolver {
         if let Some(b) = self.binaries.get(&dso) {
             return b.clone();
         }
-        let d = &model.dsos[dso as usize];
-        let loaded = if d.kind == DsoKind::File {
-            match self.finder.find(&d.path, d.build_id.as_deref()) {
-                Found::File(path) => match ElfInfo::load(&path) {
-                    Ok(elf) => {
-                        let unwind =
-                            UnwindSections::from_elf(&elf.data).filter(|u| u.has_cfi()).map(Arc::new);
-                        Some(Arc::new(Binary { elf, unwind }))
-                    }
-                    Err(e) => {
-                        self.warnings.push(format!("cannot read {}: {e}", path.display()));
-                        None
-                    }
-                },
-                Found::BuildIdMismatch(path) => {
-                    self.warnings.push(format!(
-                        "{} has another build id than the recorded {}; not used for {} (pass --symfs with the right binary)",
-                        path.display(),
-                        d.build_id.as_deref().map(hex).unwrap_or_default(),
-                        d.path
-                    ));
-                    None
-                }
-                Found::Missing => None,
-            }
-        } else {
-            None
-        };
+        let (loaded, warning) = load_binary(&self.finder, &model.dsos[dso as usize]);
+        self.warnings.extend(warning);
         self.binaries.insert(dso, loaded.clone());
         loaded
     }
@@ -167,61 +159,103 @@ impl Resolver {
         *self.kernel_dso.get_or_insert_with(|| model.dso("[kernel.kallsyms]", None, DsoKind::Kernel))
     }
 
-    /// The function at `addr` (a lookup address: return addresses already minus one) in
-    /// process `pid`.
-    pub fn resolve(&mut self, model: &mut Model, pid: i32, addr: u64, ctx: Context) -> FuncId {
+    /// The frame at `addr` (a lookup address: return addresses already minus one) in process
+    /// `pid`: which binary, and where in it. Cheap; names come later, from `symbolize`.
+    pub fn frame(&mut self, model: &mut Model, pid: i32, addr: u64, ctx: Context) -> AddrId {
         let kernel = match ctx {
             Context::Kernel => true,
             Context::User => false,
             Context::Other => is_kernel_address(addr, self.arch),
         };
-        if kernel {
+        let (dso, key, kind) = if kernel {
             let dso = match model.kernel.find(addr) {
                 Some(m) => m.dso,
                 None => self.kernel_dso(model),
             };
-            if let Some(&f) = self.cache.get(&(dso, addr)) {
-                return f;
-            }
-            let name = self.kernel().table.lookup(addr).map(|s| s.name.clone());
-            let f = self.intern(dso, name.as_deref().unwrap_or("[unknown]"));
-            self.cache.insert((dso, addr), f);
-            return f;
-        }
-        let mapping = model.processes.get(&pid).and_then(|s| s.find(addr)).copied();
-        let Some(m) = mapping else {
-            let dso = model.dso("[unknown]", None, DsoKind::Unknown);
-            return self.intern(dso, "[unknown]");
-        };
-        // ART's JIT caches (simpleperf) store their symbols at the addresses the code ran at.
-        let jit = model.dsos[m.dso as usize].display_name().starts_with("[JIT");
-        let offset = if jit { addr } else { addr - m.start + m.pgoff };
-        if let Some(&f) = self.cache.get(&(m.dso, offset)) {
-            return f;
-        }
-        let name = if jit {
-            let path = &model.dsos[m.dso as usize].path;
-            self.stored.get(path).and_then(|t| t.table.lookup(addr)).map(|s| s.demangled())
+            (dso, addr, AddrKind::Kernel)
         } else {
-            self.symbol_name(model, m.dso, offset)
+            match model.processes.get(&pid).and_then(|s| s.find(addr)).copied() {
+                None => (model.dso("[unknown]", None, DsoKind::Unknown), 0, AddrKind::Unknown),
+                // ART's JIT caches (simpleperf) store their symbols at the addresses the code ran at.
+                Some(m) if model.dsos[m.dso as usize].display_name().starts_with("[JIT") => {
+                    (m.dso, addr, AddrKind::Jit)
+                }
+                Some(m) => (m.dso, addr - m.start + m.pgoff, AddrKind::File),
+            }
         };
-        let f = self.intern(m.dso, name.as_deref().unwrap_or("[unknown]"));
-        self.cache.insert((m.dso, offset), f);
-        f
+        if let Some(&id) = self.addr_index.get(&(dso, key)) {
+            return id;
+        }
+        let id = self.addrs.len() as AddrId;
+        self.addrs.push((dso, key, kind));
+        self.addr_index.insert((dso, key), id);
+        id
     }
 
-    fn symbol_name(&mut self, model: &Model, dso: DsoId, offset: u64) -> Option<String> {
-        if let Some(b) = self.binary(model, dso) {
-            if let Some(vaddr) = b.elf.offset_to_vaddr(offset) {
-                if let Some(s) = b.elf.symbols.lookup(vaddr) {
-                    return Some(s.demangled());
+    /// Names every frame seen so far, once per (binary, offset), loading binaries and looking
+    /// up symbols in parallel. Returns the function of each frame id.
+    pub fn symbolize(&mut self, model: &Model) -> Vec<FuncId> {
+        use rayon::prelude::*;
+        if self.addrs.iter().any(|a| a.2 == AddrKind::Kernel) {
+            self.kernel();
+        }
+        let wanted: Vec<DsoId> = {
+            let mut v: Vec<DsoId> = self
+                .addrs
+                .iter()
+                .filter(|a| a.2 == AddrKind::File && !self.binaries.contains_key(&a.0))
+                .map(|a| a.0)
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let loaded: Vec<(DsoId, Option<Arc<Binary>>, Option<String>)> = wanted
+            .par_iter()
+            .map(|&d| {
+                let (b, w) = load_binary(&self.finder, &model.dsos[d as usize]);
+                (d, b, w)
+            })
+            .collect();
+        for (d, b, w) in loaded {
+            self.binaries.insert(d, b);
+            self.warnings.extend(w);
+        }
+        let this = &*self;
+        let names: Vec<Option<String>> =
+            this.addrs.par_iter().map(|&(dso, key, kind)| this.name_of(model, dso, key, kind)).collect();
+        let addrs = std::mem::take(&mut self.addrs);
+        let funcs = addrs
+            .iter()
+            .zip(names)
+            .map(|(&(dso, _, _), name)| self.intern(dso, name.as_deref().unwrap_or("[unknown]")))
+            .collect();
+        self.addrs = addrs;
+        funcs
+    }
+
+    fn name_of(&self, model: &Model, dso: DsoId, key: u64, kind: AddrKind) -> Option<String> {
+        match kind {
+            AddrKind::Kernel => match &self.kernel {
+                KernelSource::Ready(k) => k.table.lookup(key).map(|s| s.name.clone()),
+                KernelSource::Pending(_) => None,
+            },
+            AddrKind::Unknown => None,
+            AddrKind::Jit => {
+                let path = &model.dsos[dso as usize].path;
+                self.stored.get(path).and_then(|t| t.table.lookup(key)).map(|s| s.demangled())
+            }
+            AddrKind::File => {
+                if let Some(Some(b)) = self.binaries.get(&dso) {
+                    if let Some(s) = b.elf.offset_to_vaddr(key).and_then(|v| b.elf.symbols.lookup(v)) {
+                        return Some(s.demangled());
+                    }
                 }
+                let t = self.stored.get(&model.dsos[dso as usize].path)?;
+                let vaddr = (key + t.min_vaddr).checked_sub(t.file_offset_of_min_vaddr)?;
+                t.table.lookup(vaddr).map(|s| s.demangled())
             }
         }
-        let path = &model.dsos[dso as usize].path;
-        let t = self.stored.get(path)?;
-        let vaddr = (offset + t.min_vaddr).checked_sub(t.file_offset_of_min_vaddr)?;
-        t.table.lookup(vaddr).map(|s| s.demangled())
     }
 
     /// Unwinds a user stack of process `pid` with the binaries mapped there now.
@@ -269,4 +303,30 @@ pub fn is_kernel_address(addr: u64, arch: Arch) -> bool {
 
 fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Finds and loads the binary for a DSO; the warning says why a candidate was not used.
+fn load_binary(finder: &BinaryFinder, d: &crate::model::Dso) -> (Option<Arc<Binary>>, Option<String>) {
+    if d.kind != DsoKind::File {
+        return (None, None);
+    }
+    match finder.find(&d.path, d.build_id.as_deref()) {
+        Found::File(path) => match ElfInfo::load(&path) {
+            Ok(elf) => {
+                let unwind = UnwindSections::from_elf(&elf.data).filter(|u| u.has_cfi()).map(Arc::new);
+                (Some(Arc::new(Binary { elf, unwind })), None)
+            }
+            Err(e) => (None, Some(format!("cannot read {}: {e}", path.display()))),
+        },
+        Found::BuildIdMismatch(path) => (
+            None,
+            Some(format!(
+                "{} has another build id than the recorded {}; not used for {} (pass --symfs with the right binary)",
+                path.display(),
+                d.build_id.as_deref().map(hex).unwrap_or_default(),
+                d.path
+            )),
+        ),
+        Found::Missing => (None, None),
+    }
 }

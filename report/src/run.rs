@@ -13,7 +13,7 @@ use crate::aggregate::{AggregateConfig, EventAggregate, ResolvedSample};
 use crate::input::{event_name, raw_attrs};
 use crate::model::Model;
 use crate::options::ReportOptions;
-use crate::resolve::{FuncId, KernelSource, Resolver};
+use crate::resolve::{AddrId, KernelSource, Resolver};
 use crate::text::{self, Header, Names, Section};
 use crate::Error;
 
@@ -21,10 +21,14 @@ use crate::Error;
 const RPERF_KALLSYMS: u32 = 192;
 const MAX_UNWIND_FRAMES: usize = 1024;
 
+/// Distinct address-level stacks of each thread: (comm, pid, tid) → frames → (samples, period).
+type ThreadStacks = HashMap<(u32, i32, i32), HashMap<Vec<AddrId>, (u64, u64)>>;
+
 struct EventState {
     name: String,
     type_: u32,
     config: u64,
+    stacks: ThreadStacks,
     agg: EventAggregate,
     lost: u64,
     truncated: u64,
@@ -58,6 +62,7 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
                 name: a.name().map(str::to_string).unwrap_or_else(|| event_name(type_, config)),
                 type_,
                 config,
+                stacks: HashMap::new(),
                 agg: EventAggregate::default(),
                 lost: 0,
                 truncated: 0,
@@ -85,7 +90,8 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
     let mut resolver = Resolver::new(finder, kernel, stored, arch);
     let mut model = Model::default();
     let cfg = AggregateConfig::new(opts);
-    let mut frames: Vec<FuncId> = Vec::new();
+    let mut frames: Vec<AddrId> = Vec::new();
+    let mut scratch = Scratch::default();
     let mut records = 0u64;
     let mut undecodable = 0u64;
     let mut patched: Vec<u8> = Vec::new();
@@ -130,18 +136,31 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
                 if !f.comms.is_empty() && !f.comms.iter().any(|c| *c == model.strings[comm as usize]) {
                     continue;
                 }
-                let truncated =
-                    resolve_frames(&s, pid, arch, &mut model, &mut resolver, opts.max_stack, &mut frames);
+                let truncated = stack_frames(
+                    &s,
+                    pid,
+                    arch,
+                    &mut model,
+                    &mut resolver,
+                    opts.max_stack,
+                    &mut scratch,
+                    &mut frames,
+                );
                 if frames.is_empty() {
                     continue;
                 }
-                if !leaf_matches(opts, &model, &resolver, frames[0]) {
-                    continue;
-                }
                 ev.truncated += u64::from(truncated);
-                let sample =
-                    ResolvedSample { comm, pid, tid, period: s.period.unwrap_or(1), frames: &frames };
-                ev.agg.add(&cfg, &sample, &resolver.funcs);
+                let period = s.period.unwrap_or(1);
+                let per_thread = ev.stacks.entry((comm, pid, tid)).or_default();
+                match per_thread.get_mut(frames.as_slice()) {
+                    Some(v) => {
+                        v.0 += 1;
+                        v.1 += period;
+                    }
+                    None => {
+                        per_thread.insert(frames.clone(), (1, period));
+                    }
+                }
             }
             EventRecord::Comm(c) => {
                 let name = String::from_utf8_lossy(&c.name.as_slice()).into_owned();
@@ -180,6 +199,22 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
     }
     if undecodable > 0 {
         warnings.push(format!("{undecodable} records could not be decoded and were skipped"));
+    }
+    // Names for every distinct frame at once, then the distinct stacks folded in by function.
+    let func_of = resolver.symbolize(&model);
+    let mut funcs_buf = Vec::new();
+    for ev in &mut events {
+        for ((comm, pid, tid), stacks) in std::mem::take(&mut ev.stacks) {
+            for (addrs, (samples, period)) in stacks {
+                funcs_buf.clear();
+                funcs_buf.extend(addrs.iter().map(|a| func_of[*a as usize]));
+                if !leaf_matches(opts, &model, &resolver, funcs_buf[0]) {
+                    continue;
+                }
+                let sample = ResolvedSample { comm, pid, tid, period, samples, frames: &funcs_buf };
+                ev.agg.add(&cfg, &sample, &resolver.funcs);
+            }
+        }
     }
     warnings.append(&mut resolver.warnings);
     Ok(Profile { header, events, model, resolver, warnings })
@@ -241,7 +276,12 @@ fn reparse_read_group_sample<'a>(
     SampleRecord::parse::<byteorder::LittleEndian>(RawData::from(&buf[..]), record.misc, &info).ok()
 }
 
-fn leaf_matches(opts: &ReportOptions, model: &Model, resolver: &Resolver, leaf: FuncId) -> bool {
+fn leaf_matches(
+    opts: &ReportOptions,
+    model: &Model,
+    resolver: &Resolver,
+    leaf: crate::resolve::FuncId,
+) -> bool {
     let f = &opts.filters;
     let func = &resolver.funcs[leaf as usize];
     if !f.symbols.is_empty() && !f.symbols.contains(&func.name) {
@@ -257,16 +297,24 @@ fn leaf_matches(opts: &ReportOptions, model: &Model, resolver: &Resolver, leaf: 
     true
 }
 
-/// Unwinds and symbolizes one sample into `out` (innermost first); returns true when the stack
+/// Buffers reused from sample to sample.
+#[derive(Default)]
+struct Scratch {
+    raw: Vec<u64>,
+}
+
+/// Unwinds one sample into frame ids in `out` (innermost first); returns true when the stack
 /// was cut short.
-fn resolve_frames(
+#[allow(clippy::too_many_arguments)]
+fn stack_frames(
     s: &linux_perf_data::linux_perf_event_reader::SampleRecord<'_>,
     pid: i32,
     arch: Arch,
     model: &mut Model,
     resolver: &mut Resolver,
     max_stack: usize,
-    out: &mut Vec<FuncId>,
+    scratch: &mut Scratch,
+    out: &mut Vec<AddrId>,
 ) -> bool {
     out.clear();
     let default_ctx = match s.cpu_mode {
@@ -276,8 +324,9 @@ fn resolve_frames(
     };
     let mut chain: Vec<ChainFrame> = match &s.callchain {
         Some(cc) if !cc.is_empty() => {
-            let raw: Vec<u64> = (0..cc.len()).filter_map(|i| cc.get(i)).collect();
-            split_callchain(&raw, default_ctx)
+            scratch.raw.clear();
+            scratch.raw.extend((0..cc.len()).filter_map(|i| cc.get(i)));
+            split_callchain(&scratch.raw, default_ctx)
         }
         _ => {
             s.ip.map(|ip| vec![ChainFrame { addr: ip, context: default_ctx, is_ip: true }])
@@ -311,7 +360,7 @@ fn resolve_frames(
     }
     for f in chain.iter().take(max_stack) {
         let lookup = if f.is_ip { f.addr } else { f.addr.saturating_sub(1) };
-        out.push(resolver.resolve(model, pid, lookup, f.context));
+        out.push(resolver.frame(model, pid, lookup, f.context));
     }
     truncated
 }
