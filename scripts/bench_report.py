@@ -45,7 +45,7 @@ def main():
         subprocess.run(["perf", "record", "-q", "-F", "4000", "--call-graph", "dwarf", "-o", data, "--", exe,
                         str(args.seconds), "2"], check=True, stdout=subprocess.DEVNULL)
     stats = subprocess.run(["perf", "report", "--stats", "-i", data], capture_output=True, text=True).stdout
-    samples = next((l.split()[-1] for l in stats.splitlines() if "SAMPLE events" in l), "?")
+    samples = next((l.split(":")[1].split()[0] for l in stats.splitlines() if "SAMPLE events" in l), "?")
     print(f"recording: {data}: {os.path.getsize(data) / 1e6:.0f} MB, {samples} samples")
     runs = [
         ("perf report --stdio", ["perf", "report", "--stdio", "-i", data]),
