@@ -2,8 +2,11 @@
 
 mod dump;
 mod exit;
+mod list;
 mod record;
 mod report;
+mod stat;
+mod target_args;
 
 use clap::{Parser, Subcommand};
 
@@ -20,6 +23,8 @@ enum Command {
     Record(record::RecordArgs),
     Report(report::ReportArgs),
     Dump(dump::DumpArgs),
+    Stat(stat::StatArgs),
+    List(list::ListArgs),
 }
 
 fn main() {
@@ -29,6 +34,8 @@ fn main() {
         Command::Record(a) => record::run(a, &args),
         Command::Report(a) => report::run(a),
         Command::Dump(a) => dump::run(a),
+        Command::Stat(a) => stat::run(a),
+        Command::List(a) => list::run(a),
     };
     std::process::exit(exit::code(result));
 }

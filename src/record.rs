@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 use rperf_record::{
-    parse_event_list, record, target, CallGraph, Rate, RecordOptions, StopReason, Target, DEFAULT_DWARF_STACK,
+    parse_event_list, record, CallGraph, Rate, RecordOptions, StopReason, Target, DEFAULT_DWARF_STACK,
 };
 
 /// Sample a command, processes, threads, an app or the whole system into perf.data.
@@ -28,19 +28,8 @@ pub struct RecordArgs {
     /// Call graphs: `fp` (frame pointers) or `dwarf[,STACK_SIZE]`. `-g` alone means dwarf.
     #[arg(long = "call-graph", value_name = "MODE")]
     call_graph: Option<String>,
-    /// Profile these processes: pids, or regexes matched against process names (comma list).
-    #[arg(short = 'p', long = "pid", value_name = "PIDS")]
-    pids: Option<String>,
-    /// Profile only these threads (comma list).
-    #[arg(short = 't', long = "tid", value_name = "TIDS")]
-    tids: Option<String>,
-    /// Profile every process on the selected CPUs.
-    #[arg(short = 'a', long = "all-cpus")]
-    system_wide: bool,
-    /// Profile every process whose name (comm or argv[0]) is NAME, including ones that start
-    /// while recording; waits for one if none runs yet.
-    #[arg(long = "app", value_name = "NAME")]
-    app: Option<String>,
+    #[command(flatten)]
+    target: crate::target_args::TargetArgs,
     /// Only sample on these CPUs (e.g. 0-3,6).
     #[arg(long = "cpu", value_name = "LIST")]
     cpu: Option<String>,
@@ -59,9 +48,6 @@ pub struct RecordArgs {
     /// Stop when the recorded data reaches SIZE (e.g. 500M, 2G).
     #[arg(long = "size-limit", value_name = "SIZE")]
     size_limit: Option<String>,
-    /// The command to launch and profile (after `--`).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
-    command: Vec<String>,
 }
 
 /// Rewrites simpleperf-style `-g [fp|dwarf[,N]]` into `--call-graph=...`, so that `-g` alone
@@ -129,30 +115,7 @@ pub fn parse_size(s: &str) -> anyhow::Result<u64> {
 }
 
 fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
-    let chosen = [a.pids.is_some(), a.tids.is_some(), a.system_wide, a.app.is_some(), !a.command.is_empty()]
-        .iter()
-        .filter(|x| **x)
-        .count();
-    if chosen == 0 {
-        bail!(
-            "nothing to profile: give a command (`rperf record -- ./prog`), -p PID, -t TID, -a or --app NAME"
-        );
-    }
-    let system_wide_with_command = a.system_wide && !a.command.is_empty() && chosen == 2;
-    if chosen > 1 && !system_wide_with_command {
-        bail!("choose one target: a command, -p, -t, --app, or -a (-a may be combined with a command that sets the duration)");
-    }
-    let target = if a.system_wide {
-        Target::SystemWide
-    } else if let Some(p) = &a.pids {
-        Target::Processes(target::resolve_processes(p)?)
-    } else if let Some(t) = &a.tids {
-        Target::Threads(target::resolve_threads(t)?)
-    } else if let Some(app) = &a.app {
-        Target::App(app.clone())
-    } else {
-        Target::Command(a.command.clone())
-    };
+    let target = a.target.resolve("record")?;
     let events = a.events.iter().map(|e| parse_event_list(e)).collect::<Result<Vec<_>, _>>()?;
     let rate = match (a.freq, a.period) {
         (Some(f), _) => Some(Rate::Frequency(f)),
@@ -193,8 +156,8 @@ fn check_output_writable(path: &std::path::Path) -> anyhow::Result<()> {
 
 /// Runs `rperf record`; returns the launched command's exit code (0 otherwise).
 pub fn run(a: RecordArgs, argv: &[String]) -> anyhow::Result<i32> {
-    let system_wide_with_command = a.system_wide && !a.command.is_empty();
-    let command = a.command.clone();
+    let system_wide_with_command = a.target.system_wide_with_command();
+    let command = a.target.command.clone();
     let mut opts = options(a, argv)?;
     if system_wide_with_command {
         // `rperf record -a -- sleep 5`: profile everything while the command runs.

@@ -127,6 +127,34 @@ impl Launched {
         }
     }
 
+    /// Blocks until the child ends; returns its exit code and its user and system CPU seconds.
+    pub fn wait_with_times(&self) -> (i32, f64, f64) {
+        let mut status = 0;
+        // SAFETY: a zeroed rusage is valid; wait4 fills it for our own child.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        loop {
+            // SAFETY: as above.
+            let r = unsafe { libc::wait4(self.pid, &mut status, 0, &mut ru) };
+            if r == self.pid {
+                let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+                return (decode_status(status), t(ru.ru_utime), t(ru.ru_stime));
+            }
+            if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return (127, 0.0, 0.0);
+            }
+        }
+    }
+
+    /// Non-blocking check for exit, with CPU times as for `wait_with_times`.
+    pub fn try_wait_with_times(&self) -> Option<(i32, f64, f64)> {
+        let mut status = 0;
+        // SAFETY: as in wait_with_times.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        let r = unsafe { libc::wait4(self.pid, &mut status, libc::WNOHANG, &mut ru) };
+        let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+        (r == self.pid).then(|| (decode_status(status), t(ru.ru_utime), t(ru.ru_stime)))
+    }
+
     /// Sends `sig` to the child.
     pub fn kill(&self, sig: i32) {
         // SAFETY: kill has no memory-safety preconditions.

@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 
 pub mod buildid;
+mod counter;
 mod error;
 pub mod event;
 pub mod kallsyms;
@@ -43,6 +44,7 @@ pub mod target;
 mod tracing;
 pub mod writer;
 
+pub use counter::{CountOptions, CountedEvent, CounterFd, Counters, Reading};
 pub use error::{open_remedy, Error};
 pub use event::{parse_event, parse_event_list, EventKind, EventSpec};
 pub use options::{CallGraph, Rate, RecordOptions, DEFAULT_DWARF_STACK, DEFAULT_FREQUENCY};

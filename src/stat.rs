@@ -1,0 +1,528 @@
+//! `rperf stat`: count events for a target and print them the way perf does, with the derived
+//! figures people act on (GHz, IPC, miss rates, CPUs utilized, rates per second).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context};
+use clap::Args;
+use rperf_record::{launch, parse_event, parse_event_list, procfs, CountOptions, Counters, Reading, Target};
+
+/// Count events (hardware, software, tracepoints) for a command, processes, threads, an app or
+/// the whole system.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  rperf stat -- ./server\n  rperf stat -e cache-misses,cache-references -- make\n  \
+    rperf stat -p 1234 --duration 5 --per-thread\n  rperf stat -a --interval 1000 --duration 10\n  rperf stat -r 5 --csv -- ./bench"
+)]
+pub struct StatArgs {
+    /// Events, comma-separated (see `rperf list`). Default: perf's set.
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
+    events: Vec<String>,
+    /// Events counted together as one group (scheduled on the PMU at the same time).
+    #[arg(long = "group", value_name = "EVENTS")]
+    groups: Vec<String>,
+    #[command(flatten)]
+    target: crate::target_args::TargetArgs,
+    /// Only count on these CPUs (e.g. 0-3,6).
+    #[arg(long = "cpu", value_name = "LIST")]
+    cpu: Option<String>,
+    /// Do not count new threads and child processes.
+    #[arg(long = "no-inherit")]
+    no_inherit: bool,
+    /// Stop after SECONDS.
+    #[arg(long = "duration", value_name = "SECONDS")]
+    duration: Option<f64>,
+    /// Print counts every MS milliseconds (each block holds that interval's counts).
+    #[arg(short = 'I', long = "interval", value_name = "MS")]
+    interval: Option<u64>,
+    /// One line per thread (with -p, -t or --app).
+    #[arg(long = "per-thread")]
+    per_thread: bool,
+    /// One line per CPU core (with -a or --cpu).
+    #[arg(long = "per-core")]
+    per_core: bool,
+    /// Run the command N times; print means and relative standard deviations.
+    #[arg(short = 'r', long = "repeat", value_name = "N", default_value_t = 1)]
+    repeat: usize,
+    /// Comma-separated output (perf's -x, layout).
+    #[arg(long = "csv", conflicts_with = "json")]
+    csv: bool,
+    /// One JSON object per line.
+    #[arg(long = "json")]
+    json: bool,
+    /// Write the counts to FILE instead of stderr.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+}
+
+/// perf stat's default events, in its order; the bool marks events shown only where the
+/// machine supports them.
+const DEFAULT_EVENTS: &[(&str, bool)] = &[
+    ("task-clock", false),
+    ("context-switches", false),
+    ("cpu-migrations", false),
+    ("page-faults", false),
+    ("cpu-cycles", false),
+    ("stalled-cycles-frontend", true),
+    ("stalled-cycles-backend", true),
+    ("instructions", false),
+    ("branch-instructions", false),
+    ("branch-misses", false),
+    ("cache-references", true),
+    ("cache-misses", true),
+];
+
+/// One finished count of every event, for one row (all, a thread, or a core).
+#[derive(Clone, Debug, Default)]
+struct Row {
+    label: Option<String>,
+    readings: Vec<Option<Reading>>,
+}
+
+/// Counts per row key, summed over the counters that belong to it.
+fn rows(counters: &Counters, readings: &[Reading], args: &StatArgs) -> Vec<Row> {
+    let n = counters.events.len();
+    let mut by_key: BTreeMap<String, Vec<Option<Reading>>> = BTreeMap::new();
+    for (f, r) in counters.fds.iter().zip(readings) {
+        let key = if args.per_thread {
+            let pid = procfs::tgid_of(f.tid).unwrap_or(f.tid);
+            let comm = procfs::comm_of(pid, f.tid).unwrap_or_else(|| "?".into());
+            format!("{comm}-{}", f.tid)
+        } else if args.per_core {
+            core_label(f.cpu)
+        } else {
+            String::new()
+        };
+        let row = by_key.entry(key).or_insert_with(|| vec![None; n]);
+        row[f.event].get_or_insert_with(Reading::default).add(r);
+    }
+    if by_key.is_empty() {
+        by_key.insert(String::new(), vec![None; n]);
+    }
+    let mut out: Vec<Row> = by_key
+        .into_iter()
+        .map(|(k, readings)| Row { label: (!k.is_empty()).then_some(k), readings })
+        .collect();
+    // Breakdowns are sorted by the first event's count, largest first.
+    if out.len() > 1 {
+        out.sort_by(|a, b| {
+            let v = |r: &Row| r.readings.first().copied().flatten().and_then(|x| x.scaled()).unwrap_or(0.0);
+            v(b).partial_cmp(&v(a)).unwrap_or(std::cmp::Ordering::Equal)
+        });
+    }
+    out
+}
+
+fn core_label(cpu: i32) -> String {
+    let topo = |f: &str| {
+        std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{cpu}/topology/{f}"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "0".into())
+    };
+    format!("S{}-C{}", topo("physical_package_id"), topo("core_id"))
+}
+
+/// A figure derived from a count and its peers, perf-style.
+fn metric(name: &str, value: f64, all: &BTreeMap<String, f64>, seconds: f64) -> Option<(f64, String)> {
+    let get = |n: &str| all.get(n).copied().filter(|v| *v > 0.0);
+    let base = name.split(':').next().unwrap_or(name);
+    match base {
+        "task-clock" | "cpu-clock" => Some((value / 1e9 / seconds.max(1e-9), "CPUs utilized".into())),
+        "cpu-cycles" => get("task-clock").map(|t| (value / t, "GHz".into())),
+        "instructions" => get("cpu-cycles").map(|c| (value / c, "insn per cycle".into())),
+        "branch-misses" => {
+            get("branch-instructions").map(|b| (100.0 * value / b, "% of all branches".into()))
+        }
+        "cache-misses" => get("cache-references").map(|c| (100.0 * value / c, "% of all cache refs".into())),
+        "stalled-cycles-frontend" => {
+            get("cpu-cycles").map(|c| (100.0 * value / c, "% frontend cycles idle".into()))
+        }
+        "stalled-cycles-backend" => {
+            get("cpu-cycles").map(|c| (100.0 * value / c, "% backend cycles idle".into()))
+        }
+        _ => {
+            // Rates are per second of CPU time counted, as perf prints them, when task-clock is
+            // there; per second of wall time otherwise.
+            let secs = get("task-clock").map_or(seconds, |t| t / 1e9);
+            let rate = value / secs.max(1e-9);
+            let (v, unit) = if rate >= 1e9 {
+                (rate / 1e9, "G/sec")
+            } else if rate >= 1e6 {
+                (rate / 1e6, "M/sec")
+            } else if rate >= 1e3 {
+                (rate / 1e3, "K/sec")
+            } else {
+                (rate, "/sec")
+            };
+            Some((v, unit.into()))
+        }
+    }
+}
+
+fn is_time(name: &str) -> bool {
+    matches!(name.split(':').next(), Some("task-clock") | Some("cpu-clock"))
+}
+
+fn grouped(v: f64, decimals: usize) -> String {
+    let s = format!("{v:.decimals$}");
+    let (int, frac) = s.split_once('.').map_or((s.as_str(), None), |(a, b)| (a, Some(b)));
+    let neg = int.starts_with('-');
+    let digits: Vec<char> = int.trim_start_matches('-').chars().collect();
+    let mut out = String::new();
+    for (i, c) in digits.iter().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(*c);
+    }
+    let mut r = if neg { format!("-{out}") } else { out };
+    if let Some(f) = frac {
+        r.push('.');
+        r.push_str(f);
+    }
+    r
+}
+
+/// Mean and relative standard deviation (percent) of repeated values.
+fn mean_rsd(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n.max(1.0);
+    if values.len() < 2 || mean == 0.0 {
+        return (mean, 0.0);
+    }
+    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    // Standard deviation of the mean, relative, as perf prints it.
+    (mean, 100.0 * (var / n).sqrt() / mean)
+}
+
+struct Printer<'a> {
+    out: &'a mut dyn Write,
+    csv: bool,
+    json: bool,
+}
+
+impl Printer<'_> {
+    /// Prints one block of rows; `runs` holds each row's readings per run (for -r).
+    fn block(
+        &mut self,
+        names: &[String],
+        runs: &[Vec<Row>],
+        seconds: f64,
+        timestamp: Option<f64>,
+    ) -> std::io::Result<()> {
+        let last = runs.last().expect("at least one run");
+        for (ri, row) in last.iter().enumerate() {
+            let mut values: BTreeMap<String, f64> = BTreeMap::new();
+            for (ei, name) in names.iter().enumerate() {
+                let per_run: Vec<f64> =
+                    runs.iter().filter_map(|r| r.get(ri)?.readings[ei].and_then(|x| x.scaled())).collect();
+                if !per_run.is_empty() {
+                    values.insert(name.split(':').next().unwrap_or(name).to_string(), mean_rsd(&per_run).0);
+                }
+            }
+            for (ei, name) in names.iter().enumerate() {
+                let reading = row.readings[ei];
+                let per_run: Vec<f64> =
+                    runs.iter().filter_map(|r| r.get(ri)?.readings[ei].and_then(|x| x.scaled())).collect();
+                self.line(
+                    name,
+                    reading,
+                    &per_run,
+                    &values,
+                    seconds,
+                    timestamp,
+                    row.label.as_deref(),
+                    runs.len() > 1,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn line(
+        &mut self,
+        name: &str,
+        reading: Option<Reading>,
+        per_run: &[f64],
+        all: &BTreeMap<String, f64>,
+        seconds: f64,
+        timestamp: Option<f64>,
+        label: Option<&str>,
+        repeated: bool,
+    ) -> std::io::Result<()> {
+        let (mean, rsd) = mean_rsd(per_run);
+        let counted = reading.and_then(|r| r.scaled()).is_some();
+        let status = match reading {
+            None => Some("<not supported>"),
+            Some(_) if !counted => Some("<not counted>"),
+            Some(_) => None,
+        };
+        let running_pct = reading
+            .filter(|r| r.enabled > 0)
+            .map(|r| 100.0 * r.running as f64 / r.enabled as f64)
+            .unwrap_or(0.0);
+        let time = is_time(name);
+        let shown = if time { mean / 1e6 } else { mean };
+        let unit = if time { "msec" } else { "" };
+        let m = if status.is_none() { metric(name, mean, all, seconds) } else { None };
+        if self.json {
+            let mut fields = Vec::new();
+            if let Some(t) = timestamp {
+                fields.push(format!("\"interval\" : {t:.9}"));
+            }
+            if let Some(l) = label {
+                fields.push(format!("\"thread\" : \"{}\"", l.replace('"', "'")));
+            }
+            fields.push(format!(
+                "\"counter-value\" : \"{}\"",
+                status.map_or_else(|| format!("{shown:.6}"), str::to_string)
+            ));
+            fields.push(format!("\"unit\" : \"{unit}\""));
+            fields.push(format!("\"event\" : \"{name}\""));
+            fields.push(format!("\"event-runtime\" : {}", reading.map_or(0, |r| r.running)));
+            fields.push(format!("\"pcnt-running\" : {running_pct:.2}"));
+            if let Some((v, u)) = &m {
+                fields.push(format!("\"metric-value\" : \"{v:.6}\""));
+                fields.push(format!("\"metric-unit\" : \"{u}\""));
+            }
+            if repeated {
+                fields.push(format!("\"variance\" : {rsd:.2}"));
+            }
+            return writeln!(self.out, "{{{}}}", fields.join(", "));
+        }
+        if self.csv {
+            let mut cols = Vec::new();
+            if let Some(t) = timestamp {
+                cols.push(format!("{t:.9}"));
+            }
+            if let Some(l) = label {
+                cols.push(l.to_string());
+            }
+            cols.push(status.map_or_else(|| format!("{shown:.2}"), str::to_string));
+            cols.push(unit.to_string());
+            cols.push(name.to_string());
+            cols.push(reading.map_or(0, |r| r.running).to_string());
+            cols.push(format!("{running_pct:.2}"));
+            cols.push(m.as_ref().map_or(String::new(), |(v, _)| format!("{v:.2}")));
+            cols.push(m.as_ref().map_or(String::new(), |(_, u)| u.clone()));
+            return writeln!(self.out, "{}", cols.join(","));
+        }
+        let mut s = String::new();
+        if let Some(t) = timestamp {
+            s.push_str(&format!("{t:>14.9} "));
+        }
+        if let Some(l) = label {
+            s.push_str(&format!("{l:<20} "));
+        }
+        let value = status.map_or_else(|| grouped(shown, if time { 2 } else { 0 }), str::to_string);
+        s.push_str(&format!("{value:>18} {unit:<5}{name:<26}"));
+        if let Some((v, u)) = &m {
+            s.push_str(&format!(" #  {v:>8.3} {u}"));
+        }
+        if repeated && status.is_none() {
+            s.push_str(&format!("  ( +- {rsd:.2}% )"));
+        }
+        if status.is_none() && running_pct < 99.995 {
+            s.push_str(&format!("  ({running_pct:.2}%)"));
+        }
+        writeln!(self.out, "{}", s.trim_end())
+    }
+}
+
+fn event_groups(a: &StatArgs) -> anyhow::Result<Vec<Vec<rperf_record::EventSpec>>> {
+    let mut groups = Vec::new();
+    for e in &a.events {
+        groups.extend(parse_event_list(e)?.into_iter().map(|s| vec![s]));
+    }
+    for g in &a.groups {
+        groups.push(parse_event_list(g)?);
+    }
+    if groups.is_empty() {
+        groups = DEFAULT_EVENTS
+            .iter()
+            .map(|(n, optional)| (parse_event(n).expect("built-in event"), optional))
+            .filter(|(spec, optional)| !**optional || rperf_record::event_supported(spec).is_ok())
+            .map(|(spec, _)| vec![spec])
+            .collect();
+    }
+    Ok(groups)
+}
+
+struct RunOutcome {
+    rows: Vec<Row>,
+    seconds: f64,
+    exit: Option<(i32, f64, f64)>,
+}
+
+/// Counts once; prints interval blocks as they come.
+fn run_once(
+    opts: &CountOptions,
+    a: &StatArgs,
+    printer: &mut Printer<'_>,
+    names: &[String],
+) -> anyhow::Result<RunOutcome> {
+    let mut counters = Counters::open(opts)?;
+    launch::install_signal_handlers();
+    launch::reset_stop_signal();
+    let start = Instant::now();
+    counters.start()?;
+    let deadline = a.duration.map(|d| start + Duration::from_secs_f64(d));
+    let interval = a.interval.map(Duration::from_millis);
+    let mut next_tick = interval.map(|i| start + i);
+    let mut previous = vec![Reading::default(); counters.fds.len()];
+    let mut exit = None;
+    loop {
+        let now = Instant::now();
+        let mut wake = now + Duration::from_millis(20);
+        for t in [deadline, next_tick].into_iter().flatten() {
+            wake = wake.min(t);
+        }
+        std::thread::sleep(wake.saturating_duration_since(now));
+        if let Some(child) = &counters.child {
+            if let Some(e) = child.try_wait_with_times() {
+                exit = Some(e);
+                break;
+            }
+        }
+        if launch::stop_signal().0 != 0 || deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        if let (Some(tick), Some(iv)) = (next_tick, interval) {
+            if Instant::now() >= tick {
+                let now = counters.read();
+                let delta: Vec<Reading> = now.iter().zip(&previous).map(|(n, p)| n.since(p)).collect();
+                let rows = rows(&counters, &delta, a);
+                printer.block(names, &[rows], iv.as_secs_f64(), Some(start.elapsed().as_secs_f64()))?;
+                previous = now;
+                next_tick = Some(tick + iv);
+            }
+        }
+        if let Target::Processes(pids) | Target::Threads(pids) = &opts.target {
+            if pids.iter().all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists()) {
+                break;
+            }
+        }
+    }
+    let readings = counters.read();
+    let seconds = start.elapsed().as_secs_f64();
+    if let (Some(child), None) = (&counters.child, exit) {
+        let (sig, _, from_user) = launch::stop_signal();
+        if sig == 0 {
+            child.kill(libc::SIGTERM);
+        } else if from_user {
+            child.kill(sig);
+        }
+        exit = Some(child.wait_with_times());
+    }
+    let final_rows = if interval.is_some() {
+        let delta: Vec<Reading> = readings.iter().zip(&previous).map(|(n, p)| n.since(p)).collect();
+        rows(&counters, &delta, a)
+    } else {
+        rows(&counters, &readings, a)
+    };
+    Ok(RunOutcome { rows: final_rows, seconds, exit })
+}
+
+/// Runs `rperf stat`.
+pub fn run(a: StatArgs) -> anyhow::Result<i32> {
+    let target = a.target.resolve("stat")?;
+    if a.per_thread && matches!(target, Target::Command(_)) {
+        bail!("--per-thread needs running threads to list: use -p PID, -t TID or --app NAME");
+    }
+    if a.per_core && !matches!(target, Target::SystemWide) && a.cpu.is_none() {
+        bail!("--per-core needs per-CPU counters: use -a or --cpu LIST");
+    }
+    if a.repeat == 0 || (a.repeat > 1 && !matches!(target, Target::Command(_))) {
+        bail!("-r N repeats a launched command: give N >= 1 and a command");
+    }
+    if let Some(i) = a.interval {
+        if i < 10 {
+            bail!("--interval must be at least 10 ms");
+        }
+    }
+    let groups = event_groups(&a)?;
+    let names: Vec<String> = groups.iter().flatten().map(|s| s.display_name()).collect();
+    let cpus =
+        a.cpu.as_deref().map(rperf_record::sys::parse_cpu_list).transpose().map_err(anyhow::Error::msg)?;
+    let per_cpu = a.per_core && cpus.is_none();
+    let opts = CountOptions {
+        target: target.clone(),
+        groups,
+        cpus: if per_cpu { Some(rperf_record::sys::online_cpus()) } else { cpus },
+        inherit: !a.no_inherit,
+        per_thread: a.per_thread,
+    };
+    let mut out: Box<dyn Write> = match &a.output {
+        Some(p) => {
+            Box::new(std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?)
+        }
+        None => Box::new(std::io::stderr()),
+    };
+    let mut printer = Printer { out: &mut *out, csv: a.csv, json: a.json };
+    let text = !a.csv && !a.json;
+    if text && a.interval.is_some() {
+        writeln!(
+            printer.out,
+            "#{:>14} {}{:>18} unit events",
+            "time",
+            if a.per_thread || a.per_core { format!("{:<21}", "thread/core") } else { String::new() },
+            "counts"
+        )?;
+    }
+    let mut runs = Vec::new();
+    let mut seconds = Vec::new();
+    let mut exit_code = 0;
+    let mut times = (0.0, 0.0);
+    for _ in 0..a.repeat {
+        let r = run_once(&opts, &a, &mut printer, &names)?;
+        if let Some((code, user, sys)) = r.exit {
+            exit_code = if exit_code == 0 { code } else { exit_code };
+            times = (user, sys);
+        }
+        seconds.push(r.seconds);
+        runs.push(r.rows);
+        if launch::stop_signal().0 != 0 {
+            break;
+        }
+    }
+    let what = match &target {
+        Target::Command(argv) => format!("'{}'", argv.join(" ")),
+        Target::Processes(p) => {
+            format!("process id '{}'", p.iter().map(i32::to_string).collect::<Vec<_>>().join(","))
+        }
+        Target::Threads(t) => {
+            format!("thread id '{}'", t.iter().map(i32::to_string).collect::<Vec<_>>().join(","))
+        }
+        Target::SystemWide => "'system wide'".into(),
+        Target::App(n) => format!("app '{n}'"),
+    };
+    let (elapsed, elapsed_rsd) = mean_rsd(&seconds);
+    if text && a.interval.is_none() {
+        let runs_note = if a.repeat > 1 { format!(" ({} runs)", runs.len()) } else { String::new() };
+        writeln!(printer.out, "\n Performance counter stats for {what}{runs_note}:\n")?;
+    }
+    if a.interval.is_none() {
+        printer.block(&names, &runs, elapsed, None)?;
+    }
+    if text {
+        if a.repeat > 1 {
+            writeln!(
+                printer.out,
+                "\n {elapsed:>14.9} +- {:.9} seconds time elapsed  ( +- {elapsed_rsd:.2}% )",
+                elapsed * elapsed_rsd / 100.0
+            )?;
+        } else {
+            writeln!(printer.out, "\n {elapsed:>14.9} seconds time elapsed")?;
+        }
+        if matches!(target, Target::Command(_)) {
+            writeln!(printer.out, "\n {:>14.9} seconds user\n {:>14.9} seconds sys", times.0, times.1)?;
+        }
+        writeln!(printer.out)?;
+    }
+    printer.out.flush()?;
+    Ok(exit_code)
+}
