@@ -418,9 +418,15 @@ fn run_once(
         }
         exit = Some(child.wait_with_times());
     }
-    let final_rows = if interval.is_some() {
+    let final_rows = if let (Some(iv), Some(tick)) = (interval, next_tick) {
         let delta: Vec<Reading> = readings.iter().zip(&previous).map(|(n, p)| n.since(p)).collect();
-        rows(&counters, &delta, a)
+        let rows = rows(&counters, &delta, a);
+        // The last, possibly shorter, interval (perf prints it too), unless it is empty.
+        let last = iv.saturating_sub(tick.saturating_duration_since(Instant::now()));
+        if last >= Duration::from_millis(5) {
+            printer.block(names, std::slice::from_ref(&rows), last.as_secs_f64(), Some(seconds))?;
+        }
+        rows
     } else {
         rows(&counters, &readings, a)
     };
