@@ -6,7 +6,8 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 use rperf_record::{
-    parse_event_list, record, CallGraph, Rate, RecordOptions, StopReason, Target, DEFAULT_DWARF_STACK,
+    parse_event, parse_event_list, record, CallGraph, Rate, RecordOptions, StopReason, Target,
+    DEFAULT_DWARF_STACK,
 };
 
 /// Sample a command, processes, threads, an app or the whole system into perf.data.
@@ -28,6 +29,11 @@ pub struct RecordArgs {
     /// Call graphs: `fp` (frame pointers) or `dwarf[,STACK_SIZE]`. `-g` alone means dwarf.
     #[arg(long = "call-graph", value_name = "MODE")]
     call_graph: Option<String>,
+    /// Record where threads wait as well as where they run: cpu-clock samples plus a sample
+    /// with its call graph at every switch-out (sched:sched_switch). Implies -g when no call
+    /// graph mode is given.
+    #[arg(long = "trace-offcpu")]
+    trace_offcpu: bool,
     #[command(flatten)]
     target: crate::target_args::TargetArgs,
     /// Only sample on these CPUs (e.g. 0-3,6).
@@ -116,13 +122,28 @@ pub fn parse_size(s: &str) -> anyhow::Result<u64> {
 
 fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
     let target = a.target.resolve("record")?;
-    let events = a.events.iter().map(|e| parse_event_list(e)).collect::<Result<Vec<_>, _>>()?;
+    let mut events: Vec<_> = a
+        .events
+        .iter()
+        .map(|e| parse_event_list(e))
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .flatten()
+        .collect();
+    let mut call_graph_mode = a.call_graph.clone();
+    if a.trace_offcpu {
+        if events.iter().any(|e| e.name != "cpu-clock") {
+            bail!("--trace-offcpu samples cpu-clock and sched:sched_switch; leave out -e (or give -e cpu-clock)");
+        }
+        events = vec![parse_event("cpu-clock")?, parse_event("sched:sched_switch")?];
+        call_graph_mode.get_or_insert_with(|| "dwarf".into());
+    }
     let rate = match (a.freq, a.period) {
         (Some(f), _) => Some(Rate::Frequency(f)),
         (_, Some(c)) => Some(Rate::Period(c)),
         _ => None,
     };
-    let call_graph = a.call_graph.as_deref().map(parse_call_graph).transpose()?.unwrap_or(CallGraph::None);
+    let call_graph = call_graph_mode.as_deref().map(parse_call_graph).transpose()?.unwrap_or(CallGraph::None);
     let cpus =
         a.cpu.as_deref().map(rperf_record::sys::parse_cpu_list).transpose().map_err(anyhow::Error::msg)?;
     let duration = match a.duration {
@@ -133,7 +154,7 @@ fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
     check_output_writable(&a.output)?;
     Ok(RecordOptions {
         target,
-        events: events.into_iter().flatten().collect(),
+        events,
         rate,
         call_graph,
         cpus,

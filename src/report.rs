@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use rperf_report::{CallOrder, Filters, Format, ReportOptions, SortKey};
+use rperf_report::{CallOrder, Filters, Format, OffCpuMode, ReportOptions, SortKey};
 
 /// Report a recording (from rperf, Linux perf or simpleperf): overheads by command, process,
 /// thread, shared object and function, with call graphs.
@@ -73,6 +73,14 @@ pub struct ReportArgs {
     /// Comma-separated output.
     #[arg(long = "csv")]
     csv: bool,
+    /// Weight folded stacks and flamegraphs by event counts instead of sample counts
+    /// (off-CPU recordings are always weighted by time).
+    #[arg(long = "event-counts")]
+    event_counts: bool,
+    /// For recordings made with --trace-offcpu: on-cpu, off-cpu, on-off-cpu (two events) or
+    /// mixed-on-off-cpu (one event of wall-clock time; the default for such recordings).
+    #[arg(long = "trace-offcpu", value_name = "MODE")]
+    trace_offcpu: Option<String>,
     /// Output format: text, folded (stacks for flamegraph tools) or svg (a flamegraph).
     /// Inferred from the -o file's extension (.folded, .svg) when not given.
     #[arg(long = "format", value_name = "FMT")]
@@ -149,6 +157,16 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         print_event_count: a.print_event_count,
         csv: a.csv,
         format,
+        event_counts: a.event_counts,
+        trace_offcpu: a
+            .trace_offcpu
+            .as_deref()
+            .map(|m| {
+                OffCpuMode::parse(m).with_context(|| {
+                    format!("--trace-offcpu {m}: use on-cpu, off-cpu, on-off-cpu or mixed-on-off-cpu")
+                })
+            })
+            .transpose()?,
     })
 }
 

@@ -833,11 +833,13 @@ fn make_attr(
     a.type_ = spec.type_;
     a.size = std::mem::size_of::<perf_event_attr>() as u32;
     a.config = spec.config;
-    let rate = rate.unwrap_or(if spec.is_tracepoint() {
-        Rate::Period(1)
-    } else {
-        Rate::Frequency(DEFAULT_FREQUENCY)
-    });
+    // Tracepoints sample every occurrence unless a period is given; -F applies to the others.
+    let rate = match (rate, spec.is_tracepoint()) {
+        (Some(Rate::Period(p)), _) => Rate::Period(p),
+        (_, true) => Rate::Period(1),
+        (Some(r), false) => r,
+        (None, false) => Rate::Frequency(DEFAULT_FREQUENCY),
+    };
     match rate {
         Rate::Frequency(f) => {
             a.set_freq(1);

@@ -23,7 +23,7 @@ mod run;
 mod text;
 
 pub use dump::dump;
-pub use options::{CallOrder, Filters, Format, ReportOptions, SortKey};
+pub use options::{CallOrder, Filters, Format, OffCpuMode, ReportOptions, SortKey};
 pub use run::{load, Profile};
 
 /// Errors that stop a report.
@@ -37,6 +37,9 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// Options that do not fit the recording.
+    #[error("{0}")]
+    Usage(String),
     /// The file is not a readable perf.data file.
     #[error("{path} is not a readable perf.data file: {reason}; check that it was written completely (rperf dump -i FILE shows what is readable)")]
     Format {

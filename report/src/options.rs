@@ -101,6 +101,32 @@ impl Format {
     }
 }
 
+/// How recordings made with `--trace-offcpu` are weighted (simpleperf's mode names).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OffCpuMode {
+    /// Only samples taken while running.
+    OnCpu,
+    /// Only the time between a switch-out and the thread's next sample.
+    OffCpu,
+    /// Both, as two events.
+    OnOffCpu,
+    /// Both under one event: the threads' wall-clock time.
+    Mixed,
+}
+
+impl OffCpuMode {
+    /// Parses simpleperf's names.
+    pub fn parse(s: &str) -> Option<OffCpuMode> {
+        Some(match s {
+            "on-cpu" => OffCpuMode::OnCpu,
+            "off-cpu" => OffCpuMode::OffCpu,
+            "on-off-cpu" => OffCpuMode::OnOffCpu,
+            "mixed-on-off-cpu" => OffCpuMode::Mixed,
+            _ => return None,
+        })
+    }
+}
+
 /// Everything `report` needs.
 #[derive(Clone, Debug)]
 pub struct ReportOptions {
@@ -134,6 +160,10 @@ pub struct ReportOptions {
     pub csv: bool,
     /// Output format.
     pub format: Format,
+    /// Weighting of off-CPU recordings; None picks mixed for them.
+    pub trace_offcpu: Option<OffCpuMode>,
+    /// Stack outputs weighted by event counts instead of sample counts (always for time).
+    pub event_counts: bool,
 }
 
 impl Default for ReportOptions {
@@ -154,6 +184,8 @@ impl Default for ReportOptions {
             print_event_count: false,
             csv: false,
             format: Format::Text,
+            trace_offcpu: None,
+            event_counts: false,
         }
     }
 }

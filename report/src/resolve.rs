@@ -135,6 +135,12 @@ impl Resolver {
         }
     }
 
+    /// A synthetic frame (e.g. `[off-cpu]`) with a DSO of the same name.
+    pub fn marker(&mut self, model: &mut Model, name: &str) -> FuncId {
+        let dso = model.dso(name, None, DsoKind::Unknown);
+        self.intern(dso, name)
+    }
+
     fn intern(&mut self, dso: DsoId, name: &str) -> FuncId {
         if let Some(&id) = self.func_index.get(&(dso, name.to_string())) {
             return id;

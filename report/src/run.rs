@@ -29,9 +29,112 @@ struct EventState {
     type_: u32,
     config: u64,
     stacks: ThreadStacks,
+    /// Stacks of off-CPU time (off-CPU recordings), kept apart so stack outputs can mark them.
+    off_stacks: ThreadStacks,
     agg: EventAggregate,
     lost: u64,
     truncated: u64,
+    /// Event counts are nanoseconds of time (off-CPU recordings).
+    time_in_ns: bool,
+}
+
+impl EventState {
+    fn new(name: String, type_: u32, config: u64, time_in_ns: bool) -> EventState {
+        EventState {
+            name,
+            type_,
+            config,
+            stacks: HashMap::new(),
+            off_stacks: HashMap::new(),
+            agg: EventAggregate::default(),
+            lost: 0,
+            truncated: 0,
+            time_in_ns,
+        }
+    }
+}
+
+/// Folds one stack into a thread's distinct stacks.
+fn add_stack(stacks: &mut ThreadStacks, key: (u32, i32, i32), frames: &[AddrId], samples: u64, period: u64) {
+    let per_thread = stacks.entry(key).or_default();
+    match per_thread.get_mut(frames) {
+        Some(v) => {
+            v.0 += samples;
+            v.1 += period;
+        }
+        None => {
+            per_thread.insert(frames.to_vec(), (samples, period));
+        }
+    }
+}
+
+/// Where samples of an off-CPU recording go: each sample of a thread is weighted by the time
+/// until that thread's next sample, so a thread's lifetime is shared among its samples; a
+/// switch-out sample's share is time spent off the CPU in the stack it blocked in.
+struct TimeRouting {
+    switch_attr: usize,
+    on_attr: usize,
+    on_is_time: bool,
+    on_section: Option<usize>,
+    off_section: Option<usize>,
+}
+
+/// The previous sample of a thread, waiting for its weight.
+struct LastSample {
+    time: u64,
+    switch: bool,
+    key: (u32, i32, i32),
+    frames: Vec<AddrId>,
+    period: u64,
+}
+
+fn time_routing(
+    events: &mut Vec<EventState>,
+    mode: Option<crate::OffCpuMode>,
+) -> Result<Option<TimeRouting>, String> {
+    use crate::OffCpuMode::*;
+    let switch_attr = events.iter().position(|e| e.name == "sched:sched_switch");
+    let on_attr = events.iter().position(|e| e.name != "sched:sched_switch");
+    let (Some(switch_attr), Some(on_attr)) = (switch_attr, on_attr) else {
+        return match mode {
+            Some(_) => Err("--trace-offcpu needs a recording with sched:sched_switch and cpu-clock samples \
+                 (record it with `rperf record --trace-offcpu`)"
+                .into()),
+            None => Ok(None),
+        };
+    };
+    let mode = mode.unwrap_or(Mixed);
+    let on = &events[on_attr];
+    let on_is_time = matches!(on.name.as_str(), "cpu-clock" | "task-clock");
+    let (on_name, on_type, on_config) = (on.name.clone(), on.type_, on.config);
+    let mut sections = Vec::new();
+    let mut on_section = None;
+    let mut off_section = None;
+    if matches!(mode, OnCpu | OnOffCpu) {
+        on_section = Some(sections.len());
+        sections.push(EventState::new(format!("{on_name} (on-cpu time)"), on_type, on_config, true));
+    }
+    if matches!(mode, OffCpu | OnOffCpu) {
+        off_section = Some(sections.len());
+        sections.push(EventState::new(
+            "sched:sched_switch (off-cpu time)".into(),
+            2,
+            events[switch_attr].config,
+            true,
+        ));
+    }
+    if mode == Mixed {
+        on_section = Some(0);
+        off_section = Some(0);
+        sections.push(EventState::new(
+            format!("{on_name} + sched:sched_switch (on- and off-cpu time)"),
+            on_type,
+            on_config,
+            true,
+        ));
+    }
+    *events = sections;
+    Ok(Some(TimeRouting { switch_attr, on_attr, on_is_time, on_section, off_section }))
 }
 
 /// Everything read from a recording, aggregated.
@@ -58,17 +161,16 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
         .enumerate()
         .map(|(i, a)| {
             let (type_, config) = raw.get(i).copied().unwrap_or((u32::MAX, 0));
-            EventState {
-                name: a.name().map(str::to_string).unwrap_or_else(|| event_name(type_, config)),
+            EventState::new(
+                a.name().map(str::to_string).unwrap_or_else(|| event_name(type_, config)),
                 type_,
                 config,
-                stacks: HashMap::new(),
-                agg: EventAggregate::default(),
-                lost: 0,
-                truncated: 0,
-            }
+                false,
+            )
         })
         .collect();
+    let timing = time_routing(&mut events, opts.trace_offcpu).map_err(Error::Usage)?;
+    let mut last: HashMap<i32, LastSample> = HashMap::new();
     let arch_name = perf_file.arch().ok().flatten().map(str::to_string);
     let arch = arch_name.as_deref().and_then(Arch::from_name).unwrap_or(if cfg!(target_arch = "aarch64") {
         Arch::Aarch64
@@ -122,7 +224,9 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
         };
         match parsed {
             EventRecord::Sample(s) => {
-                let Some(ev) = events.get_mut(attr_index) else { continue };
+                if timing.is_none() && attr_index >= events.len() {
+                    continue;
+                }
                 let pid = s.pid.unwrap_or(-1);
                 let tid = s.tid.unwrap_or(pid);
                 let f = &opts.filters;
@@ -149,16 +253,29 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
                 if frames.is_empty() {
                     continue;
                 }
-                ev.truncated += u64::from(truncated);
                 let period = s.period.unwrap_or(1);
-                let per_thread = ev.stacks.entry((comm, pid, tid)).or_default();
-                match per_thread.get_mut(frames.as_slice()) {
-                    Some(v) => {
-                        v.0 += 1;
-                        v.1 += period;
-                    }
-                    None => {
-                        per_thread.insert(frames.clone(), (1, period));
+                let key = (comm, pid, tid);
+                let Some(tr) = &timing else {
+                    let ev = &mut events[attr_index];
+                    ev.truncated += u64::from(truncated);
+                    add_stack(&mut ev.stacks, key, &frames, 1, period);
+                    continue;
+                };
+                if attr_index != tr.switch_attr && attr_index != tr.on_attr {
+                    continue;
+                }
+                let switch = attr_index == tr.switch_attr;
+                if let Some(sec) = if switch { tr.off_section } else { tr.on_section } {
+                    events[sec].truncated += u64::from(truncated);
+                }
+                let time = s.timestamp.unwrap_or(0);
+                let this = LastSample { time, switch, key, frames: frames.clone(), period };
+                if let Some(prev) = last.insert(tid, this) {
+                    let section = if prev.switch { tr.off_section } else { tr.on_section };
+                    if let Some(sec) = section {
+                        let ev = &mut events[sec];
+                        let stacks = if prev.switch { &mut ev.off_stacks } else { &mut ev.stacks };
+                        add_stack(stacks, prev.key, &prev.frames, 1, time.saturating_sub(prev.time));
                     }
                 }
             }
@@ -190,7 +307,8 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
                 );
             }
             EventRecord::Lost(l) => {
-                if let Some(ev) = events.get_mut(attr_index) {
+                let i = if timing.is_some() { 0 } else { attr_index };
+                if let Some(ev) = events.get_mut(i) {
                     ev.lost += l.count;
                 }
             }
@@ -200,13 +318,29 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
     if undecodable > 0 {
         warnings.push(format!("{undecodable} records could not be decoded and were skipped"));
     }
+    // A thread's last sample runs to the end of the recording for clock samples; a last
+    // switch-out has no known end and is left out.
+    if let Some(tr) = &timing {
+        for (_, l) in last {
+            if let (false, true, Some(sec)) = (l.switch, tr.on_is_time, tr.on_section) {
+                add_stack(&mut events[sec].stacks, l.key, &l.frames, 1, l.period);
+            }
+        }
+    }
     // Names for every distinct frame at once, then the distinct stacks folded in by function.
     let func_of = resolver.symbolize(&model);
+    // Stack outputs mark off-CPU time with a frame of its own above the blocking stack.
+    let marker = (opts.format != crate::Format::Text).then(|| resolver.marker(&mut model, "[off-cpu]"));
     let mut funcs_buf = Vec::new();
     for ev in &mut events {
-        for ((comm, pid, tid), stacks) in std::mem::take(&mut ev.stacks) {
+        let on = std::mem::take(&mut ev.stacks).into_iter().map(|s| (false, s));
+        let off = std::mem::take(&mut ev.off_stacks).into_iter().map(|s| (true, s));
+        for (is_off, ((comm, pid, tid), stacks)) in on.chain(off) {
             for (addrs, (samples, period)) in stacks {
                 funcs_buf.clear();
+                if let (true, Some(m)) = (is_off, marker) {
+                    funcs_buf.push(m);
+                }
                 funcs_buf.extend(addrs.iter().map(|a| func_of[*a as usize]));
                 if !leaf_matches(opts, &model, &resolver, funcs_buf[0]) {
                     continue;
@@ -417,7 +551,7 @@ impl Profile {
             crate::Format::Text => self.write_text(out, opts),
             crate::Format::Folded => {
                 for e in &self.events {
-                    crate::flame::write_folded(out, &e.agg, &names)?;
+                    crate::flame::write_folded(out, &e.agg, &names, opts.event_counts || e.time_in_ns)?;
                 }
                 Ok(())
             }
@@ -426,7 +560,23 @@ impl Profile {
                 let e = self.events.iter().find(|e| e.agg.samples > 0).or(self.events.first());
                 let title = format!("rperf: {}", e.map_or("no samples", |e| e.name.as_str()));
                 let empty = EventAggregate::default();
-                crate::flame::write_svg(out, e.map_or(&empty, |e| &e.agg), &names, &title)
+                let time = e.is_some_and(|e| e.time_in_ns);
+                let by_period = opts.event_counts || time;
+                let count_name = if time {
+                    "ns"
+                } else if by_period {
+                    "events"
+                } else {
+                    "samples"
+                };
+                crate::flame::write_svg(
+                    out,
+                    e.map_or(&empty, |e| &e.agg),
+                    &names,
+                    &title,
+                    count_name,
+                    by_period,
+                )
             }
         }
     }
@@ -444,6 +594,7 @@ impl Profile {
                 agg: &e.agg,
                 lost: e.lost,
                 truncated: e.truncated,
+                time_in_ns: e.time_in_ns,
             })
             .collect();
         let names = Names { model: &self.model, funcs: &self.resolver.funcs };

@@ -30,6 +30,8 @@ pub struct Section<'a> {
     pub lost: u64,
     /// Samples whose stack could not be unwound to its end.
     pub truncated: u64,
+    /// The event count is time in nanoseconds (off-CPU recordings).
+    pub time_in_ns: bool,
 }
 
 /// Names the report prints.
@@ -113,7 +115,11 @@ fn write_section(
 ) -> io::Result<()> {
     writeln!(out, "Event: {} (type {}, config {})", s.name, s.type_, s.config)?;
     writeln!(out, "Samples: {}", s.agg.samples)?;
-    writeln!(out, "Event count: {}", s.agg.period)?;
+    if s.time_in_ns {
+        writeln!(out, "Time in ns: {}", s.agg.period)?;
+    } else {
+        writeln!(out, "Event count: {}", s.agg.period)?;
+    }
     if s.lost > 0 {
         writeln!(out, "Lost samples: {}", s.lost)?;
     }
