@@ -88,6 +88,16 @@ struct LastSample {
     period: u64,
 }
 
+/// Gives a thread's previous sample its weight: the time until `until`.
+fn settle(events: &mut [EventState], tr: &TimeRouting, prev: LastSample, until: u64) {
+    let section = if prev.switch { tr.off_section } else { tr.on_section };
+    if let Some(sec) = section {
+        let ev = &mut events[sec];
+        let stacks = if prev.switch { &mut ev.off_stacks } else { &mut ev.stacks };
+        add_stack(stacks, prev.key, &prev.frames, 1, until.saturating_sub(prev.time));
+    }
+}
+
 fn time_routing(
     events: &mut Vec<EventState>,
     mode: Option<crate::OffCpuMode>,
@@ -171,6 +181,7 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
         .collect();
     let timing = time_routing(&mut events, opts.trace_offcpu).map_err(Error::Usage)?;
     let mut last: HashMap<i32, LastSample> = HashMap::new();
+    let mut end_time = 0u64;
     let arch_name = perf_file.arch().ok().flatten().map(str::to_string);
     let arch = arch_name.as_deref().and_then(Arch::from_name).unwrap_or(if cfg!(target_arch = "aarch64") {
         Arch::Aarch64
@@ -269,14 +280,10 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
                     events[sec].truncated += u64::from(truncated);
                 }
                 let time = s.timestamp.unwrap_or(0);
+                end_time = end_time.max(time);
                 let this = LastSample { time, switch, key, frames: frames.clone(), period };
                 if let Some(prev) = last.insert(tid, this) {
-                    let section = if prev.switch { tr.off_section } else { tr.on_section };
-                    if let Some(sec) = section {
-                        let ev = &mut events[sec];
-                        let stacks = if prev.switch { &mut ev.off_stacks } else { &mut ev.stacks };
-                        add_stack(stacks, prev.key, &prev.frames, 1, time.saturating_sub(prev.time));
-                    }
+                    settle(&mut events, tr, prev, time);
                 }
             }
             EventRecord::Comm(c) => {
@@ -284,6 +291,13 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
                 model.comm(c.pid, c.tid, &name, c.is_execve);
             }
             EventRecord::Fork(f) => model.fork(f.pid, f.ppid, f.tid, f.ptid),
+            EventRecord::Exit(f) => {
+                // A thread's last sample lasts until it exits.
+                if let (Some(tr), Some(prev)) = (&timing, last.remove(&f.tid)) {
+                    end_time = end_time.max(f.timestamp);
+                    settle(&mut events, tr, prev, f.timestamp);
+                }
+            }
             EventRecord::Mmap(m) => {
                 let p = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
                 let bid = build_ids.get(&p).cloned();
@@ -318,13 +332,12 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
     if undecodable > 0 {
         warnings.push(format!("{undecodable} records could not be decoded and were skipped"));
     }
-    // A thread's last sample runs to the end of the recording for clock samples; a last
-    // switch-out has no known end and is left out.
+    // Threads still alive at the end: a last switch-out lasts until the recording ends, a last
+    // clock sample for its period.
     if let Some(tr) = &timing {
         for (_, l) in last {
-            if let (false, true, Some(sec)) = (l.switch, tr.on_is_time, tr.on_section) {
-                add_stack(&mut events[sec].stacks, l.key, &l.frames, 1, l.period);
-            }
+            let end = if l.switch || !tr.on_is_time { end_time } else { l.time + l.period };
+            settle(&mut events, tr, l, end);
         }
     }
     // Names for every distinct frame at once, then the distinct stacks folded in by function.

@@ -28,6 +28,8 @@ pub struct Programs {
     pub mixed: PathBuf,
     /// mixed.cpp with frame pointers.
     pub mixed_fp: PathBuf,
+    /// offcpu.cpp: a spinner thread and a sleeper thread that blocks in known ways.
+    pub offcpu: PathBuf,
 }
 
 /// Builds tests/programs once per test binary.
@@ -60,7 +62,9 @@ pub fn programs() -> &'static Programs {
         build("workload.cpp", &workload, &[]);
         build("mixed.cpp", &mixed, &[]);
         build("mixed.cpp", &mixed_fp, &["-fno-omit-frame-pointer"]);
-        Programs { workload_fp, workload, mixed, mixed_fp }
+        let offcpu = dir.join("offcpu");
+        build("offcpu.cpp", &offcpu, &[]);
+        Programs { workload_fp, workload, mixed, mixed_fp, offcpu }
     })
 }
 

@@ -27,6 +27,7 @@ extern "C" __attribute__((noinline)) void spin_work(double ms) {
 }
 
 extern "C" __attribute__((noinline)) void spinner(double seconds) {
+    pthread_setname_np(pthread_self(), "spinner");
     auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     while (std::chrono::steady_clock::now() < end) {
         pthread_mutex_lock(&mu);
@@ -57,6 +58,7 @@ extern "C" __attribute__((noinline)) void read_pipe() {
 }
 
 extern "C" __attribute__((noinline)) void sleeper() {
+    pthread_setname_np(pthread_self(), "sleeper");
     while (!done) {
         do_nanosleep();
         lock_mutex();
