@@ -64,7 +64,7 @@ impl Default for CallTree {
 impl CallTree {
     fn add_path(&mut self, path: impl Iterator<Item = FuncId>, period: u64) {
         let mut at = 0usize;
-        self.nodes[0].period += period;
+        self.nodes[0].period = self.nodes[0].period.saturating_add(period);
         for func in path {
             let next = self.nodes[at].children.iter().copied().find(|&c| self.nodes[c as usize].func == func);
             let next = match next {
@@ -76,7 +76,7 @@ impl CallTree {
                     n
                 }
             };
-            self.nodes[next].period += period;
+            self.nodes[next].period = self.nodes[next].period.saturating_add(period);
             at = next;
         }
     }
@@ -149,21 +149,22 @@ impl AggregateConfig {
 }
 
 impl EventAggregate {
-    /// Folds one sample in.
+    /// Folds one sample in. Counts come from the file, so sums saturate instead of overflowing
+    /// on corrupt periods (a regression found by tests/damaged_files.rs).
     pub fn add(&mut self, cfg: &AggregateConfig, s: &ResolvedSample<'_>, funcs: &[Func]) {
         let Some(&leaf) = s.frames.first() else { return };
-        self.samples += s.samples;
-        self.period += s.period;
+        self.samples = self.samples.saturating_add(s.samples);
+        self.period = self.period.saturating_add(s.period);
         if cfg.stacks {
             let st = self.stacks.entry((s.comm, s.frames.to_vec())).or_default();
-            st.0 += s.period;
-            st.1 += s.samples;
+            st.0 = st.0.saturating_add(s.period);
+            st.1 = st.1.saturating_add(s.samples);
             return;
         }
         let key = cfg.key(s, leaf, funcs);
         let e = self.entries.entry(key).or_default();
-        e.samples += s.samples;
-        e.period += s.period;
+        e.samples = e.samples.saturating_add(s.samples);
+        e.period = e.period.saturating_add(s.period);
         if !cfg.children {
             match cfg.call_graph {
                 Some(CallOrder::Callee) => e.tree.add_path(s.frames.iter().copied(), s.period),
@@ -181,7 +182,7 @@ impl EventAggregate {
             }
             seen.push(key);
             let e = self.entries.entry(key).or_default();
-            e.children += s.period;
+            e.children = e.children.saturating_add(s.period);
             match cfg.call_graph {
                 // The functions this entry called, down to the sampled one.
                 Some(CallOrder::Caller) => e.tree.add_path(s.frames[..=i].iter().rev().copied(), s.period),

@@ -62,3 +62,178 @@ pub fn event_name(type_: u32, config: u64) -> String {
         (t, c) => format!("event(type {t}, config {c:#x})"),
     }
 }
+
+/// A file read through byte patches: corrections to header fields, so that the reader never
+/// acts on sizes the file cannot hold.
+pub struct PatchedFile {
+    inner: std::io::BufReader<std::fs::File>,
+    patches: Vec<(u64, Vec<u8>)>,
+    pos: u64,
+}
+
+impl std::io::Read for PatchedFile {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        for (at, bytes) in &self.patches {
+            let (start, end) = (*at, *at + bytes.len() as u64);
+            let (rs, re) = (self.pos, self.pos + n as u64);
+            if start < re && end > rs {
+                let from = start.max(rs);
+                let to = end.min(re);
+                buf[(from - rs) as usize..(to - rs) as usize]
+                    .copy_from_slice(&bytes[(from - start) as usize..(to - start) as usize]);
+            }
+        }
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl std::io::Seek for PatchedFile {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.pos = self.inner.seek(to)?;
+        Ok(self.pos)
+    }
+}
+
+/// Opens a perf.data file after checking its header against the file's length. Sections that
+/// reach past the end are repaired where the data allows (a data section whose size is stale
+/// or 0, as crashed recordings leave it, is read up to the end of the file; feature sections
+/// past the end are dropped), each with a warning; a header that cannot be made sense of is an
+/// error naming the field and its file offset.
+pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    let mut head = [0u8; 104];
+    let mut warnings = Vec::new();
+    let mut patches: Vec<(u64, Vec<u8>)> = Vec::new();
+    {
+        let mut f = &file;
+        f.read_exact(&mut head)
+            .map_err(|_| format!("the file is {len} bytes, shorter than a perf.data header (104)"))?;
+    }
+    if &head[..8] != b"PERFILE2" {
+        // Other magic values (big-endian, pipe mode, not perf.data) are left to the reader's
+        // own error.
+        let inner = std::io::BufReader::with_capacity(1 << 20, file);
+        return Ok((PatchedFile { inner, patches, pos: 0 }, warnings));
+    }
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    let fits = |off: u64, size: u64| off.checked_add(size).is_some_and(|end| end <= len);
+    let (attr_off, attr_size) = (u64_at(&head, 24), u64_at(&head, 32));
+    if !fits(attr_off, attr_size) {
+        return Err(format!(
+            "the attribute section (header offset 24) claims {attr_size} bytes at file offset {attr_off}, past the end of the {len}-byte file"
+        ));
+    }
+    let (ev_off, ev_size) = (u64_at(&head, 56), u64_at(&head, 64));
+    if !fits(ev_off, ev_size) {
+        patches.push((56, vec![0; 16]));
+        warnings.push(
+            "the event-types section (header offset 56) reaches past the end of the file; ignored"
+                .to_string(),
+        );
+    }
+    let data_off = u64_at(&head, 40);
+    let mut data_size = u64_at(&head, 48);
+    if data_off > len {
+        return Err(format!(
+            "the data section starts at file offset {data_off}, past the end of the {len}-byte file"
+        ));
+    }
+    let mut features: Vec<u32> =
+        (0..256u32).filter(|b| head[72 + (*b / 8) as usize] & (1 << (b % 8)) != 0).collect();
+    let table_fits = |size: u64, n: usize| fits(data_off.saturating_add(size), 16 * n as u64);
+    if data_size == 0 || !fits(data_off, data_size) {
+        // A crashed recording: the size was never written (0) or the file ends early.
+        let present = len - data_off;
+        // Read up to the last whole record: anything after it is a record cut in two, or
+        // feature sections, not records.
+        let (whole, _) = walk_records(path, data_off, present);
+        warnings.push(format!(
+            "the data section (header offset 48) claims {data_size} bytes but the file holds {present} after offset {data_off}: the recording was cut short; reading what is there ({whole} bytes of whole records)"
+        ));
+        data_size = whole;
+        patches.push((48, data_size.to_le_bytes().to_vec()));
+        features.clear();
+    } else if !table_fits(data_size, features.len()) {
+        warnings.push(format!(
+            "the feature sections after the data (file offset {}) are missing: the recording was cut short; reading the records only",
+            data_off + data_size
+        ));
+        features.clear();
+    }
+    if features.is_empty() {
+        patches.push((72, vec![0; 32]));
+    }
+    // Each feature section must fit in the file.
+    let table_at = data_off + data_size;
+    let mut table = vec![0u8; 16 * features.len()];
+    if !table.is_empty() {
+        use std::io::{Seek, SeekFrom};
+        let mut f = &file;
+        f.seek(SeekFrom::Start(table_at)).map_err(|e| e.to_string())?;
+        f.read_exact(&mut table).map_err(|e| e.to_string())?;
+    }
+    for (i, feat) in features.iter().enumerate() {
+        let (off, size) = (u64_at(&table, 16 * i), u64_at(&table, 16 * i + 8));
+        if !fits(off, size) {
+            warnings.push(format!(
+                "feature section {feat} (table entry at file offset {}) claims {size} bytes at offset {off}, past the end of the file; ignored",
+                table_at + 16 * i as u64
+            ));
+            patches.push((table_at + 16 * i as u64, vec![0; 16]));
+        }
+    }
+    let mut file = file;
+    {
+        use std::io::{Seek, SeekFrom};
+        file.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
+    }
+    let inner = std::io::BufReader::with_capacity(1 << 20, file);
+    Ok((PatchedFile { inner, patches, pos: 0 }, warnings))
+}
+
+/// Whether a record type is one perf.data files hold: kernel records, perf's user records, or
+/// simpleperf's.
+fn plausible_type(t: u32) -> bool {
+    (1..=32).contains(&t) || (64..=96).contains(&t) || (32768..=32800).contains(&t)
+}
+
+/// Walks record headers from `start` for at most `limit` bytes. Returns the length of the run
+/// of well-formed records, and the offset and reason of the first malformed one, if any.
+pub fn walk_records(path: &Path, start: u64, limit: u64) -> (u64, Option<(u64, String)>) {
+    use std::io::{BufReader, Read, Seek, SeekFrom};
+    let Ok(file) = std::fs::File::open(path) else { return (0, None) };
+    let mut r = BufReader::with_capacity(1 << 20, file);
+    if r.seek(SeekFrom::Start(start)).is_err() {
+        return (0, None);
+    }
+    let mut at = 0u64;
+    let mut head = [0u8; 8];
+    while at + 8 <= limit {
+        if r.read_exact(&mut head).is_err() {
+            break;
+        }
+        let t = u32::from_le_bytes(head[0..4].try_into().unwrap());
+        let size = u16::from_le_bytes([head[6], head[7]]) as u64;
+        let bad = if size < 8 {
+            Some(format!("the record header at file offset {} has size {size}", start + at))
+        } else if !plausible_type(t) {
+            Some(format!("the record at file offset {} has an unknown type {t}", start + at))
+        } else {
+            None
+        };
+        if let Some(why) = bad {
+            return (at, Some((start + at, why)));
+        }
+        if at + size > limit {
+            break; // cut off in the middle of this record
+        }
+        if r.seek_relative(size as i64 - 8).is_err() {
+            break;
+        }
+        at += size;
+    }
+    (at, None)
+}

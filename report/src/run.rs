@@ -54,13 +54,22 @@ impl EventState {
     }
 }
 
+/// The data section's offset and size from the file header.
+fn perf_file_data_section(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::io::Read;
+    let mut head = [0u8; 56];
+    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+    let u = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().unwrap());
+    Some((u(40), u(48)))
+}
+
 /// Folds one stack into a thread's distinct stacks.
 fn add_stack(stacks: &mut ThreadStacks, key: (u32, i32, i32), frames: &[AddrId], samples: u64, period: u64) {
     let per_thread = stacks.entry(key).or_default();
     match per_thread.get_mut(frames) {
         Some(v) => {
-            v.0 += samples;
-            v.1 += period;
+            v.0 = v.0.saturating_add(samples);
+            v.1 = v.1.saturating_add(period);
         }
         None => {
             per_thread.insert(frames.to_vec(), (samples, period));
@@ -160,8 +169,9 @@ pub struct Profile {
 /// Reads and aggregates a recording.
 pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
     let path = &opts.input;
-    let file = std::fs::File::open(path).map_err(|e| Error::Open { path: path.clone(), source: e })?;
-    let reader = std::io::BufReader::with_capacity(1 << 20, file);
+    std::fs::metadata(path).map_err(|e| Error::Open { path: path.clone(), source: e })?;
+    let (reader, mut warnings) =
+        crate::input::open_checked(path).map_err(|reason| Error::Format { path: path.clone(), reason })?;
     let PerfFileReader { mut perf_file, mut record_iter } = PerfFileReader::parse_file(reader)
         .map_err(|e| Error::Format { path: path.clone(), reason: e.to_string() })?;
     let raw = raw_attrs(path);
@@ -190,7 +200,6 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
     });
     let header =
         Header { cmdline: perf_file.cmdline().ok().flatten().map(|v| v.join(" ")), arch: arch_name.clone() };
-    let mut warnings = Vec::new();
     let stored = perf_file.simpleperf_symbol_tables().ok().flatten().unwrap_or_default();
     let kernel = kernel_symbols(opts, &perf_file, &stored)?;
     let build_ids: HashMap<String, Vec<u8>> = perf_file
@@ -212,14 +221,22 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
         let rec = match record_iter.next_record(&mut perf_file) {
             Ok(Some(r)) => r,
             Ok(None) => break,
-            Err(e) if records > 0 => {
+            Err(e) => {
+                // Name the first malformed record when there is one to find.
+                let data_off = perf_file_data_section(path);
+                let reason = match data_off.map(|(off, size)| crate::input::walk_records(path, off, size)) {
+                    Some((_, Some((_, why)))) => format!("{e}: {why}"),
+                    _ => e.to_string(),
+                };
+                if records == 0 {
+                    return Err(Error::Format { path: path.clone(), reason });
+                }
                 warnings.push(format!(
-                    "{}: stopped reading after {records} records: {e}; the report shows what was readable",
+                    "{}: stopped reading after {records} records: {reason}; the report shows what was readable",
                     path.display()
                 ));
                 break;
             }
-            Err(e) => return Err(Error::Format { path: path.clone(), reason: e.to_string() }),
         };
         records += 1;
         let PerfFileRecord::EventRecord { attr_index, record } = rec else { continue };
@@ -323,7 +340,7 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
             EventRecord::Lost(l) => {
                 let i = if timing.is_some() { 0 } else { attr_index };
                 if let Some(ev) = events.get_mut(i) {
-                    ev.lost += l.count;
+                    ev.lost = ev.lost.saturating_add(l.count);
                 }
             }
             _ => {}

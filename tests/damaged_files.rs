@@ -1,0 +1,194 @@
+//! Damaged recordings: truncated at many offsets and corrupted by seeded random byte flips and
+//! huge length/count fields. The reader must never panic or hang; it either reports what was
+//! readable or fails with an error that names the problem.
+
+mod common;
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::*;
+
+/// A small xorshift generator: the same damage every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn small_recording() -> Vec<u8> {
+    static ONCE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    ONCE.get_or_init(record_small).clone()
+}
+
+fn record_small() -> Vec<u8> {
+    let p = programs();
+    let dir = scratch("damaged_src");
+    let data = dir.join("small.data");
+    let o = run(rperf()
+        .args(["record", "-g", "fp", "-F", "2000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&p.workload_fp)
+        .args(["0.1", "2"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    std::fs::read(&data).unwrap()
+}
+
+/// Loads `bytes` as a recording on a worker thread; fails the test on a panic or after 20 s.
+fn load_survives(dir: &std::path::Path, bytes: Vec<u8>, what: &str) -> Result<(), String> {
+    let path = dir.join(format!("{}.data", what.replace(|c: char| !c.is_ascii_alphanumeric(), "_")));
+    std::fs::write(&path, &bytes).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let p = path.clone();
+    std::thread::spawn(move || {
+        let r = std::panic::catch_unwind(|| {
+            let opts = rperf_report::ReportOptions {
+                input: p,
+                call_graph: Some(rperf_report::CallOrder::Caller),
+                ..Default::default()
+            };
+            match rperf_report::load(&opts) {
+                Ok(profile) => {
+                    let mut out = Vec::new();
+                    profile.write(&mut out, &opts).map_err(|e| e.to_string())
+                }
+                Err(e) => Err(e.to_string()),
+            }
+        });
+        tx.send(r).ok();
+    });
+    let outcome =
+        rx.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| panic!("{what}: no answer within 20 s"));
+    std::fs::remove_file(&path).ok();
+    match outcome {
+        Err(_) => panic!("{what}: the reader panicked"),
+        Ok(r) => r,
+    }
+}
+
+#[test]
+fn truncated_recordings_never_panic() {
+    let bytes = small_recording();
+    let dir = scratch("damaged_cut");
+    let mut offsets: Vec<usize> = (0..300).collect();
+    let mut rng = Rng(0x5eed_1234);
+    offsets.extend((0..150).map(|_| (rng.next() as usize) % bytes.len()));
+    let mut readable = 0;
+    for &cut in &offsets {
+        let r = load_survives(&dir, bytes[..cut].to_vec(), &format!("cut at {cut}"));
+        match r {
+            Ok(()) => readable += 1,
+            Err(e) => assert!(!e.is_empty(), "an error names the problem"),
+        }
+    }
+    // Cuts inside the data section keep the records before them readable.
+    assert!(readable > 0, "no truncated file was readable");
+}
+
+#[test]
+fn corrupted_recordings_never_panic() {
+    let bytes = small_recording();
+    let dir = scratch("damaged_flip");
+    let mut rng = Rng(0xdead_beef);
+    for i in 0..300 {
+        let mut b = bytes.clone();
+        match i % 3 {
+            // A few random bytes.
+            0 => {
+                for _ in 0..4 {
+                    let at = (rng.next() as usize) % b.len();
+                    b[at] = rng.next() as u8;
+                }
+            }
+            // A length or count field set huge: an aligned u64 or u32 anywhere, biased to the
+            // header and attribute region where sizes live.
+            1 => {
+                let span = if rng.next().is_multiple_of(2) { 512.min(b.len()) } else { b.len() };
+                let at = ((rng.next() as usize) % span.saturating_sub(8).max(1)) & !7;
+                let v: u64 = [u64::MAX, 0xffff_ffff, 1 << 40, 0x7fff_ffff_ffff]
+                    .get((rng.next() % 4) as usize)
+                    .copied()
+                    .unwrap();
+                b[at..at + 8].copy_from_slice(&v.to_le_bytes());
+            }
+            // A record header's size field broken (u16 at offset 6 of a record).
+            _ => {
+                let at = 104 + ((rng.next() as usize) % (b.len() - 112));
+                let at = at & !7;
+                let v = [0u16, 1, 7, 0xffff][(rng.next() % 4) as usize];
+                b[at + 6..at + 8].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        if let Err(e) = load_survives(&dir, b, &format!("corruption {i}")) {
+            assert!(!e.is_empty());
+        }
+    }
+}
+
+#[test]
+fn killed_recording_reports_what_was_flushed() {
+    let p = programs();
+    let dir = scratch("damaged_killed");
+    let data = dir.join("killed.data");
+    let mut rec = rperf()
+        .args(["record", "-g", "fp", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&p.workload_fp)
+        .args(["5", "1"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    rec.kill().unwrap(); // SIGKILL: no chance to finish the file
+    rec.wait().unwrap();
+    // The workload was rperf's child; it carries on alone, so stop it.
+    run(std::process::Command::new("pkill").args(["-f", p.workload_fp.to_str().unwrap()]));
+    let o = run(rperf().args(["report", "--sort", "symbol", "-i"]).arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let samples: u64 = text.lines().find_map(|l| l.strip_prefix("Samples: ")).unwrap().parse().unwrap();
+    assert!(samples > 1000, "{samples} samples survive:\n{text}");
+    assert!(text.contains("hot_loop"), "{text}");
+}
+
+#[test]
+fn a_data_size_left_at_zero_is_recovered_with_a_warning() {
+    // Linux perf leaves the data size at 0 when it dies before finishing the file.
+    let mut bytes = small_recording();
+    bytes[48..56].copy_from_slice(&0u64.to_le_bytes());
+    let dir = scratch("damaged_zero");
+    let data = dir.join("zero.data");
+    std::fs::write(&data, &bytes).unwrap();
+    let o = run(rperf().args(["report", "--sort", "symbol", "-i"]).arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("the recording was cut short; reading what is there"), "{}", stderr(&o));
+    assert!(stdout(&o).contains("hot_loop"), "{}", stdout(&o));
+    // A file cut in the middle of its data reads up to the cut.
+    let cut = dir.join("cut.data");
+    let whole = small_recording();
+    let data_off = u64::from_le_bytes(whole[40..48].try_into().unwrap()) as usize;
+    std::fs::write(&cut, &whole[..data_off + (whole.len() - data_off) / 2]).unwrap();
+    let o = run(rperf().args(["report", "-i"]).arg(&cut));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cut short"), "{}", stderr(&o));
+}
+
+#[test]
+fn impossible_headers_name_the_field_and_offset() {
+    let mut bytes = small_recording();
+    bytes[32..40].copy_from_slice(&u64::MAX.to_le_bytes());
+    let dir = scratch("damaged_header");
+    let data = dir.join("bad.data");
+    std::fs::write(&data, &bytes).unwrap();
+    let o = run(rperf().args(["report", "-i"]).arg(&data));
+    assert!(!o.status.success());
+    let e = stderr(&o);
+    assert!(e.contains("attribute section (header offset 24)") && !e.contains("panicked"), "{e}");
+}
