@@ -233,6 +233,20 @@ fn report_summary(opts: &RecordOptions, s: &rperf_record::RecordSummary) {
     let total = s.samples + s.lost;
     let pct = if total > 0 { 100.0 * s.lost as f64 / total as f64 } else { 0.0 };
     eprintln!("Samples recorded: {}. Samples lost: {} ({:.2}%)", s.samples, s.lost, pct);
+    if s.cut_stacks > 0 {
+        eprintln!(
+            "rperf: {} samples had their stack copies cut to 1 KiB while the ring buffers were more than \
+             half full (their call chains may end early)",
+            s.cut_stacks
+        );
+    }
+    if s.lost_sideband > 0 {
+        eprintln!(
+            "rperf: {} mmap/comm/fork/exit records were lost; some samples may be attributed to the wrong \
+             binary or thread",
+            s.lost_sideband
+        );
+    }
     if s.lost > 0 {
         eprintln!(
             "rperf: to lose fewer samples, give the ring buffers more pages (-m), sample less often (-F), \

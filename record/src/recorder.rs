@@ -40,8 +40,13 @@ pub enum StopReason {
 pub struct RecordSummary {
     /// Samples written to the file.
     pub samples: u64,
-    /// Samples the kernel reported lost.
+    /// Samples the kernel reported lost (their ring buffer was full).
     pub lost: u64,
+    /// Side-band records (mmap, comm, fork, exit) the kernel reported lost; these have a ring
+    /// buffer of their own, so that sample overload cannot push them out.
+    pub lost_sideband: u64,
+    /// Samples whose DWARF stack copy was cut short because the ring buffer was filling up.
+    pub cut_stacks: u64,
     /// Size of the file.
     pub bytes: u64,
     /// The launched command's exit code (128+signal when it was killed).
@@ -62,7 +67,17 @@ struct OpenEvent {
     spec: EventSpec,
     attr: perf_event_attr,
     ids: Vec<u64>,
+    /// The side-band event: a dummy software event that never samples and carries the mmap,
+    /// comm and task records in a ring buffer of its own.
+    sideband: bool,
 }
+
+/// Ring-buffer pages per CPU for side-band records.
+const SIDEBAND_PAGES: usize = 64;
+
+/// Under pressure (a ring buffer at least half full when drained), DWARF stack copies are cut
+/// to this many bytes: the innermost frames still unwind, and the writer keeps up.
+const CUT_STACK_BYTES: u64 = 1024;
 
 struct CpuBuffer {
     cpu: u32,
@@ -77,6 +92,10 @@ struct Sink {
     regs_count: usize,
     samples: u64,
     lost: u64,
+    lost_sideband: u64,
+    cut_stacks: u64,
+    /// Set while draining a ring buffer that was at least half full.
+    pressure: bool,
     kernel_hits: BTreeSet<u64>,
     dsos: BTreeMap<String, Option<Vec<u8>>>,
     trim: bool,
@@ -119,6 +138,14 @@ impl StackEnds {
 }
 
 impl Sink {
+    /// Handles a record from a side-band ring buffer.
+    fn handle_sideband(&mut self, rec: &[u8]) {
+        if u32::from_le_bytes(rec[0..4].try_into().expect("8-byte header")) == record_type::LOST {
+            self.lost_sideband += rec.get(16..24).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
+        }
+        self.handle(rec);
+    }
+
     fn handle(&mut self, rec: &[u8]) {
         if self.error.is_some() {
             return;
@@ -135,9 +162,13 @@ impl Sink {
                     self.note_kernel_addresses(misc_bits, &v);
                     if self.trim {
                         let sp_index = (sys::USER_REGS_MASK & ((1u64 << sys::SP_REG_BIT) - 1)).count_ones();
-                        let limit = v
+                        let mut limit = v
                             .user_reg(sp_index as usize)
                             .and_then(|sp| Some(self.stacks.end_of(v.pid, sp)? - sp));
+                        if self.pressure && limit.is_none_or(|l| l > CUT_STACK_BYTES) {
+                            limit = Some(CUT_STACK_BYTES);
+                            self.cut_stacks += u64::from(v.stack_at.is_some());
+                        }
                         trimmed = v.stack_at.and_then(|at| sample_fields::trim_stack(rec, at, limit));
                     }
                 }
@@ -223,6 +254,7 @@ struct Session {
     events: Vec<OpenEvent>,
     fds: Vec<OwnedFd>,
     buffers: Vec<CpuBuffer>,
+    sideband: Vec<CpuBuffer>,
     cpus: Vec<u32>,
     data_pages: usize,
     sink: Sink,
@@ -338,15 +370,28 @@ impl Session {
         };
         let data_pages = data_pages(opts);
         let launch_cmd = matches!(opts.target, Target::Command(_));
-        let events: Vec<OpenEvent> = specs
+        let mut events: Vec<OpenEvent> = specs
             .iter()
-            .enumerate()
-            .map(|(i, spec)| OpenEvent {
+            .map(|spec| OpenEvent {
                 spec: spec.clone(),
-                attr: make_attr(spec, rate, opts, i == 0, sample_type, data_pages, launch_cmd),
+                attr: make_attr(spec, rate, opts, false, sample_type, data_pages, launch_cmd),
                 ids: Vec::new(),
+                sideband: false,
             })
             .collect();
+        let dummy = EventSpec {
+            name: "dummy".into(),
+            type_: sys::attr_type::SOFTWARE,
+            config: sys::SW_DUMMY,
+            exclude_kernel: false,
+            exclude_user: false,
+            modifier: String::new(),
+        };
+        let mut side_attr = make_attr(&dummy, rate, opts, true, sample_type, SIDEBAND_PAGES, launch_cmd);
+        // The dummy event never fires; it exists for the records its flags ask for.
+        side_attr.set_freq(0);
+        side_attr.__bindgen_anon_1.sample_period = 1;
+        events.push(OpenEvent { spec: dummy, attr: side_attr, ids: Vec::new(), sideband: true });
 
         let child = match &opts.target {
             Target::Command(argv) => Some(Launched::prepare(argv)?),
@@ -360,6 +405,9 @@ impl Session {
             regs_count: regs_count(),
             samples: 0,
             lost: 0,
+            lost_sideband: 0,
+            cut_stacks: 0,
+            pressure: false,
             kernel_hits: BTreeSet::new(),
             dsos: BTreeMap::new(),
             trim: matches!(opts.call_graph, CallGraph::Dwarf { .. }),
@@ -371,6 +419,7 @@ impl Session {
             events,
             fds: Vec::new(),
             buffers: Vec::new(),
+            sideband: Vec::new(),
             cpus,
             data_pages,
             sink,
@@ -458,7 +507,7 @@ impl Session {
     }
 
     fn synthesize(&mut self, pid: i32, only_tid: Option<i32>) {
-        let id = self.events.first().and_then(|e| e.ids.first()).copied().unwrap_or(0);
+        let id = self.events.iter().find(|e| e.sideband).and_then(|e| e.ids.first()).copied().unwrap_or(0);
         let mut recs = Vec::new();
         let mut cache: HashMap<String, Option<Vec<u8>>> = HashMap::new();
         procfs::synthesize_process(
@@ -498,13 +547,22 @@ impl Session {
                     source: e,
                     remedy: "the kernel is too old for PERF_EVENT_IOC_ID (needs 3.12)".into(),
                 })?;
-                if let Some(buf) = self.buffers.iter().find(|b| b.cpu == cpu) {
+                let sideband = self.events[ei].sideband;
+                let rings = if sideband { &self.sideband } else { &self.buffers };
+                if let Some(buf) = rings.iter().find(|b| b.cpu == cpu) {
                     sys::ioc_set_output(raw, buf.fd).map_err(|e| Error::Open {
                         event: self.events[ei].spec.display_name(),
                         target: describe(pid, cpu),
                         source: e,
                         remedy: "cannot share the CPU's ring buffer".into(),
                     })?;
+                } else if sideband {
+                    let ring = RingBuffer::map(raw, SIDEBAND_PAGES).map_err(|e| Error::Mmap {
+                        pages: SIDEBAND_PAGES,
+                        source: e,
+                        remedy: "raise kernel.perf_event_mlock_kb or `ulimit -l`".into(),
+                    })?;
+                    self.sideband.push(CpuBuffer { cpu, fd: raw, ring });
                 } else {
                     let ring = self.map_ring(raw, note)?;
                     self.buffers.push(CpuBuffer { cpu, fd: raw, ring });
@@ -618,11 +676,19 @@ impl Session {
         self.sink.writer.update_attrs(&attrs)
     }
 
+    /// Drains the side-band rings first, so that a sample's mappings are written before it,
+    /// then the sample rings, cutting stack copies of rings that are at least half full.
     fn drain(&mut self) {
-        let Session { buffers, sink, .. } = self;
+        let Session { buffers, sideband, sink, data_pages, .. } = self;
+        for b in sideband.iter_mut() {
+            b.ring.drain(|rec| sink.handle_sideband(rec));
+        }
+        let half = (*data_pages * sys::page_size() / 2) as u64;
         for b in buffers.iter_mut() {
+            sink.pressure = b.ring.pending() >= half;
             b.ring.drain(|rec| sink.handle(rec));
         }
+        sink.pressure = false;
     }
 
     fn run(&mut self, note: &mut dyn FnMut(&str)) -> Result<RecordSummary, Error> {
@@ -697,6 +763,8 @@ impl Session {
         let attrs = self.file_attrs();
         let samples = self.sink.samples;
         let lost = self.sink.lost;
+        let lost_sideband = self.sink.lost_sideband;
+        let cut_stacks = self.sink.cut_stacks;
         let bytes = match self.sink.writer.finish(&attrs, features) {
             Ok(b) => b,
             Err(e) => {
@@ -708,7 +776,16 @@ impl Session {
             Some(e) => StopReason::WriteError(e),
             None => stop,
         };
-        Ok(RecordSummary { samples, lost, bytes, exit_code, stop, notes: self.notes.clone() })
+        Ok(RecordSummary {
+            samples,
+            lost,
+            lost_sideband,
+            cut_stacks,
+            bytes,
+            exit_code,
+            stop,
+            notes: self.notes.clone(),
+        })
     }
 
     /// Ends the launched command when recording stops before it does, and returns its exit code.
@@ -743,6 +820,7 @@ impl Session {
         let mut fds: Vec<libc::pollfd> = self
             .buffers
             .iter()
+            .chain(&self.sideband)
             .map(|b| libc::pollfd { fd: b.fd, events: libc::POLLIN, revents: 0 })
             .collect();
         if fds.is_empty() {

@@ -64,6 +64,9 @@ pub mod misc {
     pub const BUILD_ID_SIZE: u16 = 1 << 15;
 }
 
+/// `PERF_COUNT_SW_DUMMY`: a software event that never counts, opened for its side-band records.
+pub const SW_DUMMY: u64 = 9;
+
 /// Callchain context markers (`PERF_CONTEXT_*`), stored as u64 in callchains.
 pub const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
 pub const PERF_CONTEXT_KERNEL: u64 = (-128i64) as u64;
