@@ -48,6 +48,14 @@ pub fn tgid_of(tid: i32) -> Option<i32> {
     status.lines().find_map(|l| l.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok())
 }
 
+/// True while `pid` (a process or thread id) runs: it exists and is not a zombie waiting to be
+/// reaped (whose event fds the kernel has already hung up).
+pub fn is_alive(pid: i32) -> bool {
+    let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next());
+    !matches!(state, Some("Z") | Some("X") | None)
+}
+
 /// One line of /proc/PID/maps.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MapLine {

@@ -739,7 +739,7 @@ impl Session {
                     }
                 }
                 Target::Processes(_) | Target::Threads(_)
-                    if self.watched.iter().all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists()) =>
+                    if self.watched.iter().all(|&p| !procfs::is_alive(p)) =>
                 {
                     break StopReason::TargetsExited;
                 }
@@ -828,7 +828,12 @@ impl Session {
             return;
         }
         // SAFETY: fds points at a live array of pollfd of the given length.
-        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout.max(0)) };
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout.max(0)) };
+        // A ring whose tasks have all exited reports POLLHUP at once, every time: when nothing
+        // has data, wait out the timeout rather than spin.
+        if ready > 0 && fds.iter().all(|p| p.revents & libc::POLLIN == 0) {
+            std::thread::sleep(Duration::from_millis(timeout.clamp(0, 10) as u64));
+        }
     }
 
     fn features(&mut self) -> Vec<(u32, Vec<u8>)> {

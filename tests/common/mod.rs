@@ -30,6 +30,8 @@ pub struct Programs {
     pub mixed_fp: PathBuf,
     /// offcpu.cpp: a spinner thread and a sleeper thread that blocks in known ways.
     pub offcpu: PathBuf,
+    /// spawner.cpp: forks children that exec a program, or creates and joins many threads.
+    pub spawner: PathBuf,
 }
 
 /// Builds tests/programs once per test binary.
@@ -64,7 +66,9 @@ pub fn programs() -> &'static Programs {
         build("mixed.cpp", &mixed_fp, &["-fno-omit-frame-pointer"]);
         let offcpu = dir.join("offcpu");
         build("offcpu.cpp", &offcpu, &[]);
-        Programs { workload_fp, workload, mixed, mixed_fp, offcpu }
+        let spawner = dir.join("spawner");
+        build("spawner.cpp", &spawner, &[]);
+        Programs { workload_fp, workload, mixed, mixed_fp, offcpu, spawner }
     })
 }
 

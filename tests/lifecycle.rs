@@ -1,0 +1,183 @@
+//! Targets that come and go: children that fork and exec, thousands of short threads, targets
+//! that exit mid-recording, and signals sent to rperf while it records.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// One row of `rperf report --sort pid,tid,comm,dso,symbol -n --csv`.
+#[derive(Debug)]
+struct Row {
+    samples: u64,
+    pid: i32,
+    tid: i32,
+    comm: String,
+    dso: String,
+    symbol: String,
+}
+
+fn rows(data: &Path) -> Vec<Row> {
+    let o = run(rperf().args(["report", "--sort", "pid,tid,comm,dso,symbol", "-n", "--csv", "-i"]).arg(data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    stdout(&o)
+        .lines()
+        .filter(|l| l.contains("%,"))
+        .map(|l| {
+            let f: Vec<&str> = l.splitn(7, ',').collect();
+            Row {
+                samples: f[1].parse().unwrap(),
+                pid: f[2].parse().unwrap(),
+                tid: f[3].parse().unwrap(),
+                comm: f[4].to_string(),
+                dso: f[5].to_string(),
+                symbol: f[6].trim_matches('"').to_string(),
+            }
+        })
+        .collect()
+}
+
+fn base(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+#[test]
+fn children_that_fork_and_exec_are_attributed_after_exec() {
+    let p = programs();
+    let dir = scratch("life_fork");
+    let data = dir.join("fork.data");
+    let children = 300;
+    let o = run(rperf()
+        .args(["record", "-F", "4000", "-g", "fp", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&p.spawner)
+        .args(["fork", &children.to_string()])
+        .arg(&p.workload_fp)
+        .args(["0", "1", "0", "3"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = rows(&data);
+    let parent: HashSet<i32> = rows.iter().filter(|r| r.symbol == "parent_spin").map(|r| r.pid).collect();
+    assert_eq!(parent.len(), 1, "parent_spin runs in the parent only: {parent:?}");
+    let parent = *parent.iter().next().unwrap();
+    let mut child_pids = HashSet::new();
+    let (mut hot, mut unknown, mut workload_samples) = (0, 0, 0);
+    for r in &rows {
+        if r.symbol == "hot_loop" || r.symbol == "compute_inner" {
+            // The exec'd program's code: its comm, its own pid, its binary.
+            assert_eq!(r.comm, "workload_fp", "{r:?}");
+            assert_ne!(r.pid, parent, "{r:?}");
+            assert_eq!(base(&r.dso), "workload_fp", "{r:?}");
+            hot += r.samples;
+        }
+        if r.comm == "workload_fp" {
+            // After exec nothing of the parent's binary is mapped.
+            assert_ne!(base(&r.dso), "spawner", "{r:?}");
+            assert_eq!(r.pid, r.tid, "{r:?}");
+            child_pids.insert(r.pid);
+            workload_samples += r.samples;
+            if r.dso == "[unknown]" {
+                unknown += r.samples;
+            }
+        }
+        if r.symbol == "parent_spin" {
+            assert_eq!((r.comm.as_str(), base(&r.dso)), ("spawner", "spawner"), "{r:?}");
+        }
+    }
+    assert!(hot > 500, "only {hot} samples in the children's hot code");
+    assert!(child_pids.len() >= children / 2, "{} of {children} children have samples", child_pids.len());
+    assert!(unknown * 100 <= workload_samples, "{unknown} of {workload_samples} child samples in [unknown]");
+}
+
+#[test]
+fn thousands_of_threads_keep_their_tids_and_names() {
+    let p = programs();
+    let dir = scratch("life_threads");
+    let data = dir.join("threads.data");
+    let threads = 3000;
+    let o = run(rperf()
+        .args(["record", "-F", "4000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&p.spawner)
+        .args(["threads", &threads.to_string()]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = rows(&data);
+    let mut tids = HashSet::new();
+    let mut pids = HashSet::new();
+    let mut per_tid: HashMap<i32, u64> = HashMap::new();
+    for r in rows.iter().filter(|r| r.symbol == "thread_spin") {
+        assert_eq!(r.comm, "worker", "{r:?}");
+        assert_ne!(r.pid, r.tid, "{r:?}");
+        tids.insert(r.tid);
+        pids.insert(r.pid);
+        *per_tid.entry(r.tid).or_default() += r.samples;
+    }
+    assert_eq!(pids.len(), 1, "all workers belong to one process: {pids:?}");
+    assert!(tids.len() >= threads * 2 / 3, "{} of {threads} threads have samples", tids.len());
+    // A thread spins ~1 ms: a handful of samples each, never a pile-up on a reused tid.
+    let most = per_tid.values().max().copied().unwrap_or(0);
+    assert!(most <= 40, "one tid has {most} samples");
+}
+
+#[test]
+fn attached_target_exiting_ends_the_recording() {
+    let p = programs();
+    let dir = scratch("life_exit");
+    let data = dir.join("exit.data");
+    let mut target = std::process::Command::new(&p.workload).args(["1", "2"]).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let start = Instant::now();
+    let o = run(rperf().args(["record", "-p", &target.id().to_string(), "-o"]).arg(&data));
+    target.wait().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(start.elapsed() < Duration::from_secs(3), "rperf went on after its target exited");
+    let hot: u64 = rows(&data).iter().filter(|r| r.symbol == "hot_loop").map(|r| r.samples).sum();
+    assert!(hot > 1000, "{hot} samples in hot_loop");
+}
+
+/// Starts `rperf record -- workload 10 1` in its own process group, lets it run, and sends
+/// `sig` to rperf alone (as `kill` does) or to the whole group (as a terminal does).
+fn record_and_signal(name: &str, sig: i32, to_group: bool) -> (std::process::Output, std::path::PathBuf) {
+    use std::os::unix::process::CommandExt;
+    let dir = scratch(name);
+    let data = dir.join("sig.data");
+    let rec = rperf()
+        .arg("record")
+        .arg("-o")
+        .arg(&data)
+        .arg("--")
+        .arg(&programs().workload)
+        .args(["10", "1"])
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    let target = if to_group { -(rec.id() as i32) } else { rec.id() as i32 };
+    // SAFETY: signalling our own child (or its process group).
+    unsafe { libc::kill(target, sig) };
+    let start = Instant::now();
+    let o = rec.wait_with_output().unwrap();
+    assert!(start.elapsed() < Duration::from_secs(5), "rperf took {:?} to stop", start.elapsed());
+    (o, data)
+}
+
+#[test]
+fn sigterm_and_sighup_give_a_complete_file_and_reach_the_command() {
+    for (sig, name) in [(libc::SIGTERM, "term"), (libc::SIGHUP, "hup"), (libc::SIGINT, "int")] {
+        for to_group in [false, true] {
+            let (o, data) = record_and_signal(&format!("life_sig_{name}_{to_group}"), sig, to_group);
+            let err = stderr(&o);
+            assert!(err.contains("Samples recorded:"), "{name}: {err}");
+            // The command died of the signal, once, exactly as without rperf.
+            assert_eq!(o.status.code(), Some(128 + sig), "{name} (group {to_group}): {err}");
+            let samples = parse_script(&perf_script(&data)).len();
+            assert!(samples > 500, "{name}: {samples} samples in the file");
+        }
+    }
+}
