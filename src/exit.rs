@@ -12,7 +12,15 @@ pub fn code(result: anyhow::Result<i32>) -> i32 {
             }) {
                 return 0;
             }
-            eprintln!("rperf: error: {e:#}");
+            // The chain's causes, each once: rperf's messages already quote the OS error they wrap.
+            let mut msg = e.to_string();
+            for cause in e.chain().skip(1) {
+                let text = cause.to_string();
+                if !msg.contains(&text) {
+                    msg = format!("{msg}: {text}");
+                }
+            }
+            eprintln!("rperf: error: {msg}");
             1
         }
     }

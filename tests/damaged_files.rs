@@ -192,3 +192,43 @@ fn impossible_headers_name_the_field_and_offset() {
     let e = stderr(&o);
     assert!(e.contains("attribute section (header offset 24)") && !e.contains("panicked"), "{e}");
 }
+
+/// File offset of feature section `feat` of a perf.data image.
+fn feature_offset(bytes: &[u8], feat: u32) -> usize {
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap()) as usize;
+    let table = u64_at(40) + u64_at(48);
+    let index = (0..feat).filter(|b| bytes[72 + (*b / 8) as usize] & (1 << (b % 8)) != 0).count();
+    assert!(bytes[72 + (feat / 8) as usize] & (1 << (feat % 8)) != 0, "feature {feat} is present");
+    u64_at(table + 16 * index)
+}
+
+#[test]
+fn huge_counts_inside_feature_sections_are_refused_not_allocated() {
+    // Counts the reader would size an allocation by: the event descriptions' count, the command
+    // line's string count, the host name's length.
+    let dir = scratch("damaged_counts");
+    for (feat, name) in [(12u32, "event-desc"), (11, "cmdline"), (3, "hostname")] {
+        let mut bytes = small_recording();
+        let at = feature_offset(&bytes, feat);
+        bytes[at..at + 4].copy_from_slice(&0xffff_fff0u32.to_le_bytes());
+        let data = dir.join(format!("{name}.data"));
+        std::fs::write(&data, &bytes).unwrap();
+        let o = run(rperf().args(["report", "-i"]).arg(&data));
+        let e = stderr(&o);
+        assert!(o.status.success(), "{name}: {e}");
+        assert!(
+            e.contains(&format!("feature section {feat} (table entry at file offset"))
+                && e.contains("ignored"),
+            "{name}: {e}"
+        );
+        assert!(stdout(&o).contains("hot_loop"), "{name}: the samples are still reported");
+    }
+    // An attribute size of 0 would divide by zero.
+    let mut bytes = small_recording();
+    bytes[16..24].copy_from_slice(&0u64.to_le_bytes());
+    let data = dir.join("attr0.data");
+    std::fs::write(&data, &bytes).unwrap();
+    let o = run(rperf().args(["report", "-i"]).arg(&data));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("attribute size (header offset 16) is 0"), "{}", stderr(&o));
+}

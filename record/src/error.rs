@@ -77,11 +77,14 @@ impl Error {
     }
 }
 
+/// The value of kernel.perf_event_paranoid.
+pub fn paranoid_level() -> Option<i32> {
+    std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").ok()?.trim().parse().ok()
+}
+
 /// Explains a perf_event_open failure in terms a user can act on.
 pub fn open_remedy(err: &std::io::Error, hardware: bool, system_wide: bool) -> String {
-    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "?".into());
+    let paranoid = paranoid_level().map_or("?".into(), |l| l.to_string());
     match err.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) => format!(
             "perf_event_paranoid is {paranoid}; {} needs it at {} or lower \

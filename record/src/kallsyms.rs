@@ -42,11 +42,21 @@ pub fn read_proc_text() -> Result<String, String> {
     let text =
         std::fs::read_to_string("/proc/kallsyms").map_err(|e| format!("cannot read /proc/kallsyms: {e}"))?;
     if find_address(&text, "_text").is_none() {
-        let restrict = std::fs::read_to_string("/proc/sys/kernel/kptr_restrict").unwrap_or_default();
+        let sysctl = |name: &str| {
+            std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+                .map_or("?".into(), |s| s.trim().to_string())
+        };
+        let restrict = sysctl("kptr_restrict");
+        let remedy = if restrict == "0" {
+            // With kptr_restrict=0, addresses show to users allowed to profile the kernel.
+            "run as root (or with CAP_SYSLOG), or set `sysctl kernel.perf_event_paranoid=1`"
+        } else {
+            "run as root (or with CAP_SYSLOG), or set `sysctl kernel.kptr_restrict=0`"
+        };
         return Err(format!(
-            "kernel addresses are hidden (kptr_restrict={}); run as root or set \
-             `sysctl kernel.kptr_restrict=0` to symbolize kernel frames",
-            restrict.trim()
+            "/proc/kallsyms shows no kernel addresses to this user (kptr_restrict={restrict}, \
+             perf_event_paranoid={}); kernel frames will not be symbolized; {remedy}",
+            sysctl("perf_event_paranoid")
         ));
     }
     Ok(text)

@@ -65,6 +65,9 @@ impl Launched {
         if pid == 0 {
             // SAFETY: child side; see above.
             unsafe {
+                // Only the parent may hold the write end: if it drops it without the
+                // go-ahead (recording failed to start), read sees EOF and the child exits.
+                libc::close(go_w.as_raw_fd());
                 let mut b = 0u8;
                 let n = libc::read(go_r.as_raw_fd(), &mut b as *mut u8 as *mut libc::c_void, 1);
                 if n != 1 {
@@ -159,6 +162,18 @@ impl Launched {
     pub fn kill(&self, sig: i32) {
         // SAFETY: kill has no memory-safety preconditions.
         unsafe { libc::kill(self.pid, sig) };
+    }
+}
+
+impl Drop for Launched {
+    /// A child that never got the go-ahead exits when the pipe closes; reap it.
+    fn drop(&mut self) {
+        if let Some(go) = self.go.take() {
+            drop(go);
+            let mut status = 0;
+            // SAFETY: waiting for our own child, which is exiting.
+            unsafe { libc::waitpid(self.pid, &mut status, 0) };
+        }
     }
 }
 

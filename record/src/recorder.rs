@@ -257,6 +257,7 @@ struct Session {
     sideband: Vec<CpuBuffer>,
     cpus: Vec<u32>,
     data_pages: usize,
+    side_pages: usize,
     sink: Sink,
     child: Option<Launched>,
     watched: BTreeSet<i32>,
@@ -368,7 +369,36 @@ impl Session {
             }
             None => online,
         };
-        let data_pages = data_pages(opts);
+        let (data_pages, side_pages) = {
+            let wanted = data_pages(opts);
+            let (got, side) = fit_mlock_budget(wanted, cpus.len());
+            if got < wanted {
+                say(
+                    format!(
+                        "the locked-memory limit allows only {got} ring-buffer pages per CPU (asked for \
+                         {wanted}); raise kernel.perf_event_mlock_kb or `ulimit -l` if samples are lost"
+                    ),
+                    &mut notes,
+                );
+            }
+            (got, side)
+        };
+        // A sample must fit in half the ring buffer, or the kernel drops every one of them.
+        let mut opts = opts.clone();
+        if let CallGraph::Dwarf { stack_size } = &mut opts.call_graph {
+            let fits = ((data_pages * sys::page_size() / 2).saturating_sub(1024) as u32) & !7;
+            if *stack_size > fits {
+                say(
+                    format!(
+                        "DWARF stack copies cut from {} to {fits} bytes to fit the {}-page ring buffers",
+                        *stack_size, data_pages
+                    ),
+                    &mut notes,
+                );
+                *stack_size = fits.max(8);
+            }
+        }
+        let opts = &opts;
         let launch_cmd = matches!(opts.target, Target::Command(_));
         let mut events: Vec<OpenEvent> = specs
             .iter()
@@ -387,7 +417,7 @@ impl Session {
             exclude_user: false,
             modifier: String::new(),
         };
-        let mut side_attr = make_attr(&dummy, rate, opts, true, sample_type, SIDEBAND_PAGES, launch_cmd);
+        let mut side_attr = make_attr(&dummy, rate, opts, true, sample_type, side_pages, launch_cmd);
         // The dummy event never fires; it exists for the records its flags ask for.
         side_attr.set_freq(0);
         side_attr.__bindgen_anon_1.sample_period = 1;
@@ -422,6 +452,7 @@ impl Session {
             sideband: Vec::new(),
             cpus,
             data_pages,
+            side_pages,
             sink,
             child,
             watched: BTreeSet::new(),
@@ -557,11 +588,7 @@ impl Session {
                         remedy: "cannot share the CPU's ring buffer".into(),
                     })?;
                 } else if sideband {
-                    let ring = RingBuffer::map(raw, SIDEBAND_PAGES).map_err(|e| Error::Mmap {
-                        pages: SIDEBAND_PAGES,
-                        source: e,
-                        remedy: "raise kernel.perf_event_mlock_kb or `ulimit -l`".into(),
-                    })?;
+                    let (ring, _) = map_halving(raw, self.side_pages)?;
                     self.sideband.push(CpuBuffer { cpu, fd: raw, ring });
                 } else {
                     let ring = self.map_ring(raw, note)?;
@@ -607,14 +634,17 @@ impl Session {
                     {
                         ev.attr.set_exclude_kernel(1);
                         ev.attr.set_exclude_callchain_kernel(1);
-                        let msg = format!(
-                            "not allowed to sample the kernel (perf_event_paranoid); recording \
-                             '{}' in user space only — run as root or lower \
-                             kernel.perf_event_paranoid to 1 for kernel samples",
-                            ev.spec.display_name()
-                        );
-                        note(&msg);
-                        self.notes.push(msg);
+                        if !ev.sideband {
+                            let msg = format!(
+                                "not allowed to sample the kernel (perf_event_paranoid={}); recording \
+                                 '{}' in user space only; run as root (or with CAP_PERFMON) or set \
+                                 `sysctl kernel.perf_event_paranoid=1` for kernel samples",
+                                crate::error::paranoid_level().map_or("?".into(), |l| l.to_string()),
+                                ev.spec.display_name()
+                            );
+                            note(&msg);
+                            self.notes.push(msg);
+                        }
                         continue;
                     }
                     return Err(Error::Open {
@@ -629,35 +659,18 @@ impl Session {
     }
 
     fn map_ring(&mut self, fd: RawFd, note: &mut dyn FnMut(&str)) -> Result<RingBuffer, Error> {
-        let mut pages = self.data_pages;
-        loop {
-            match RingBuffer::map(fd, pages) {
-                Ok(r) => {
-                    if pages != self.data_pages {
-                        let msg = format!(
-                            "the locked-memory limit allows only {pages} ring-buffer pages per CPU \
-                             (asked for {}); raise kernel.perf_event_mlock_kb or `ulimit -l` if \
-                             samples are lost",
-                            self.data_pages
-                        );
-                        note(&msg);
-                        self.notes.push(msg);
-                        self.data_pages = pages;
-                    }
-                    return Ok(r);
-                }
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::ENOMEM)) && pages > 1 => {
-                    pages /= 2;
-                }
-                Err(e) => {
-                    return Err(Error::Mmap {
-                        pages,
-                        source: e,
-                        remedy: "raise kernel.perf_event_mlock_kb, `ulimit -l`, or pass a smaller -m".into(),
-                    })
-                }
-            }
+        let (ring, pages) = map_halving(fd, self.data_pages)?;
+        if pages != self.data_pages {
+            let msg = format!(
+                "the locked-memory limit allows only {pages} ring-buffer pages per CPU (asked for {}); \
+                 raise kernel.perf_event_mlock_kb or `ulimit -l` if samples are lost",
+                self.data_pages
+            );
+            note(&msg);
+            self.notes.push(msg);
+            self.data_pages = pages;
         }
+        Ok(ring)
     }
 
     fn file_attrs(&self) -> Vec<FileAttr> {
@@ -879,6 +892,62 @@ impl Session {
             f.push((feature::RPERF_KALLSYMS, snap.into_bytes()));
         }
         f
+    }
+}
+
+/// Sizes the sample and side-band ring buffers (data pages per CPU) to fit the locked-memory
+/// budget of an unprivileged user: kernel.perf_event_mlock_kb per online CPU plus RLIMIT_MEMLOCK,
+/// where each ring also costs its metadata page. Root is not limited.
+fn fit_mlock_budget(wanted: usize, rings: usize) -> (usize, usize) {
+    let side = |p: usize| SIDEBAND_PAGES.min((p / 4).max(1));
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 || rings == 0 {
+        return (wanted, SIDEBAND_PAGES);
+    }
+    let page_kb = (sys::page_size() / 1024).max(1) as u64;
+    let mlock_kb: u64 = std::fs::read_to_string("/proc/sys/kernel/perf_event_mlock_kb")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(516);
+    // SAFETY: getrlimit fills a local struct.
+    let mut rl: libc::rlimit = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut rl) };
+    if rl.rlim_cur == libc::RLIM_INFINITY {
+        return (wanted, SIDEBAND_PAGES);
+    }
+    let budget_kb = mlock_kb * sys::online_cpus().len() as u64 + rl.rlim_cur / 1024;
+    let per_ring = (budget_kb / page_kb / rings as u64) as usize;
+    let mut pages = wanted;
+    while pages > 1 && pages + 1 + side(pages) + 1 > per_ring {
+        pages /= 2;
+    }
+    (pages, side(pages).clamp(1, SIDEBAND_PAGES))
+}
+
+/// Maps a ring buffer of `pages` data pages, halving the size while the locked-memory limit
+/// refuses it. Returns the ring and the pages it got.
+fn map_halving(fd: RawFd, mut pages: usize) -> Result<(RingBuffer, usize), Error> {
+    loop {
+        match RingBuffer::map(fd, pages) {
+            Ok(r) => return Ok((r, pages)),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::ENOMEM)) && pages > 1 => {
+                pages /= 2;
+            }
+            Err(e) => {
+                let mlock_kb = std::fs::read_to_string("/proc/sys/kernel/perf_event_mlock_kb")
+                    .map_or("?".into(), |s| s.trim().to_string());
+                return Err(Error::Mmap {
+                    pages,
+                    source: e,
+                    remedy: format!(
+                        "the locked-memory budget for ring buffers is used up \
+                         (kernel.perf_event_mlock_kb={mlock_kb} per CPU, plus `ulimit -l`); raise \
+                         `sysctl kernel.perf_event_mlock_kb`, raise `ulimit -l`, run as root, or record \
+                         fewer CPUs (--cpu) or threads"
+                    ),
+                });
+            }
+        }
     }
 }
 

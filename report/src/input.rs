@@ -175,14 +175,57 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
         f.seek(SeekFrom::Start(table_at)).map_err(|e| e.to_string())?;
         f.read_exact(&mut table).map_err(|e| e.to_string())?;
     }
+    // Each feature section must fit in the file, and the counts inside the sections that the
+    // reader sizes allocations by must fit in the section; the others are dropped from the
+    // header's bitmap and table.
+    let mut keep = Vec::new();
     for (i, feat) in features.iter().enumerate() {
         let (off, size) = (u64_at(&table, 16 * i), u64_at(&table, 16 * i + 8));
-        if !fits(off, size) {
-            warnings.push(format!(
-                "feature section {feat} (table entry at file offset {}) claims {size} bytes at offset {off}, past the end of the file; ignored",
-                table_at + 16 * i as u64
-            ));
-            patches.push((table_at + 16 * i as u64, vec![0; 16]));
+        let entry_at = table_at + 16 * i as u64;
+        let problem = if !fits(off, size) {
+            Some(format!("claims {size} bytes at offset {off}, past the end of the file"))
+        } else {
+            section_problem(&file, *feat, off, size)
+        };
+        match problem {
+            Some(why) => warnings.push(format!(
+                "feature section {feat} (table entry at file offset {entry_at}) {why}; ignored"
+            )),
+            None => keep.push(i),
+        }
+    }
+    if keep.len() != features.len() {
+        let mut bitmap = vec![0u8; 32];
+        let mut new_table = Vec::with_capacity(table.len());
+        for &i in &keep {
+            bitmap[(features[i] / 8) as usize] |= 1 << (features[i] % 8);
+            new_table.extend_from_slice(&table[16 * i..16 * i + 16]);
+        }
+        patches.push((72, bitmap));
+        patches.push((table_at, new_table));
+    }
+    // The attribute size divides section sizes; the event-types section's id lists are
+    // allocated by their sizes.
+    let attr_size = u64_at(&head, 16);
+    if !(64..=4096).contains(&attr_size) {
+        return Err(format!(
+            "the attribute size (header offset 16) is {attr_size}; perf_event_attr is 64 to 4096 bytes"
+        ));
+    }
+    if ev_size > 0 && fits(ev_off, ev_size) {
+        let entry = attr_size + 16;
+        let mut bytes = vec![0u8; ev_size.min(entry * 4096) as usize];
+        read_at(&file, ev_off, &mut bytes).map_err(|e| e.to_string())?;
+        for (k, e) in bytes.chunks_exact(entry as usize).enumerate() {
+            let at = attr_size as usize;
+            let (ids_off, ids_size) = (u64_at(e, at), u64_at(e, at + 8));
+            if !fits(ids_off, ids_size) {
+                let field = ev_off + k as u64 * entry + attr_size;
+                warnings.push(format!(
+                    "the id list of event type {k} (file offset {field}) claims {ids_size} bytes at offset {ids_off}, past the end of the file; ignored"
+                ));
+                patches.push((field, vec![0; 16]));
+            }
         }
     }
     let mut file = file;
@@ -192,6 +235,70 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
     }
     let inner = std::io::BufReader::with_capacity(1 << 20, file);
     Ok((PatchedFile { inner, patches, pos: 0 }, warnings))
+}
+
+fn read_at(file: &std::fs::File, off: u64, buf: &mut [u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, off)
+}
+
+/// Why a feature section cannot be handed to the reader, for the sections whose counts the
+/// reader trusts: strings, string lists, event descriptions, PMU mappings.
+fn section_problem(file: &std::fs::File, feat: u32, off: u64, size: u64) -> Option<String> {
+    const STRINGS: &[u32] = &[3, 4, 5, 6, 8, 9]; // hostname, osrelease, version, arch, cpudesc, cpuid
+    const CMDLINE: u32 = 11;
+    const EVENT_DESC: u32 = 12;
+    const PMU_MAPPINGS: u32 = 16;
+    if !STRINGS.contains(&feat) && ![CMDLINE, EVENT_DESC, PMU_MAPPINGS].contains(&feat) {
+        return None;
+    }
+    let mut b = vec![0u8; size as usize];
+    if let Err(e) = read_at(file, off, &mut b) {
+        return Some(format!("cannot be read: {e}"));
+    }
+    let mut r = SectionCursor { b: &b, at: 0 };
+    let ok = match feat {
+        CMDLINE => r.u32().is_some_and(|n| (0..n).all(|_| r.string())),
+        EVENT_DESC => (|| {
+            let nr = r.u32()?;
+            let attr_size = r.u32()? as usize;
+            for _ in 0..nr {
+                r.skip(attr_size)?;
+                let ids = r.u32()? as usize;
+                r.string().then_some(())?;
+                r.skip(ids.checked_mul(8)?)?;
+            }
+            Some(())
+        })()
+        .is_some(),
+        PMU_MAPPINGS => r.u32().is_some_and(|n| (0..n).all(|_| r.u32().is_some() && r.string())),
+        _ => r.string(),
+    };
+    (!ok).then(|| format!("holds a count or length that runs past its {size} bytes"))
+}
+
+/// Reads the counted fields of a feature section, refusing to go past its end.
+struct SectionCursor<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl SectionCursor<'_> {
+    fn skip(&mut self, n: usize) -> Option<()> {
+        let end = self.at.checked_add(n)?;
+        (end <= self.b.len()).then(|| self.at = end)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        let v = self.b.get(self.at..self.at + 4)?;
+        self.at += 4;
+        Some(u32::from_le_bytes(v.try_into().unwrap()))
+    }
+
+    /// A perf_header_string: a u32 length and that many bytes.
+    fn string(&mut self) -> bool {
+        self.u32().is_some_and(|len| self.skip(len as usize).is_some())
+    }
 }
 
 /// Whether a record type is one perf.data files hold: kernel records, perf's user records, or
