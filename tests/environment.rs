@@ -85,7 +85,7 @@ fn perf_event_paranoid_limits_are_explained() {
             && err.contains("sysctl kernel.perf_event_paranoid=1"),
         "{err}"
     );
-    assert!(parse_script(&perf_script(&owned(&data))).len() > 300, "user-space samples were recorded");
+    assert!(parse_script(&perf_script(owned(&data))).len() > 300, "user-space samples were recorded");
     // System-wide: refused, with the setting, the value needed and the capability.
     let o = as_nobody(None, &["record", "-a", "--duration", "0.2", "-o", s(&dir.join("a.data"))]);
     let err = stderr(&o);
@@ -117,7 +117,7 @@ fn locked_memory_limits_shrink_the_ring_buffers_or_are_explained() {
     );
     // DWARF samples must fit the smaller rings: the stack copy shrinks too, and says so.
     assert!(err.contains("DWARF stack copies cut from 32768"), "{err}");
-    assert!(parse_script(&perf_script(&owned(&data))).len() > 100, "{err}");
+    assert!(parse_script(&perf_script(owned(&data))).len() > 100, "{err}");
     // No budget at all: a clear error, and the command rperf had prepared does not linger.
     drop(_m);
     let _m = Sysctl::set("perf_event_mlock_kb", "4");
