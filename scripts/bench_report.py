@@ -7,6 +7,7 @@ both tools, output to /dev/null, and prints wall time and peak RSS of each (GNU 
 samply installed (`cargo install samply`), `samply import --save-only` is timed too.
 
 Usage: scripts/bench_report.py [--seconds 4] [--data FILE]
+       scripts/bench_report.py --seconds 40   (a multi-GB recording: memory must stay bounded)
 """
 import argparse
 import os

@@ -245,3 +245,16 @@ fn folded_and_svg_outputs() {
     assert!(body.starts_with("<?xml") && body.trim_end().ends_with("</svg>"));
     assert!(body.contains("hot_loop") && body.contains("compute_outer"));
 }
+
+#[test]
+fn progress_shows_on_request_and_stays_off_a_pipe() {
+    let file = simpleperf_testdata().join("perf_g_fp.data");
+    let o = run(rperf().args(["report", "-o", "/dev/null", "-i"]).arg(&file).env("RPERF_PROGRESS", "always"));
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("\rrperf report: [") && err.contains("100.0% of"), "{err:?}");
+    assert!(err.contains("symbolizing") && err.contains("\r\x1b[K"), "the line is cleared: {err:?}");
+    // stderr here is a pipe, not a terminal: no progress.
+    let o = run(rperf().args(["report", "-o", "/dev/null", "-i"]).arg(&file).env_remove("RPERF_PROGRESS"));
+    assert!(!stderr(&o).contains("rperf report: ["), "{}", stderr(&o));
+}

@@ -69,6 +69,8 @@ pub struct PatchedFile {
     inner: std::io::BufReader<std::fs::File>,
     patches: Vec<(u64, Vec<u8>)>,
     pos: u64,
+    /// The read position, for progress display.
+    pub shared_pos: crate::progress::ReadPosition,
 }
 
 impl std::io::Read for PatchedFile {
@@ -85,6 +87,7 @@ impl std::io::Read for PatchedFile {
             }
         }
         self.pos += n as u64;
+        self.shared_pos.store(self.pos, std::sync::atomic::Ordering::Relaxed);
         Ok(n)
     }
 }
@@ -116,7 +119,7 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
         // Other magic values (big-endian, pipe mode, not perf.data) are left to the reader's
         // own error.
         let inner = std::io::BufReader::with_capacity(1 << 20, file);
-        return Ok((PatchedFile { inner, patches, pos: 0 }, warnings));
+        return Ok((PatchedFile { inner, patches, pos: 0, shared_pos: Default::default() }, warnings));
     }
     let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
     let fits = |off: u64, size: u64| off.checked_add(size).is_some_and(|end| end <= len);
@@ -234,7 +237,7 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
         file.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
     }
     let inner = std::io::BufReader::with_capacity(1 << 20, file);
-    Ok((PatchedFile { inner, patches, pos: 0 }, warnings))
+    Ok((PatchedFile { inner, patches, pos: 0, shared_pos: Default::default() }, warnings))
 }
 
 fn read_at(file: &std::fs::File, off: u64, buf: &mut [u8]) -> std::io::Result<()> {

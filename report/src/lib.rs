@@ -18,6 +18,7 @@ mod flame;
 mod input;
 mod model;
 mod options;
+mod progress;
 mod resolve;
 mod run;
 mod text;

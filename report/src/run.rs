@@ -172,6 +172,8 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
     std::fs::metadata(path).map_err(|e| Error::Open { path: path.clone(), source: e })?;
     let (reader, mut warnings) =
         crate::input::open_checked(path).map_err(|reason| Error::Format { path: path.clone(), reason })?;
+    let file_len = std::fs::metadata(path).map_or(0, |m| m.len());
+    let mut progress = crate::progress::Progress::new(file_len, reader.shared_pos.clone());
     let PerfFileReader { mut perf_file, mut record_iter } = PerfFileReader::parse_file(reader)
         .map_err(|e| Error::Format { path: path.clone(), reason: e.to_string() })?;
     let raw = raw_attrs(path);
@@ -218,6 +220,9 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
     let mut undecodable = 0u64;
     let mut patched: Vec<u8> = Vec::new();
     loop {
+        if records & 0xfff == 1 {
+            progress.tick();
+        }
         let rec = match record_iter.next_record(&mut perf_file) {
             Ok(Some(r)) => r,
             Ok(None) => break,
@@ -358,7 +363,9 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
         }
     }
     // Names for every distinct frame at once, then the distinct stacks folded in by function.
+    progress.stage("symbolizing");
     let func_of = resolver.symbolize(&model);
+    progress.finish();
     // Stack outputs mark off-CPU time with a frame of its own above the blocking stack.
     let marker = (opts.format != crate::Format::Text).then(|| resolver.marker(&mut model, "[off-cpu]"));
     let mut funcs_buf = Vec::new();
