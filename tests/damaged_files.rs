@@ -223,6 +223,27 @@ fn huge_counts_inside_feature_sections_are_refused_not_allocated() {
         );
         assert!(stdout(&o).contains("hot_loop"), "{name}: the samples are still reported");
     }
+    // An MMAP2 record whose build-id length byte says 200 (at most 20 fit).
+    let mut bytes = small_recording();
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
+    let (mut at, end) = (u64_at(&bytes, 40), u64_at(&bytes, 40) + u64_at(&bytes, 48));
+    let mut hit = false;
+    while at + 8 <= end {
+        let (t, misc) = (u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()), bytes[at + 5]);
+        let size = u16::from_le_bytes([bytes[at + 6], bytes[at + 7]]) as usize;
+        if t == 10 && misc & 0x40 != 0 {
+            bytes[at + 8 + 32] = 200;
+            hit = true;
+            break;
+        }
+        at += size.max(8);
+    }
+    assert!(hit, "the recording has MMAP2 records with build ids");
+    let data = dir.join("mmap2.data");
+    std::fs::write(&data, &bytes).unwrap();
+    let o = run(rperf().args(["report", "-i"]).arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("1 records could not be decoded"), "{}", stderr(&o));
     // An attribute size of 0 would divide by zero.
     let mut bytes = small_recording();
     bytes[16..24].copy_from_slice(&0u64.to_le_bytes());

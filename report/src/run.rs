@@ -245,6 +245,10 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
         };
         records += 1;
         let PerfFileRecord::EventRecord { attr_index, record } = rec else { continue };
+        if !record_is_sane(&record) {
+            undecodable += 1;
+            continue;
+        }
         let parsed = match record.parse() {
             Ok(p) => p,
             Err(_) => match reparse_read_group_sample(&record, &mut patched) {
@@ -389,6 +393,19 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
     }
     warnings.append(&mut resolver.warnings);
     Ok(Profile { header, events, model, resolver, warnings })
+}
+
+/// Checks that the reader's parser may be given this record: it asserts (panics) on an MMAP2
+/// record whose build-id length is over 20.
+fn record_is_sane(record: &linux_perf_data::linux_perf_event_reader::RawEventRecord<'_>) -> bool {
+    const MMAP_BUILD_ID: u16 = 1 << 14;
+    if record.record_type == linux_perf_data::linux_perf_event_reader::RecordType::MMAP2
+        && record.misc & MMAP_BUILD_ID != 0
+    {
+        // pid, tid (u32), addr, len, pgoff (u64), then the build id's length byte.
+        return record.data.get(32..33).is_some_and(|b| b.as_slice()[0] <= 20);
+    }
+    true
 }
 
 /// linux-perf-event-reader reads a PERF_SAMPLE_READ block with the group and single layouts
