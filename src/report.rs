@@ -77,6 +77,9 @@ pub struct ReportArgs {
     /// (off-CPU recordings are always weighted by time).
     #[arg(long = "event-counts")]
     event_counts: bool,
+    /// Do not show inlined calls as frames of their own (they are read from DWARF otherwise).
+    #[arg(long = "no-inline")]
+    no_inline: bool,
     /// For recordings made with --trace-offcpu: on-cpu, off-cpu, on-off-cpu (two events) or
     /// mixed-on-off-cpu (one event of wall-clock time; the default for such recordings).
     #[arg(long = "trace-offcpu", value_name = "MODE")]
@@ -107,7 +110,7 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         .filter(|k| !k.trim().is_empty())
         .map(|k| {
             SortKey::parse(k)
-                .with_context(|| format!("unknown sort key '{k}': use comm, pid, tid, dso, symbol"))
+                .with_context(|| format!("unknown sort key '{k}': use comm, pid, tid, dso, symbol, srcline"))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     if sort.is_empty() {
@@ -135,6 +138,7 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         symfs: a.symfs.clone(),
         kallsyms: a.kallsyms.clone(),
         sort,
+        inline: !a.no_inline,
         children: a.children,
         call_graph,
         max_stack: a.max_stack.unwrap_or(usize::MAX),

@@ -42,7 +42,9 @@ fn perf_overheads(data: &Path) -> Vec<((String, String), f64)> {
 
 /// The same from `rperf report --sort dso,symbol --csv`.
 fn rperf_overheads(data: &Path) -> HashMap<(String, String), f64> {
-    let o = run(rperf().args(["report", "--sort", "dso,symbol", "--csv", "-i"]).arg(data));
+    // perf report names the containing function; rperf, like perf with --inline, would name
+    // the inlined call.
+    let o = run(rperf().args(["report", "--no-inline", "--sort", "dso,symbol", "--csv", "-i"]).arg(data));
     assert!(o.status.success(), "{}", stderr(&o));
     let mut out = HashMap::new();
     for l in stdout(&o).lines().filter(|l| l.contains("%,")) {

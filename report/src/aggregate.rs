@@ -18,6 +18,8 @@ pub struct ResolvedSample<'a> {
     pub period: u64,
     /// How many samples had this stack.
     pub samples: u64,
+    /// Source line of the sampled address (interned by the resolver).
+    pub srcline: u32,
     /// Functions, innermost first.
     pub frames: &'a [FuncId],
 }
@@ -35,6 +37,8 @@ pub struct EntryKey {
     pub dso: u32,
     /// Function id.
     pub func: u32,
+    /// Source line id.
+    pub srcline: u32,
 }
 
 /// A call-graph node.
@@ -112,7 +116,7 @@ pub struct EventAggregate {
 /// What aggregation needs to know of the options.
 #[derive(Clone, Debug)]
 pub struct AggregateConfig {
-    keys: [bool; 5],
+    keys: [bool; 6],
     children: bool,
     call_graph: Option<CallOrder>,
     stacks: bool,
@@ -129,6 +133,7 @@ impl AggregateConfig {
                 has(SortKey::Tid),
                 has(SortKey::Dso),
                 has(SortKey::Symbol),
+                has(SortKey::Srcline),
             ],
             children: opts.children,
             call_graph: opts.call_graph,
@@ -137,13 +142,15 @@ impl AggregateConfig {
     }
 
     fn key(&self, s: &ResolvedSample<'_>, func: FuncId, funcs: &[Func]) -> EntryKey {
-        let [c, p, t, d, f] = self.keys;
+        let [c, p, t, d, f, l] = self.keys;
         EntryKey {
             comm: if c { s.comm } else { 0 },
             pid: if p { s.pid } else { 0 },
             tid: if t { s.tid } else { 0 },
             dso: if d { funcs[func as usize].dso } else { 0 },
             func: if f { func } else { 0 },
+            // The source line belongs to the sampled address, so only the leaf has one.
+            srcline: if l && func == s.frames[0] { s.srcline + 1 } else { 0 },
         }
     }
 }
@@ -199,7 +206,7 @@ mod tests {
     use super::*;
 
     fn funcs() -> Vec<Func> {
-        ["leaf", "mid", "main"].iter().map(|n| Func { dso: 0, name: n.to_string() }).collect()
+        ["leaf", "mid", "main"].iter().map(|n| Func { dso: 0, name: n.to_string(), inlined: false }).collect()
     }
 
     #[test]
@@ -210,12 +217,20 @@ mod tests {
         let f = funcs();
         agg.add(
             &cfg,
-            &ResolvedSample { comm: 0, pid: 1, tid: 1, period: 10, samples: 1, frames: &[0, 1, 2] },
+            &ResolvedSample {
+                comm: 0,
+                pid: 1,
+                tid: 1,
+                srcline: 0,
+                period: 10,
+                samples: 1,
+                frames: &[0, 1, 2],
+            },
             &f,
         );
         agg.add(
             &cfg,
-            &ResolvedSample { comm: 0, pid: 1, tid: 1, period: 5, samples: 1, frames: &[1, 2] },
+            &ResolvedSample { comm: 0, pid: 1, tid: 1, srcline: 0, period: 5, samples: 1, frames: &[1, 2] },
             &f,
         );
         let get = |func| agg.entries.get(&EntryKey { func, ..Default::default() }).unwrap().clone();
@@ -236,7 +251,15 @@ mod tests {
         let mut agg = EventAggregate::default();
         agg.add(
             &cfg,
-            &ResolvedSample { comm: 0, pid: 1, tid: 1, period: 1, samples: 1, frames: &[0, 1, 2] },
+            &ResolvedSample {
+                comm: 0,
+                pid: 1,
+                tid: 1,
+                srcline: 0,
+                period: 1,
+                samples: 1,
+                frames: &[0, 1, 2],
+            },
             &funcs(),
         );
         let e = agg.entries.values().next().unwrap();

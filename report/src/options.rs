@@ -15,6 +15,8 @@ pub enum SortKey {
     Dso,
     /// Function.
     Symbol,
+    /// Source file and line of the sampled address (`file:line`).
+    Srcline,
 }
 
 impl SortKey {
@@ -26,6 +28,7 @@ impl SortKey {
             "tid" => SortKey::Tid,
             "dso" => SortKey::Dso,
             "symbol" | "sym" => SortKey::Symbol,
+            "srcline" => SortKey::Srcline,
             _ => return None,
         })
     }
@@ -38,6 +41,7 @@ impl SortKey {
             SortKey::Tid => "Tid",
             SortKey::Dso => "Shared Object",
             SortKey::Symbol => "Symbol",
+            SortKey::Srcline => "Source:Line",
         }
     }
 }
@@ -164,6 +168,8 @@ pub struct ReportOptions {
     pub trace_offcpu: Option<OffCpuMode>,
     /// Stack outputs weighted by event counts instead of sample counts (always for time).
     pub event_counts: bool,
+    /// Inlined calls as frames of their own, from DWARF (`--no-inline` turns it off).
+    pub inline: bool,
 }
 
 impl Default for ReportOptions {
@@ -186,6 +192,7 @@ impl Default for ReportOptions {
             format: Format::Text,
             trace_offcpu: None,
             event_counts: false,
+            inline: true,
         }
     }
 }

@@ -46,6 +46,35 @@ pub struct Func {
     pub dso: DsoId,
     /// Demangled name, or `[unknown]`.
     pub name: String,
+    /// An inlined call: a frame of its own, inside the function of the next outer frame.
+    pub inlined: bool,
+}
+
+/// What symbolization made of every frame address: its functions (innermost inlined call
+/// first, the containing function last) and its source line.
+pub struct Symbolized {
+    spans: Vec<(u32, u32)>,
+    flat: Vec<FuncId>,
+    /// Interned `file:line` (or `binary[+offset]`) of each frame address.
+    pub srcline: Vec<u32>,
+}
+
+impl Symbolized {
+    /// The functions of frame address `a`, innermost first.
+    pub fn funcs(&self, a: AddrId) -> &[FuncId] {
+        let (start, len) = self.spans[a as usize];
+        &self.flat[start as usize..(start + len) as usize]
+    }
+}
+
+/// The names found for one frame address.
+struct Named {
+    /// Inlined calls, innermost first (demangled).
+    inlined: Vec<String>,
+    /// The containing function.
+    function: Option<String>,
+    /// `file:line` of the address.
+    srcline: Option<String>,
 }
 
 /// Symbols the recording carries itself (simpleperf's file feature).
@@ -69,7 +98,14 @@ pub struct Resolver {
     kernel_dso: Option<DsoId>,
     /// Interned functions.
     pub funcs: Vec<Func>,
-    func_index: HashMap<(DsoId, String), FuncId>,
+    func_index: HashMap<(DsoId, String, bool), FuncId>,
+    /// Interned source lines.
+    pub srclines: Vec<String>,
+    srcline_index: HashMap<String, u32>,
+    /// Whether DWARF is read: inline frames (on unless --no-inline) and source lines.
+    pub dwarf_inline: bool,
+    /// Whether source lines are wanted (`--sort srcline`, pprof).
+    pub want_srclines: bool,
     addrs: Vec<(DsoId, u64, AddrKind)>,
     addr_index: HashMap<(DsoId, u64), AddrId>,
     unwinders: HashMap<i32, (u64, ProcessUnwinder)>,
@@ -113,6 +149,10 @@ impl Resolver {
             kernel_dso: None,
             funcs: Vec::new(),
             func_index: HashMap::new(),
+            srclines: Vec::new(),
+            srcline_index: HashMap::new(),
+            dwarf_inline: true,
+            want_srclines: false,
             addrs: Vec::new(),
             addr_index: HashMap::new(),
             unwinders: HashMap::new(),
@@ -138,16 +178,26 @@ impl Resolver {
     /// A synthetic frame (e.g. `[off-cpu]`) with a DSO of the same name.
     pub fn marker(&mut self, model: &mut Model, name: &str) -> FuncId {
         let dso = model.dso(name, None, DsoKind::Unknown);
-        self.intern(dso, name)
+        self.intern(dso, name, false)
     }
 
-    fn intern(&mut self, dso: DsoId, name: &str) -> FuncId {
-        if let Some(&id) = self.func_index.get(&(dso, name.to_string())) {
+    fn intern(&mut self, dso: DsoId, name: &str, inlined: bool) -> FuncId {
+        if let Some(&id) = self.func_index.get(&(dso, name.to_string(), inlined)) {
             return id;
         }
         let id = self.funcs.len() as FuncId;
-        self.funcs.push(Func { dso, name: name.to_string() });
-        self.func_index.insert((dso, name.to_string()), id);
+        self.funcs.push(Func { dso, name: name.to_string(), inlined });
+        self.func_index.insert((dso, name.to_string(), inlined), id);
+        id
+    }
+
+    fn intern_srcline(&mut self, s: String) -> u32 {
+        if let Some(&id) = self.srcline_index.get(&s) {
+            return id;
+        }
+        let id = self.srclines.len() as u32;
+        self.srclines.push(s.clone());
+        self.srcline_index.insert(s, id);
         id
     }
 
@@ -200,7 +250,7 @@ impl Resolver {
 
     /// Names every frame seen so far, once per (binary, offset), loading binaries and looking
     /// up symbols in parallel. Returns the function of each frame id.
-    pub fn symbolize(&mut self, model: &Model) -> Vec<FuncId> {
+    pub fn symbolize(&mut self, model: &Model) -> Symbolized {
         use rayon::prelude::*;
         if self.addrs.iter().any(|a| a.2 == AddrKind::Kernel) {
             self.kernel();
@@ -228,40 +278,81 @@ impl Resolver {
             self.warnings.extend(w);
         }
         let this = &*self;
-        let names: Vec<Option<String>> =
+        let names: Vec<Named> =
             this.addrs.par_iter().map(|&(dso, key, kind)| this.name_of(model, dso, key, kind)).collect();
         let addrs = std::mem::take(&mut self.addrs);
-        let funcs = addrs
-            .iter()
-            .zip(names)
-            .map(|(&(dso, _, _), name)| self.intern(dso, name.as_deref().unwrap_or("[unknown]")))
-            .collect();
+        let mut out = Symbolized { spans: Vec::new(), flat: Vec::new(), srcline: Vec::new() };
+        for (&(dso, key, _), named) in addrs.iter().zip(names) {
+            let start = out.flat.len() as u32;
+            for name in &named.inlined {
+                out.flat.push(self.intern(dso, name, true));
+            }
+            out.flat.push(self.intern(dso, named.function.as_deref().unwrap_or("[unknown]"), false));
+            out.spans.push((start, out.flat.len() as u32 - start));
+            let line = named.srcline.unwrap_or_else(|| {
+                let path = model.dsos[dso as usize].display_name();
+                format!("{}[+{key:x}]", path.rsplit('/').next().unwrap_or(path))
+            });
+            out.srcline.push(if self.want_srclines { self.intern_srcline(line) } else { 0 });
+        }
         self.addrs = addrs;
-        funcs
+        out
     }
 
-    fn name_of(&self, model: &Model, dso: DsoId, key: u64, kind: AddrKind) -> Option<String> {
+    fn name_of(&self, model: &Model, dso: DsoId, key: u64, kind: AddrKind) -> Named {
+        let plain = |function: Option<String>| Named { inlined: Vec::new(), function, srcline: None };
         match kind {
-            AddrKind::Kernel => match &self.kernel {
+            AddrKind::Kernel => plain(match &self.kernel {
                 KernelSource::Ready(k) => k.table.lookup(key).map(|s| s.name.clone()),
                 KernelSource::Pending(_) => None,
-            },
-            AddrKind::Unknown => None,
+            }),
+            AddrKind::Unknown => plain(None),
             AddrKind::Jit => {
                 let path = &model.dsos[dso as usize].path;
-                self.stored.get(path).and_then(|t| t.table.lookup(key)).map(|s| s.demangled())
+                plain(self.stored.get(path).and_then(|t| t.table.lookup(key)).map(|s| s.demangled()))
             }
             AddrKind::File => {
                 if let Some(Some(b)) = self.binaries.get(&dso) {
-                    if let Some(s) = b.elf.offset_to_vaddr(key).and_then(|v| b.elf.symbols.lookup(v)) {
-                        return Some(s.demangled());
+                    if let Some(vaddr) = b.elf.offset_to_vaddr(key) {
+                        let symbol = b.elf.symbols.lookup(vaddr).map(|s| s.demangled());
+                        if self.dwarf_inline || self.want_srclines {
+                            if let Some(named) = self.dwarf_names(&b.elf, vaddr, symbol.clone()) {
+                                return named;
+                            }
+                        }
+                        if symbol.is_some() {
+                            return plain(symbol);
+                        }
                     }
                 }
-                let t = self.stored.get(&model.dsos[dso as usize].path)?;
-                let vaddr = (key + t.min_vaddr).checked_sub(t.file_offset_of_min_vaddr)?;
-                t.table.lookup(vaddr).map(|s| s.demangled())
+                let stored = self.stored.get(&model.dsos[dso as usize].path).and_then(|t| {
+                    let vaddr = (key + t.min_vaddr).checked_sub(t.file_offset_of_min_vaddr)?;
+                    t.table.lookup(vaddr).map(|s| s.demangled())
+                });
+                plain(stored)
             }
         }
+    }
+
+    /// Inline frames and the source line at `vaddr` from the binary's DWARF. The containing
+    /// function keeps its symbol-table name (`symbol`), as perf names it.
+    fn dwarf_names(&self, elf: &rperf_symbols::ElfInfo, vaddr: u64, symbol: Option<String>) -> Option<Named> {
+        let frames = elf.debug_info()?.frames(vaddr);
+        let (outer, inner) = frames.split_last()?;
+        let srcline = frames.first().and_then(|f| {
+            let file = f.file.as_deref()?;
+            Some(format!("{}:{}", file.rsplit('/').next().unwrap_or(file), f.line.unwrap_or(0)))
+        });
+        let inlined = if self.dwarf_inline {
+            inner
+                .iter()
+                .map(|f| f.raw_name.as_deref().map_or("[unknown]".into(), rperf_symbols::demangle))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let function = symbol.or_else(|| outer.raw_name.as_deref().map(rperf_symbols::demangle));
+        Some(Named { inlined, function, srcline })
     }
 
     /// Unwinds a user stack of process `pid` with the binaries mapped there now.

@@ -212,6 +212,8 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
         .unwrap_or_default();
     let finder = BinaryFinder::new(opts.symfs.as_deref());
     let mut resolver = Resolver::new(finder, kernel, stored, arch);
+    resolver.dwarf_inline = opts.inline;
+    resolver.want_srclines = opts.sort.contains(&crate::SortKey::Srcline);
     let mut model = Model::default();
     let cfg = AggregateConfig::new(opts);
     let mut frames: Vec<AddrId> = Vec::new();
@@ -382,11 +384,12 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
                 if let (true, Some(m)) = (is_off, marker) {
                     funcs_buf.push(m);
                 }
-                funcs_buf.extend(addrs.iter().map(|a| func_of[*a as usize]));
+                funcs_buf.extend(addrs.iter().flat_map(|a| func_of.funcs(*a)));
                 if !leaf_matches(opts, &model, &resolver, funcs_buf[0]) {
                     continue;
                 }
-                let sample = ResolvedSample { comm, pid, tid, period, samples, frames: &funcs_buf };
+                let srcline = addrs.first().map_or(0, |a| func_of.srcline[*a as usize]);
+                let sample = ResolvedSample { comm, pid, tid, period, samples, srcline, frames: &funcs_buf };
                 ev.agg.add(&cfg, &sample, &resolver.funcs);
             }
         }
@@ -600,7 +603,8 @@ fn kernel_symbols(
 impl Profile {
     /// Writes the report in the chosen format.
     pub fn write(&self, out: &mut dyn Write, opts: &ReportOptions) -> std::io::Result<()> {
-        let names = Names { model: &self.model, funcs: &self.resolver.funcs };
+        let names =
+            Names { model: &self.model, funcs: &self.resolver.funcs, srclines: &self.resolver.srclines };
         match opts.format {
             crate::Format::Text => self.write_text(out, opts),
             crate::Format::Folded => {
@@ -651,7 +655,8 @@ impl Profile {
                 time_in_ns: e.time_in_ns,
             })
             .collect();
-        let names = Names { model: &self.model, funcs: &self.resolver.funcs };
+        let names =
+            Names { model: &self.model, funcs: &self.resolver.funcs, srclines: &self.resolver.srclines };
         text::write(out, &self.header, &sections, &names, opts)
     }
 }

@@ -40,6 +40,8 @@ pub struct Names<'a> {
     pub model: &'a Model,
     /// Functions.
     pub funcs: &'a [Func],
+    /// Source lines.
+    pub srclines: &'a [String],
 }
 
 impl Names<'_> {
@@ -53,12 +55,21 @@ impl Names<'_> {
                 .dsos
                 .get(k.dso as usize)
                 .map_or("[unknown]".into(), |d| d.display_name().to_string()),
-            SortKey::Symbol => self.funcs.get(k.func as usize).map_or("[unknown]".into(), |f| f.name.clone()),
+            SortKey::Symbol => self.func(k.func),
+            SortKey::Srcline => match k.srcline {
+                0 => "[unknown]".into(),
+                l => self.srclines.get(l as usize - 1).cloned().unwrap_or_else(|| "[unknown]".into()),
+            },
         }
     }
 
-    fn func(&self, id: u32) -> &str {
-        self.funcs.get(id as usize).map_or("[unknown]", |f| f.name.as_str())
+    /// A function's name for the text report: inlined calls are marked.
+    fn func(&self, id: u32) -> String {
+        match self.funcs.get(id as usize) {
+            Some(f) if f.inlined => format!("{} (inlined)", f.name),
+            Some(f) => f.name.clone(),
+            None => "[unknown]".into(),
+        }
     }
 
     /// A function's name for stack outputs; unknown code keeps its binary's name.

@@ -32,6 +32,8 @@ pub struct ElfInfo {
     pub symbols: SymbolTable,
     /// The mapped file, for unwind sections and debug info.
     pub data: Arc<memmap2::Mmap>,
+    debuglink: Option<String>,
+    debug: std::sync::OnceLock<Option<crate::DebugInfo>>,
 }
 
 impl ElfInfo {
@@ -54,16 +56,43 @@ impl ElfInfo {
                     .filter(|_| filesz > 0 || s.size() > 0)
             })
             .collect();
+        let debuglink = debuglink_of(&obj);
         let mut raw = text_symbols(obj.symbols());
         if raw.is_empty() {
             // Stripped: the full table may be in a separate debug file.
-            raw = debug_file_symbols(path, &obj, build_id.as_deref()).unwrap_or_default();
+            raw = debug_file_symbols(path, build_id.as_deref(), debuglink.as_deref()).unwrap_or_default();
         }
         if raw.is_empty() {
             raw = text_symbols(obj.dynamic_symbols());
         }
         raw.extend(plt_symbols(&obj));
-        Ok(ElfInfo { path: path.into(), build_id, segments, symbols: SymbolTable::with_bindings(raw), data })
+        Ok(ElfInfo {
+            path: path.into(),
+            build_id,
+            segments,
+            symbols: SymbolTable::with_bindings(raw),
+            data,
+            debuglink,
+            debug: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// The DWARF for this binary, loaded on first use: from the binary itself, else from its
+    /// separate debug file (by build id, then .gnu_debuglink), whose build id must match.
+    pub fn debug_info(&self) -> Option<&crate::DebugInfo> {
+        self.debug
+            .get_or_init(|| {
+                if let Some(d) = crate::DebugInfo::from_map(&self.path, self.data.clone()) {
+                    return Some(d);
+                }
+                debug_file_candidates(&self.path, self.build_id.as_deref(), self.debuglink.as_deref())
+                    .into_iter()
+                    .find_map(|cand| {
+                        let map = open_matching(&cand, self.build_id.as_deref())?;
+                        crate::DebugInfo::from_map(&cand, map)
+                    })
+            })
+            .as_ref()
     }
 
     /// The virtual address (SVMA) of file offset `offset`, through the load segment holding it.
@@ -118,23 +147,31 @@ pub fn debug_file_candidates(path: &Path, build_id: Option<&[u8]>, debuglink: Op
     out
 }
 
-fn debug_file_symbols(path: &Path, obj: &object::File<'_>, build_id: Option<&[u8]>) -> Option<RawSymbols> {
-    let link = obj.section_by_name(".gnu_debuglink").and_then(|s| {
-        let d = s.data().ok()?;
-        let end = d.iter().position(|c| *c == 0)?;
-        std::str::from_utf8(&d[..end]).ok().map(str::to_string)
-    });
-    for cand in debug_file_candidates(path, build_id, link.as_deref()) {
-        let Ok(file) = std::fs::File::open(&cand) else { continue };
-        // SAFETY: read-only mapping, as for the binary itself.
-        let Ok(map) = (unsafe { memmap2::Mmap::map(&file) }) else { continue };
-        let Ok(dbg) = object::File::parse(&map[..]) else { continue };
-        let dbg_id = dbg.build_id().ok().flatten();
-        if let (Some(want), Some(have)) = (build_id, dbg_id) {
-            if !crate::locate::same_build_id(want, have) {
-                continue;
-            }
+fn debuglink_of(obj: &object::File<'_>) -> Option<String> {
+    let d = obj.section_by_name(".gnu_debuglink")?.data().ok()?;
+    let end = d.iter().position(|c| *c == 0)?;
+    std::str::from_utf8(&d[..end]).ok().map(str::to_string)
+}
+
+/// Maps `path` if it is an ELF file whose build id matches `want` (or either has none).
+fn open_matching(path: &Path, want: Option<&[u8]>) -> Option<Arc<memmap2::Mmap>> {
+    let file = std::fs::File::open(path).ok()?;
+    // SAFETY: read-only mapping, as for the binary itself.
+    let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.ok()?);
+    let obj = object::File::parse(&map[..]).ok()?;
+    if let (Some(want), Some(have)) = (want, obj.build_id().ok().flatten()) {
+        if !crate::locate::same_build_id(want, have) {
+            return None;
         }
+    }
+    drop(obj);
+    Some(map)
+}
+
+fn debug_file_symbols(path: &Path, build_id: Option<&[u8]>, link: Option<&str>) -> Option<RawSymbols> {
+    for cand in debug_file_candidates(path, build_id, link) {
+        let Some(map) = open_matching(&cand, build_id) else { continue };
+        let Ok(dbg) = object::File::parse(&map[..]) else { continue };
         let syms = text_symbols(dbg.symbols());
         if !syms.is_empty() {
             return Some(syms);

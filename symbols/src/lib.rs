@@ -12,12 +12,14 @@
 #![deny(missing_docs)]
 
 mod demangle;
+mod dwarf;
 mod elf;
 mod kernel;
 mod locate;
 mod table;
 
 pub use demangle::demangle;
+pub use dwarf::{DebugInfo, SourceFrame};
 pub use elf::{debug_file_candidates, ElfInfo, LoadSegment};
 pub use kernel::KernelSymbols;
 pub use locate::{BinaryFinder, Found};

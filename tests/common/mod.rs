@@ -32,6 +32,10 @@ pub struct Programs {
     pub offcpu: PathBuf,
     /// spawner.cpp: forks children that exec a program, or creates and joins many threads.
     pub spawner: PathBuf,
+    /// inline.cpp (-O2 -g, frame pointers): inner_kernel inlined into outer_caller.
+    pub inline_cpp: PathBuf,
+    /// inline.rs (rustc -O -g, frame pointers): the same in Rust.
+    pub inline_rs: PathBuf,
 }
 
 /// Builds tests/programs once per test binary.
@@ -68,7 +72,19 @@ pub fn programs() -> &'static Programs {
         build("offcpu.cpp", &offcpu, &[]);
         let spawner = dir.join("spawner");
         build("spawner.cpp", &spawner, &[]);
-        Programs { workload_fp, workload, mixed, mixed_fp, offcpu, spawner }
+        let inline_cpp = dir.join("inline");
+        build("inline.cpp", &inline_cpp, &["-fno-omit-frame-pointer"]);
+        let inline_rs = dir.join("inline_rs");
+        let tmp = inline_rs.with_extension(format!("tmp{}", std::process::id()));
+        let st = Command::new("rustc")
+            .args(["-C", "opt-level=2", "-g", "-C", "force-frame-pointers=yes", "-o"])
+            .arg(&tmp)
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/inline.rs"))
+            .status()
+            .expect("rustc builds the Rust test program");
+        assert!(st.success(), "building inline.rs");
+        std::fs::rename(&tmp, &inline_rs).unwrap();
+        Programs { workload_fp, workload, mixed, mixed_fp, offcpu, spawner, inline_cpp, inline_rs }
     })
 }
 

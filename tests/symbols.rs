@@ -1,0 +1,165 @@
+//! Symbolization from DWARF: inline frames, source lines, and debug info found in separate
+//! files (by build id and by .gnu_debuglink) for stripped binaries.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+/// Records `program 1` with frame-pointer call graphs.
+fn record(name: &str, program: &Path) -> PathBuf {
+    let dir = scratch(name);
+    let data = dir.join("perf.data");
+    let o = run(rperf()
+        .args(["record", "-g", "fp", "-F", "2000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(program)
+        .arg("1"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    data
+}
+
+/// `(percent, name)` rows of a one-key text report.
+fn rows(data: &Path, args: &[&str]) -> Vec<(f64, String)> {
+    let o = run(rperf().arg("report").args(args).arg("-i").arg(data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    stdout(&o)
+        .lines()
+        .filter_map(|l| {
+            let (pct, rest) = l.split_once('%')?;
+            Some((pct.trim().parse().ok()?, rest.trim().to_string()))
+        })
+        .collect()
+}
+
+fn share(rows: &[(f64, String)], name: &str) -> f64 {
+    rows.iter().filter(|(_, n)| n == name).map(|(p, _)| p).sum()
+}
+
+/// The line of `source` marked `// HOT`.
+fn hot_line(source: &str) -> u32 {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs").join(source))
+            .unwrap();
+    text.lines().position(|l| l.contains("// HOT")).unwrap() as u32 + 1
+}
+
+fn check_inline_frames(data: &Path, inner: &str) {
+    let syms = rows(data, &["--sort", "symbol"]);
+    let inlined = share(&syms, &format!("{inner} (inlined)"));
+    assert!(inlined >= 20.0, "{inner} (inlined) has {inlined}%: {syms:?}");
+    // The rest of the loop is outer_caller itself or other calls inlined into it.
+    let in_loop: f64 =
+        syms.iter().filter(|(_, n)| n == "outer_caller" || n.ends_with("(inlined)")).map(|(p, _)| p).sum();
+    assert!(in_loop >= 80.0, "{syms:?}");
+    // In stack outputs the inlined call is a frame of its own under its caller.
+    let o = run(rperf().args(["report", "--format", "folded", "-i"]).arg(data));
+    let folded = stdout(&o);
+    let under: u64 = folded
+        .lines()
+        .filter(|l| {
+            l.contains(&format!(";outer_caller;{inner} ")) || l.contains(&format!(";outer_caller;{inner};"))
+        })
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    let total: u64 = folded.lines().map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap()).sum();
+    assert!(under * 5 >= total, "{under} of {total} samples under outer_caller;{inner}:\n{folded}");
+    // --no-inline folds them back into the containing function.
+    let plain = rows(data, &["--sort", "symbol", "--no-inline"]);
+    assert!(!plain.iter().any(|(_, n)| n.ends_with("(inlined)")), "{plain:?}");
+    assert!(share(&plain, "outer_caller") >= 80.0, "{plain:?}");
+}
+
+#[test]
+fn cpp_inlined_function_is_a_frame_under_its_caller() {
+    let data = record("sym_inline_cpp", &programs().inline_cpp);
+    check_inline_frames(&data, "inner_kernel");
+}
+
+#[test]
+fn rust_inlined_function_is_a_frame_under_its_caller() {
+    let data = record("sym_inline_rs", &programs().inline_rs);
+    check_inline_frames(&data, "inline::inner_kernel");
+}
+
+#[test]
+fn srcline_names_the_hot_line() {
+    let data = record("sym_srcline", &programs().inline_cpp);
+    let lines = rows(&data, &["--sort", "srcline"]);
+    let hot = format!("inline.cpp:{}", hot_line("inline.cpp"));
+    // gcc puts the loop's own instructions on the loop line, the inlined body's on HOT.
+    assert!(share(&lines, &hot) >= 20.0, "{hot}: {lines:?}");
+    let in_file: f64 = lines.iter().filter(|(_, l)| l.starts_with("inline.cpp:")).map(|(p, _)| p).sum();
+    assert!(in_file >= 80.0, "{lines:?}");
+    let rs = record("sym_srcline_rs", &programs().inline_rs);
+    let lines = rows(&rs, &["--sort", "srcline"]);
+    let hot = format!("inline.rs:{}", hot_line("inline.rs"));
+    assert!(share(&lines, &hot) >= 40.0, "{hot}: {lines:?}");
+}
+
+fn tool(cmd: &mut Command) {
+    let o = run(cmd);
+    assert!(o.status.success(), "{cmd:?}: {}", stderr(&o));
+}
+
+fn build_id_hex(path: &Path) -> String {
+    let o = run(Command::new("readelf").arg("-n").arg(path));
+    let text = stdout(&o);
+    let line = text.lines().find(|l| l.contains("Build ID:")).expect("binary has a build id");
+    line.split("Build ID:").nth(1).unwrap().trim().to_string()
+}
+
+#[test]
+fn stripped_binaries_find_their_debug_files() {
+    let dir = scratch("sym_stripped");
+    let full = &programs().inline_cpp;
+    let debug = dir.join("inline.debug");
+    tool(Command::new("objcopy").arg("--only-keep-debug").arg(full).arg(&debug));
+
+    // Through .gnu_debuglink: the debug file beside the binary.
+    let linked = dir.join("inline_linked");
+    tool(
+        Command::new("objcopy")
+            .arg("--strip-all")
+            .arg("--add-gnu-debuglink")
+            .arg(&debug)
+            .arg(full)
+            .arg(&linked),
+    );
+    assert!(!stdout(&run(Command::new("nm").arg(&linked))).contains("outer_caller"), "stripped");
+    let data = record("sym_stripped_link", &linked);
+    check_inline_frames(&data, "inner_kernel");
+
+    // Through the build id, under /usr/lib/debug/.build-id (no debuglink).
+    let bare = dir.join("inline_bare");
+    tool(Command::new("objcopy").arg("--strip-all").arg(full).arg(&bare));
+    let id = build_id_hex(&bare);
+    let by_id = PathBuf::from(format!("/usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..]));
+    std::fs::create_dir_all(by_id.parent().unwrap()).expect("root can write /usr/lib/debug");
+    std::fs::copy(&debug, &by_id).unwrap();
+    let data = record("sym_stripped_id", &bare);
+    let syms = rows(&data, &["--sort", "symbol"]);
+    std::fs::remove_file(&by_id).ok();
+    assert!(share(&syms, "inner_kernel (inlined)") >= 20.0, "{syms:?}");
+    assert!(share(&syms, "outer_caller") >= 20.0, "{syms:?}");
+
+    // A debug file of another build is not used.
+    let other = dir.join("other.debug");
+    tool(Command::new("objcopy").arg("--only-keep-debug").arg(&programs().workload).arg(&other));
+    let wrong = dir.join("inline_wrong");
+    std::fs::copy(&other, dir.join("inline.debug")).unwrap();
+    tool(
+        Command::new("objcopy")
+            .arg("--strip-all")
+            .arg("--add-gnu-debuglink")
+            .arg(&other)
+            .arg(full)
+            .arg(&wrong),
+    );
+    let data = record("sym_stripped_wrong", &wrong);
+    let syms = rows(&data, &["--sort", "symbol"]);
+    assert!(share(&syms, "outer_caller") < 1.0 && share(&syms, "hot_loop") < 1.0, "{syms:?}");
+}
