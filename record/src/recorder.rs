@@ -97,6 +97,8 @@ struct Sink {
     /// Set while draining a ring buffer that was at least half full.
     pressure: bool,
     kernel_hits: BTreeSet<u64>,
+    /// Processes seen (by their COMM records), whose JIT symbol maps are kept at the end.
+    pids: BTreeSet<u32>,
     dsos: BTreeMap<String, Option<Vec<u8>>>,
     trim: bool,
     stacks: StackEnds,
@@ -180,6 +182,11 @@ impl Sink {
                 self.lost += rec.get(8..16).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
             }
             record_type::MMAP2 | record_type::MMAP => self.note_mmap(type_, misc_bits, rec),
+            record_type::COMM => {
+                if let Some(pid) = rec.get(8..12) {
+                    self.pids.insert(u32::from_le_bytes(pid.try_into().unwrap()));
+                }
+            }
             record_type::EXIT => {
                 if let Some(pid) = rec.get(8..12) {
                     self.stacks.forget(u32::from_le_bytes(pid.try_into().unwrap()));
@@ -439,6 +446,7 @@ impl Session {
             cut_stacks: 0,
             pressure: false,
             kernel_hits: BTreeSet::new(),
+            pids: BTreeSet::new(),
             dsos: BTreeMap::new(),
             trim: matches!(opts.call_graph, CallGraph::Dwarf { .. }),
             stacks: StackEnds::default(),
@@ -887,6 +895,9 @@ impl Session {
             }
         }
         f.push((feature::BUILD_ID, writer::build_id_feature(&ids)));
+        if let Some(maps) = writer::perf_maps_feature(&self.sink.pids) {
+            f.push((feature::RPERF_PERF_MAPS, maps));
+        }
         if let Some(syms) = self.kernel_syms.take().and_then(|h| h.join().ok()) {
             let snap = kallsyms::snapshot(&syms, &self.sink.kernel_hits);
             f.push((feature::RPERF_KALLSYMS, snap.into_bytes()));

@@ -37,6 +37,8 @@ pub mod feature {
     /// rperf's own section: the kallsyms lines needed to symbolize the recorded kernel
     /// addresses. Tools that do not know it skip it, as perf does for numbers it does not know.
     pub const RPERF_KALLSYMS: u32 = 192;
+    /// rperf's copy of the JIT symbol maps (`/tmp/perf-PID.map`) of the recorded processes.
+    pub const RPERF_PERF_MAPS: u32 = 193;
     /// rperf's own section: files the report needs that may be gone later (JIT maps, the vDSO).
     pub const RPERF_FILES: u32 = 193;
 }
@@ -366,4 +368,19 @@ mod tests {
         let bits3 = u64::from_le_bytes(h[96..104].try_into().unwrap());
         assert_eq!(bits3, 1);
     }
+}
+
+/// The `/tmp/perf-PID.map` files of `pids` that exist, as rperf's feature section 193: for each,
+/// the pid (u32), the length (u32) and the map's text. Kept in the recording so that reports
+/// work after the runtime has exited, /tmp was cleaned, or on another machine.
+pub fn perf_maps_feature(pids: &std::collections::BTreeSet<u32>) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    for pid in pids {
+        let Ok(text) = std::fs::read(format!("/tmp/perf-{pid}.map")) else { continue };
+        let Ok(len) = u32::try_from(text.len()) else { continue };
+        out.extend_from_slice(&pid.to_le_bytes());
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&text);
+    }
+    (!out.is_empty()).then_some(out)
 }

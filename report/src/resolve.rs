@@ -35,6 +35,8 @@ enum AddrKind {
     File,
     /// A run-time address in a JIT cache.
     Jit,
+    /// A run-time address named by a JIT symbol map (`/tmp/perf-PID.map`).
+    PerfMap,
     /// Outside every mapping.
     Unknown,
 }
@@ -109,6 +111,10 @@ pub struct Resolver {
     addrs: Vec<(DsoId, u64, AddrKind)>,
     addr_index: HashMap<(DsoId, u64), AddrId>,
     unwinders: HashMap<i32, (u64, ProcessUnwinder)>,
+    /// JIT symbol maps kept in the recording, by pid (text of `/tmp/perf-PID.map`).
+    pub embedded_perf_maps: HashMap<i32, String>,
+    perf_maps: HashMap<i32, Option<(DsoId, SymbolTable)>>,
+    perf_map_of_dso: HashMap<DsoId, i32>,
     unwind_cache: UnwindCache,
     arch: Arch,
     /// Warnings to show once (build-id mismatches, missing binaries).
@@ -156,6 +162,9 @@ impl Resolver {
             addrs: Vec::new(),
             addr_index: HashMap::new(),
             unwinders: HashMap::new(),
+            embedded_perf_maps: HashMap::new(),
+            perf_maps: HashMap::new(),
+            perf_map_of_dso: HashMap::new(),
             unwind_cache: UnwindCache::new(),
             arch,
             warnings: Vec::new(),
@@ -230,7 +239,11 @@ impl Resolver {
             };
             (dso, addr, AddrKind::Kernel)
         } else {
-            match model.processes.get(&pid).and_then(|s| s.find(addr)).copied() {
+            let mapping = model.processes.get(&pid).and_then(|s| s.find(addr)).copied();
+            let anonymous = mapping.is_none_or(|m| is_anonymous(&model.dsos[m.dso as usize].path));
+            let jit = if anonymous { self.perf_map(model, pid, addr) } else { None };
+            match mapping {
+                _ if jit.is_some() => (jit.unwrap(), addr, AddrKind::PerfMap),
                 None => (model.dso("[unknown]", None, DsoKind::Unknown), 0, AddrKind::Unknown),
                 // ART's JIT caches (simpleperf) store their symbols at the addresses the code ran at.
                 Some(m) if model.dsos[m.dso as usize].display_name().starts_with("[JIT") => {
@@ -246,6 +259,25 @@ impl Resolver {
         self.addrs.push((dso, key, kind));
         self.addr_index.insert((dso, key), id);
         id
+    }
+
+    /// The DSO of `pid`'s JIT symbol map when it names `addr`: the map kept in the recording,
+    /// else `/tmp/perf-PID.map` on this machine (recordings by perf).
+    fn perf_map(&mut self, model: &mut Model, pid: i32, addr: u64) -> Option<DsoId> {
+        if !self.perf_maps.contains_key(&pid) {
+            let text = match self.embedded_perf_maps.remove(&pid) {
+                Some(t) => Some(t),
+                None => std::fs::read_to_string(format!("/tmp/perf-{pid}.map")).ok(),
+            };
+            let loaded = text.map(|t| {
+                let dso = model.dso(&format!("/tmp/perf-{pid}.map"), None, DsoKind::Unknown);
+                self.perf_map_of_dso.insert(dso, pid);
+                (dso, parse_perf_map(&t))
+            });
+            self.perf_maps.insert(pid, loaded);
+        }
+        let (dso, table) = self.perf_maps.get(&pid)?.as_ref()?;
+        table.lookup(addr).map(|_| *dso)
     }
 
     /// Names every frame seen so far, once per (binary, offset), loading binaries and looking
@@ -307,6 +339,13 @@ impl Resolver {
                 KernelSource::Pending(_) => None,
             }),
             AddrKind::Unknown => plain(None),
+            AddrKind::PerfMap => plain(
+                self.perf_map_of_dso
+                    .get(&dso)
+                    .and_then(|pid| self.perf_maps.get(pid)?.as_ref())
+                    .and_then(|(_, t)| t.lookup(key))
+                    .map(|s| s.name.clone()),
+            ),
             AddrKind::Jit => {
                 let path = &model.dsos[dso as usize].path;
                 plain(self.stored.get(path).and_then(|t| t.table.lookup(key)).map(|s| s.demangled()))
@@ -426,4 +465,26 @@ fn load_binary(finder: &BinaryFinder, d: &crate::model::Dso) -> (Option<Arc<Bina
         ),
         Found::Missing => (None, None),
     }
+}
+
+/// Mappings that hold run-time generated code: anonymous memory and memfd files.
+fn is_anonymous(path: &str) -> bool {
+    path == "//anon" || path.starts_with("[anon") || path.starts_with("/memfd:") || path.is_empty()
+}
+
+/// Parses a JIT symbol map: lines of `START SIZE NAME`, addresses and sizes in hex (with or
+/// without `0x`). Malformed lines are skipped.
+pub fn parse_perf_map(text: &str) -> SymbolTable {
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+    let raw = text
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.splitn(3, ' ');
+            let start = hex(it.next()?)?;
+            let size = hex(it.next()?)?;
+            let name = it.next()?.trim();
+            (size > 0 && !name.is_empty()).then(|| (start, size, name.to_string()))
+        })
+        .collect();
+    SymbolTable::new(raw)
 }

@@ -19,6 +19,7 @@ use crate::Error;
 
 /// rperf's kallsyms snapshot section (see the recorder).
 const RPERF_KALLSYMS: u32 = 192;
+const RPERF_PERF_MAPS: u32 = 193;
 const MAX_UNWIND_FRAMES: usize = 1024;
 
 /// Distinct address-level stacks of each thread: (comm, pid, tid) → frames → (samples, period).
@@ -213,6 +214,9 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
     let finder = BinaryFinder::new(opts.symfs.as_deref());
     let mut resolver = Resolver::new(finder, kernel, stored, arch);
     resolver.dwarf_inline = opts.inline;
+    if let Some(d) = perf_file.feature_section_data(Feature(RPERF_PERF_MAPS)) {
+        resolver.embedded_perf_maps = embedded_perf_maps(d);
+    }
     resolver.want_srclines = opts.sort.contains(&crate::SortKey::Srcline);
     let mut model = Model::default();
     let cfg = AggregateConfig::new(opts);
@@ -396,6 +400,19 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
     }
     warnings.append(&mut resolver.warnings);
     Ok(Profile { header, events, model, resolver, warnings })
+}
+
+/// The JIT symbol maps rperf kept in its feature section 193: (pid u32, length u32, text)*.
+fn embedded_perf_maps(mut d: &[u8]) -> HashMap<i32, String> {
+    let mut out = HashMap::new();
+    while d.len() >= 8 {
+        let pid = u32::from_le_bytes(d[0..4].try_into().unwrap()) as i32;
+        let len = u32::from_le_bytes(d[4..8].try_into().unwrap()) as usize;
+        let Some(text) = d.get(8..8 + len) else { break };
+        out.insert(pid, String::from_utf8_lossy(text).into_owned());
+        d = &d[8 + len..];
+    }
+    out
 }
 
 /// Checks that the reader's parser may be given this record: it asserts (panics) on an MMAP2

@@ -1,0 +1,95 @@
+//! JIT code named through the runtimes' symbol maps (`/tmp/perf-PID.map`): Node with
+//! --perf-basic-prof and Java with DumpPerfMapAtExit, also after the map files are deleted
+//! (rperf record keeps them in the recording), and perf's recordings with the map on disk.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+fn program(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs").join(name)
+}
+
+/// `(percent, dso, symbol)` rows of `rperf report --sort dso,symbol --csv`.
+fn rows(data: &Path) -> Vec<(f64, String, String)> {
+    let o = run(rperf().args(["report", "--sort", "dso,symbol", "--csv", "-i"]).arg(data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    stdout(&o)
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.splitn(3, ',');
+            let pct = it.next()?.strip_suffix('%')?.parse().ok()?;
+            Some((pct, it.next()?.to_string(), it.next()?.trim_matches('"').to_string()))
+        })
+        .collect()
+}
+
+/// Share of samples in JIT code whose name contains `name`, and the map files they came from.
+fn jit_share(data: &Path, name: &str) -> (f64, Vec<String>) {
+    let rows = rows(data);
+    let share = rows.iter().filter(|(_, _, s)| s.contains(name)).map(|(p, _, _)| p).sum();
+    let mut maps: Vec<String> =
+        rows.iter().filter(|(_, d, _)| d.starts_with("/tmp/perf-")).map(|(_, d, _)| d.clone()).collect();
+    maps.sort();
+    maps.dedup();
+    (share, maps)
+}
+
+fn named_before_and_after_deleting_the_map(data: &Path, name: &str) {
+    let (before, maps) = jit_share(data, name);
+    assert!(before >= 50.0, "{name}: {before}% — {:?}", rows(data));
+    for m in &maps {
+        std::fs::remove_file(m).ok();
+    }
+    let (after, _) = jit_share(data, name);
+    assert_eq!(before, after, "{name} after deleting {maps:?}");
+}
+
+#[test]
+fn node_perf_basic_prof() {
+    let dir = scratch("jit_node");
+    let data = dir.join("node.data");
+    let o = run(rperf()
+        .args(["record", "-g", "fp", "-o"])
+        .arg(&data)
+        .args(["--", "node", "--perf-basic-prof"])
+        .arg(program("hot.js")));
+    assert!(o.status.success(), "{}", stderr(&o));
+    named_before_and_after_deleting_the_map(&data, "hotJsFunction");
+}
+
+#[test]
+fn java_dump_perf_map_at_exit() {
+    let dir = scratch("jit_java");
+    let st = Command::new("javac").arg("-d").arg(&dir).arg(program("Hot.java")).status().expect("javac runs");
+    assert!(st.success());
+    let data = dir.join("java.data");
+    let o = run(rperf()
+        .args(["record", "-g", "fp", "-o"])
+        .arg(&data)
+        .args(["--", "java", "-XX:+UnlockDiagnosticVMOptions", "-XX:+DumpPerfMapAtExit", "-cp"])
+        .arg(&dir)
+        .arg("Hot"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    named_before_and_after_deleting_the_map(&data, "Hot.hotJavaMethod");
+}
+
+#[test]
+fn perf_recordings_use_the_map_on_disk() {
+    let dir = scratch("jit_perf");
+    let data = dir.join("perf.data");
+    let o = run(Command::new("perf")
+        .args(["record", "-q", "-g", "-o"])
+        .arg(&data)
+        .args(["--", "node", "--perf-basic-prof"])
+        .arg(program("hot.js")));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (share, maps) = jit_share(&data, "hotJsFunction");
+    for m in &maps {
+        std::fs::remove_file(m).ok();
+    }
+    assert!(share >= 50.0, "{share}% — {:?}", rows(&data));
+}
