@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Runs rperf's checks and tests, installing what they need first (Linux perf as the oracle,
-# g++ for the test programs) and mounting tracefs for the tracepoint tests.
+# g++ and binutils for the test programs, Node and a JDK as JIT runtimes, util-linux for the
+# permission tests) and mounting tracefs for the tracepoint tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
 command -v perf >/dev/null 2>&1 || need+=(linux-perf)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
+command -v objcopy >/dev/null 2>&1 || need+=(binutils)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
+command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   apt-get update -qq
