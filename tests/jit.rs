@@ -93,3 +93,34 @@ fn perf_recordings_use_the_map_on_disk() {
     }
     assert!(share >= 50.0, "{share}% — {:?}", rows(&data));
 }
+
+#[test]
+fn node_perf_prof_jitdump_without_an_inject_step() {
+    let dir = scratch("jit_dump");
+    let data = dir.join("node.data");
+    // V8 writes jit-PID.dump into its working directory and announces it with an mmap.
+    let o = run(rperf()
+        .args(["record", "-g", "fp", "-o"])
+        .arg(&data)
+        .args(["--", "node", "--perf-prof"])
+        .arg(program("hot.js"))
+        .current_dir(&dir));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dumps: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("jit-"))
+        .collect();
+    assert_eq!(dumps.len(), 1, "node wrote one jitdump: {dumps:?}");
+    let share = |data: &Path| -> f64 {
+        rows(data)
+            .iter()
+            .filter(|(_, d, s)| d.contains("jit-") && s.contains("hotJsFunction"))
+            .map(|(p, _, _)| p)
+            .sum()
+    };
+    let before = share(&data);
+    assert!(before >= 50.0, "{before}% — {:?}", rows(&data));
+    std::fs::remove_file(&dumps[0]).unwrap();
+    assert_eq!(share(&data), before, "the recording keeps the jitdump");
+}

@@ -99,6 +99,8 @@ struct Sink {
     kernel_hits: BTreeSet<u64>,
     /// Processes seen (by their COMM records), whose JIT symbol maps are kept at the end.
     pids: BTreeSet<u32>,
+    /// jitdump files the runtimes announced with their marker mmaps.
+    jitdumps: BTreeSet<String>,
     dsos: BTreeMap<String, Option<Vec<u8>>>,
     trim: bool,
     stacks: StackEnds,
@@ -219,6 +221,10 @@ impl Sink {
             return;
         }
         if let Some((path, build_id)) = exec_mapping(type_, misc_bits, rec) {
+            if writer::is_jitdump(&path) {
+                self.jitdumps.insert(path);
+                return;
+            }
             let entry = self.dsos.entry(path).or_insert(None);
             if entry.is_none() {
                 *entry = build_id;
@@ -447,6 +453,7 @@ impl Session {
             pressure: false,
             kernel_hits: BTreeSet::new(),
             pids: BTreeSet::new(),
+            jitdumps: BTreeSet::new(),
             dsos: BTreeMap::new(),
             trim: matches!(opts.call_graph, CallGraph::Dwarf { .. }),
             stacks: StackEnds::default(),
@@ -895,6 +902,9 @@ impl Session {
             }
         }
         f.push((feature::BUILD_ID, writer::build_id_feature(&ids)));
+        if let Some(dumps) = writer::jitdumps_feature(&self.sink.jitdumps) {
+            f.push((feature::RPERF_JITDUMPS, dumps));
+        }
         if let Some(maps) = writer::perf_maps_feature(&self.sink.pids) {
             f.push((feature::RPERF_PERF_MAPS, maps));
         }

@@ -39,6 +39,8 @@ pub mod feature {
     pub const RPERF_KALLSYMS: u32 = 192;
     /// rperf's copy of the JIT symbol maps (`/tmp/perf-PID.map`) of the recorded processes.
     pub const RPERF_PERF_MAPS: u32 = 193;
+    /// rperf's copy of the jitdump files (`jit-PID.dump`) the recorded runtimes wrote.
+    pub const RPERF_JITDUMPS: u32 = 194;
     /// rperf's own section: files the report needs that may be gone later (JIT maps, the vDSO).
     pub const RPERF_FILES: u32 = 193;
 }
@@ -347,6 +349,43 @@ pub fn build_id_feature(entries: &[BuildIdEntry]) -> Vec<u8> {
     v
 }
 
+/// The `/tmp/perf-PID.map` files of `pids` that exist, as rperf's feature section 193: for each,
+/// the pid (u32), the length (u32) and the map's text. Kept in the recording so that reports
+/// work after the runtime has exited, /tmp was cleaned, or on another machine.
+pub fn perf_maps_feature(pids: &std::collections::BTreeSet<u32>) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    for pid in pids {
+        let Ok(text) = std::fs::read(format!("/tmp/perf-{pid}.map")) else { continue };
+        let Ok(len) = u32::try_from(text.len()) else { continue };
+        out.extend_from_slice(&pid.to_le_bytes());
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&text);
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// True for a runtime's jitdump file (`jit-PID.dump`), announced by an executable mmap of it.
+pub fn is_jitdump(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.strip_prefix("jit-")
+        .and_then(|r| r.strip_suffix(".dump"))
+        .is_some_and(|pid| pid.parse::<u32>().is_ok())
+}
+
+/// The jitdump files that exist, as rperf's feature section 194: for each, the path's length
+/// (u32), the path, the length of the contents (u64) and the contents.
+pub fn jitdumps_feature(paths: &std::collections::BTreeSet<String>) -> Option<Vec<u8>> {
+    let mut out = Vec::new();
+    for path in paths {
+        let Ok(data) = std::fs::read(path) else { continue };
+        out.extend_from_slice(&(path.len() as u32).to_le_bytes());
+        out.extend_from_slice(path.as_bytes());
+        out.extend_from_slice(&(data.len() as u64).to_le_bytes());
+        out.extend_from_slice(&data);
+    }
+    (!out.is_empty()).then_some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -368,19 +407,4 @@ mod tests {
         let bits3 = u64::from_le_bytes(h[96..104].try_into().unwrap());
         assert_eq!(bits3, 1);
     }
-}
-
-/// The `/tmp/perf-PID.map` files of `pids` that exist, as rperf's feature section 193: for each,
-/// the pid (u32), the length (u32) and the map's text. Kept in the recording so that reports
-/// work after the runtime has exited, /tmp was cleaned, or on another machine.
-pub fn perf_maps_feature(pids: &std::collections::BTreeSet<u32>) -> Option<Vec<u8>> {
-    let mut out = Vec::new();
-    for pid in pids {
-        let Ok(text) = std::fs::read(format!("/tmp/perf-{pid}.map")) else { continue };
-        let Ok(len) = u32::try_from(text.len()) else { continue };
-        out.extend_from_slice(&pid.to_le_bytes());
-        out.extend_from_slice(&len.to_le_bytes());
-        out.extend_from_slice(&text);
-    }
-    (!out.is_empty()).then_some(out)
 }

@@ -113,6 +113,8 @@ pub struct Resolver {
     unwinders: HashMap<i32, (u64, ProcessUnwinder)>,
     /// JIT symbol maps kept in the recording, by pid (text of `/tmp/perf-PID.map`).
     pub embedded_perf_maps: HashMap<i32, String>,
+    /// jitdump files kept in the recording, by pid.
+    pub embedded_jitdumps: HashMap<i32, Vec<u8>>,
     perf_maps: HashMap<i32, Option<(DsoId, SymbolTable)>>,
     perf_map_of_dso: HashMap<DsoId, i32>,
     unwind_cache: UnwindCache,
@@ -163,6 +165,7 @@ impl Resolver {
             addr_index: HashMap::new(),
             unwinders: HashMap::new(),
             embedded_perf_maps: HashMap::new(),
+            embedded_jitdumps: HashMap::new(),
             perf_maps: HashMap::new(),
             perf_map_of_dso: HashMap::new(),
             unwind_cache: UnwindCache::new(),
@@ -265,19 +268,43 @@ impl Resolver {
     /// else `/tmp/perf-PID.map` on this machine (recordings by perf).
     fn perf_map(&mut self, model: &mut Model, pid: i32, addr: u64) -> Option<DsoId> {
         if !self.perf_maps.contains_key(&pid) {
-            let text = match self.embedded_perf_maps.remove(&pid) {
-                Some(t) => Some(t),
-                None => std::fs::read_to_string(format!("/tmp/perf-{pid}.map")).ok(),
-            };
-            let loaded = text.map(|t| {
-                let dso = model.dso(&format!("/tmp/perf-{pid}.map"), None, DsoKind::Unknown);
-                self.perf_map_of_dso.insert(dso, pid);
-                (dso, parse_perf_map(&t))
-            });
+            let loaded = self.load_jit_symbols(model, pid);
             self.perf_maps.insert(pid, loaded);
         }
         let (dso, table) = self.perf_maps.get(&pid)?.as_ref()?;
         table.lookup(addr).map(|_| *dso)
+    }
+
+    /// The JIT symbols of `pid`: its perf map and its jitdump's code-load records, from the
+    /// recording's copies or else from the files on this machine.
+    fn load_jit_symbols(&mut self, model: &mut Model, pid: i32) -> Option<(DsoId, SymbolTable)> {
+        let map_text = match self.embedded_perf_maps.remove(&pid) {
+            Some(t) => Some(t),
+            None => std::fs::read_to_string(format!("/tmp/perf-{pid}.map")).ok(),
+        };
+        // The runtime announces its jitdump with an executable mmap of the file.
+        let dump_path = model.processes.get(&pid).and_then(|space| {
+            space.maps().iter().map(|m| model.dsos[m.dso as usize].path.clone()).find(|p| is_jitdump(p))
+        });
+        let dump = match self.embedded_jitdumps.remove(&pid) {
+            Some(d) => Some(d),
+            None => dump_path.as_ref().and_then(|p| std::fs::read(p).ok()),
+        };
+        if map_text.is_none() && dump.is_none() {
+            return None;
+        }
+        let mut raw = map_text.as_deref().map(parse_perf_map).unwrap_or_default();
+        if let Some(d) = &dump {
+            raw.extend(parse_jitdump(d));
+        }
+        let name = match (&dump, &dump_path) {
+            (Some(_), Some(p)) => p.clone(),
+            (Some(_), None) => format!("jit-{pid}.dump"),
+            _ => format!("/tmp/perf-{pid}.map"),
+        };
+        let dso = model.dso(&name, None, DsoKind::Unknown);
+        self.perf_map_of_dso.insert(dso, pid);
+        Some((dso, SymbolTable::new(raw)))
     }
 
     /// Names every frame seen so far, once per (binary, offset), loading binaries and looking
@@ -472,12 +499,43 @@ fn is_anonymous(path: &str) -> bool {
     path == "//anon" || path.starts_with("[anon") || path.starts_with("/memfd:") || path.is_empty()
 }
 
+/// True for a runtime's jitdump file, `jit-PID.dump`.
+pub fn is_jitdump(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name.strip_prefix("jit-").and_then(|r| r.strip_suffix(".dump")).is_some_and(|p| p.parse::<u32>().is_ok())
+}
+
+/// The code-load records of a jitdump file as (address, size, name); moved code follows its
+/// move records. Reading stops at the first malformed record.
+pub fn parse_jitdump(data: &[u8]) -> Vec<(u64, u64, String)> {
+    use linux_perf_data::jitdump::{JitDumpReader, JitDumpRecord};
+    let mut out = Vec::new();
+    let mut by_index: HashMap<u64, usize> = HashMap::new();
+    let Ok(mut reader) = JitDumpReader::new(std::io::Cursor::new(data)) else { return out };
+    while let Ok(Some(raw)) = reader.next_record() {
+        match raw.parse() {
+            Ok(JitDumpRecord::CodeLoad(r)) => {
+                let name = String::from_utf8_lossy(&r.function_name.as_slice()).into_owned();
+                by_index.insert(r.code_index, out.len());
+                out.push((r.code_addr, r.code_bytes.len() as u64, name));
+            }
+            Ok(JitDumpRecord::CodeMove(m)) => {
+                if let Some(&i) = by_index.get(&m.code_index) {
+                    out[i].0 = m.new_code_addr;
+                }
+            }
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    out
+}
+
 /// Parses a JIT symbol map: lines of `START SIZE NAME`, addresses and sizes in hex (with or
 /// without `0x`). Malformed lines are skipped.
-pub fn parse_perf_map(text: &str) -> SymbolTable {
+pub fn parse_perf_map(text: &str) -> Vec<(u64, u64, String)> {
     let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
-    let raw = text
-        .lines()
+    text.lines()
         .filter_map(|l| {
             let mut it = l.splitn(3, ' ');
             let start = hex(it.next()?)?;
@@ -485,6 +543,5 @@ pub fn parse_perf_map(text: &str) -> SymbolTable {
             let name = it.next()?.trim();
             (size > 0 && !name.is_empty()).then(|| (start, size, name.to_string()))
         })
-        .collect();
-    SymbolTable::new(raw)
+        .collect()
 }

@@ -20,6 +20,7 @@ use crate::Error;
 /// rperf's kallsyms snapshot section (see the recorder).
 const RPERF_KALLSYMS: u32 = 192;
 const RPERF_PERF_MAPS: u32 = 193;
+const RPERF_JITDUMPS: u32 = 194;
 const MAX_UNWIND_FRAMES: usize = 1024;
 
 /// Distinct address-level stacks of each thread: (comm, pid, tid) → frames → (samples, period).
@@ -217,6 +218,9 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
     if let Some(d) = perf_file.feature_section_data(Feature(RPERF_PERF_MAPS)) {
         resolver.embedded_perf_maps = embedded_perf_maps(d);
     }
+    if let Some(d) = perf_file.feature_section_data(Feature(RPERF_JITDUMPS)) {
+        resolver.embedded_jitdumps = embedded_jitdumps(d);
+    }
     resolver.want_srclines = opts.sort.contains(&crate::SortKey::Srcline);
     let mut model = Model::default();
     let cfg = AggregateConfig::new(opts);
@@ -411,6 +415,32 @@ fn embedded_perf_maps(mut d: &[u8]) -> HashMap<i32, String> {
         let Some(text) = d.get(8..8 + len) else { break };
         out.insert(pid, String::from_utf8_lossy(text).into_owned());
         d = &d[8 + len..];
+    }
+    out
+}
+
+/// The jitdump files rperf kept in its feature section 194: (path length u32, path, data
+/// length u64, data)*, by the pid in their names.
+fn embedded_jitdumps(mut d: &[u8]) -> HashMap<i32, Vec<u8>> {
+    let mut out = HashMap::new();
+    while d.len() >= 4 {
+        let plen = u32::from_le_bytes(d[0..4].try_into().unwrap()) as usize;
+        let Some(path) = d.get(4..4 + plen) else { break };
+        let Some(len) = d.get(4 + plen..12 + plen).map(|b| u64::from_le_bytes(b.try_into().unwrap())) else {
+            break;
+        };
+        let start = 12 + plen;
+        let Some(data) = usize::try_from(len).ok().and_then(|l| d.get(start..start.checked_add(l)?)) else {
+            break;
+        };
+        let path = String::from_utf8_lossy(path);
+        let name = path.rsplit('/').next().unwrap_or(&path);
+        if let Some(pid) =
+            name.strip_prefix("jit-").and_then(|r| r.strip_suffix(".dump")).and_then(|p| p.parse().ok())
+        {
+            out.insert(pid, data.to_vec());
+        }
+        d = &d[start + data.len()..];
     }
     out
 }
