@@ -51,6 +51,8 @@ fn load_survives(dir: &std::path::Path, bytes: Vec<u8>, what: &str) -> Result<()
             let opts = rperf_report::ReportOptions {
                 input: p,
                 call_graph: Some(rperf_report::CallOrder::Caller),
+                // The reader is under test, not DWARF: skip inline frames (slow in debug builds).
+                inline: false,
                 ..Default::default()
             };
             match rperf_report::load(&opts) {

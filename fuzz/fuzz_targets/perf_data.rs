@@ -15,6 +15,7 @@ fuzz_target!(|data: &[u8]| {
     let opts = rperf_report::ReportOptions {
         input: path.clone(),
         call_graph: Some(rperf_report::CallOrder::Caller),
+        inline: false,
         ..Default::default()
     };
     if let Ok(profile) = rperf_report::load(&opts) {
