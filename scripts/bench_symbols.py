@@ -73,7 +73,8 @@ def record_defaults(tmp, seconds):
     ]
     for name, rec, cmd in runs:
         data = os.path.join(tmp, name)
-        subprocess.run(rec + [data, "--"] + cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        subprocess.run(rec + [data, "--"] + cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       cwd=tmp)
         files.append(data)
     return files
 

@@ -19,7 +19,8 @@ pub struct ReportArgs {
     /// Write the report here instead of stdout.
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
-    /// Sort keys, comma-separated: comm, pid, tid, dso, symbol.
+    /// Sort keys, comma-separated: comm, pid, tid, dso, symbol, srcline (file:line of the
+    /// sampled address, from DWARF).
     #[arg(long = "sort", default_value = "comm,pid,tid,dso,symbol")]
     sort: String,
     /// Children (inclusive) and Self columns.

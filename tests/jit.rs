@@ -56,7 +56,8 @@ fn node_perf_basic_prof() {
         .args(["record", "-g", "fp", "-o"])
         .arg(&data)
         .args(["--", "node", "--perf-basic-prof"])
-        .arg(program("hot.js")));
+        .arg(program("hot.js"))
+        .current_dir(&dir));
     assert!(o.status.success(), "{}", stderr(&o));
     named_before_and_after_deleting_the_map(&data, "hotJsFunction");
 }
@@ -85,7 +86,8 @@ fn perf_recordings_use_the_map_on_disk() {
         .args(["record", "-q", "-g", "-o"])
         .arg(&data)
         .args(["--", "node", "--perf-basic-prof"])
-        .arg(program("hot.js")));
+        .arg(program("hot.js"))
+        .current_dir(&dir));
     assert!(o.status.success(), "{}", stderr(&o));
     let (share, maps) = jit_share(&data, "hotJsFunction");
     for m in &maps {

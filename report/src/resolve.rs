@@ -245,14 +245,14 @@ impl Resolver {
             let mapping = model.processes.get(&pid).and_then(|s| s.find(addr)).copied();
             let anonymous = mapping.is_none_or(|m| is_anonymous(&model.dsos[m.dso as usize].path));
             let jit = if anonymous { self.perf_map(model, pid, addr) } else { None };
-            match mapping {
-                _ if jit.is_some() => (jit.unwrap(), addr, AddrKind::PerfMap),
-                None => (model.dso("[unknown]", None, DsoKind::Unknown), 0, AddrKind::Unknown),
+            match (jit, mapping) {
+                (Some(jit), _) => (jit, addr, AddrKind::PerfMap),
+                (None, None) => (model.dso("[unknown]", None, DsoKind::Unknown), 0, AddrKind::Unknown),
                 // ART's JIT caches (simpleperf) store their symbols at the addresses the code ran at.
-                Some(m) if model.dsos[m.dso as usize].display_name().starts_with("[JIT") => {
+                (None, Some(m)) if model.dsos[m.dso as usize].display_name().starts_with("[JIT") => {
                     (m.dso, addr, AddrKind::Jit)
                 }
-                Some(m) => (m.dso, addr - m.start + m.pgoff, AddrKind::File),
+                (None, Some(m)) => (m.dso, addr - m.start + m.pgoff, AddrKind::File),
             }
         };
         if let Some(&id) = self.addr_index.get(&(dso, key)) {
@@ -284,7 +284,11 @@ impl Resolver {
         };
         // The runtime announces its jitdump with an executable mmap of the file.
         let dump_path = model.processes.get(&pid).and_then(|space| {
-            space.maps().iter().map(|m| model.dsos[m.dso as usize].path.clone()).find(|p| is_jitdump(p))
+            space
+                .maps()
+                .iter()
+                .map(|m| model.dsos[m.dso as usize].path.clone())
+                .find(|p| jitdump_pid(p) == Some(pid))
         });
         let dump = match self.embedded_jitdumps.remove(&pid) {
             Some(d) => Some(d),
@@ -499,10 +503,10 @@ fn is_anonymous(path: &str) -> bool {
     path == "//anon" || path.starts_with("[anon") || path.starts_with("/memfd:") || path.is_empty()
 }
 
-/// True for a runtime's jitdump file, `jit-PID.dump`.
-pub fn is_jitdump(path: &str) -> bool {
+/// The pid in a runtime's jitdump file name, `jit-PID.dump`.
+pub fn jitdump_pid(path: &str) -> Option<i32> {
     let name = path.rsplit('/').next().unwrap_or(path);
-    name.strip_prefix("jit-").and_then(|r| r.strip_suffix(".dump")).is_some_and(|p| p.parse::<u32>().is_ok())
+    name.strip_prefix("jit-")?.strip_suffix(".dump")?.parse().ok()
 }
 
 /// The code-load records of a jitdump file as (address, size, name); moved code follows its

@@ -433,11 +433,7 @@ fn embedded_jitdumps(mut d: &[u8]) -> HashMap<i32, Vec<u8>> {
         let Some(data) = usize::try_from(len).ok().and_then(|l| d.get(start..start.checked_add(l)?)) else {
             break;
         };
-        let path = String::from_utf8_lossy(path);
-        let name = path.rsplit('/').next().unwrap_or(&path);
-        if let Some(pid) =
-            name.strip_prefix("jit-").and_then(|r| r.strip_suffix(".dump")).and_then(|p| p.parse().ok())
-        {
+        if let Some(pid) = crate::resolve::jitdump_pid(&String::from_utf8_lossy(path)) {
             out.insert(pid, data.to_vec());
         }
         d = &d[start + data.len()..];
