@@ -15,7 +15,8 @@ import os
 import re
 import subprocess
 import tempfile
-import time
+
+from benchutil import run_with_peak_rss
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -26,23 +27,6 @@ def build(out_dir):
     subprocess.run(["g++", "-O2", "-g", "-pthread", os.path.join(ROOT, "tests/programs/workload.cpp"),
                     "-o", exe], check=True)
     return exe
-
-
-def run_recorder(cmd):
-    """Runs cmd; returns (stderr, peak RSS in KiB of the recorder)."""
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    hwm = 0
-    while p.poll() is None:
-        try:
-            with open(f"/proc/{p.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        hwm = max(hwm, int(line.split()[1]))
-        except OSError:
-            pass
-        time.sleep(0.02)
-    _, err = p.communicate()
-    return err, hwm
 
 
 def attribution(rperf, data):
@@ -85,7 +69,7 @@ def main():
         else:
             cmd = [rperf, "record", "-a", "-F", "50000", "-g", f"dwarf,{args.stack}", "-o", data,
                    "--", "sh", "-c", job]
-        err, rss = run_recorder(cmd)
+        err, rss = run_with_peak_rss(cmd)
         if tool == "rperf":
             m = re.search(r"Samples recorded: (\d+)\. Samples lost: (\d+)", err)
             samples, lost = (int(m.group(1)), int(m.group(2))) if m else (0, 0)

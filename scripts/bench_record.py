@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 
+from benchutil import run_with_peak_rss
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -40,20 +42,8 @@ def timed(cmd):
 
 
 def peak_rss_kib(cmd):
-    """Peak RSS of the recorder itself, sampled from /proc while it runs (VmHWM)."""
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    hwm = 0
-    while p.poll() is None:
-        try:
-            with open(f"/proc/{p.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        hwm = max(hwm, int(line.split()[1]))
-        except OSError:
-            pass
-        time.sleep(0.02)
-    p.communicate()
-    return hwm
+    """Peak RSS of the recorder itself."""
+    return run_with_peak_rss(cmd)[1]
 
 
 def script_stats(data):

@@ -169,9 +169,15 @@ impl Sink {
                         let mut limit = v
                             .user_reg(sp_index as usize)
                             .and_then(|sp| Some(self.stacks.end_of(v.pid, sp)? - sp));
-                        if self.pressure && limit.is_none_or(|l| l > CUT_STACK_BYTES) {
-                            limit = Some(CUT_STACK_BYTES);
-                            self.cut_stacks += u64::from(v.stack_at.is_some());
+                        if self.pressure {
+                            // Counted as cut only when the stack held more than is kept.
+                            let filled =
+                                v.stack_at.and_then(|at| sample_fields::stack_sizes(rec, at)).map(|s| s.1);
+                            let needed = filled.unwrap_or(0).min(limit.unwrap_or(u64::MAX));
+                            if needed > CUT_STACK_BYTES {
+                                self.cut_stacks += 1;
+                            }
+                            limit = Some(limit.map_or(CUT_STACK_BYTES, |l| l.min(CUT_STACK_BYTES)));
                         }
                         trimmed = v.stack_at.and_then(|at| sample_fields::trim_stack(rec, at, limit));
                     }
@@ -942,7 +948,7 @@ fn fit_mlock_budget(wanted: usize, rings: usize) -> (usize, usize) {
     while pages > 1 && pages + 1 + side(pages) + 1 > per_ring {
         pages /= 2;
     }
-    (pages, side(pages).clamp(1, SIDEBAND_PAGES))
+    (pages, side(pages))
 }
 
 /// Maps a ring buffer of `pages` data pages, halving the size while the locked-memory limit

@@ -92,18 +92,28 @@ impl SampleView<'_> {
     }
 }
 
+/// The copied size and the dynamic (filled) size of a sample's user stack at `stack_at`.
+pub fn stack_sizes(record: &[u8], stack_at: usize) -> Option<(u64, u64)> {
+    let size = u64_at(record, stack_at)?;
+    if size == 0 {
+        return Some((0, 0));
+    }
+    let dyn_at = stack_at.checked_add(8)?.checked_add(usize::try_from(size).ok()?)?;
+    Some((size, u64_at(record, dyn_at)?))
+}
+
 /// Rewrites a sample whose last field is the user stack copy so that it keeps only the bytes that
 /// hold stack: what the kernel filled (`dyn_size`), and at most `limit` bytes (the distance from
 /// the stack pointer to the end of the thread's stack), rounded up to 8. Readers see a smaller
 /// `size`, which the format allows. Returns None when the record does not need trimming.
 pub fn trim_stack(record: &[u8], stack_at: usize, limit: Option<u64>) -> Option<Vec<u8>> {
-    let size = u64_at(record, stack_at)? as usize;
+    let (size, dyn_size) = stack_sizes(record, stack_at)?;
+    let (size, dyn_size) = (size as usize, dyn_size as usize);
     if size == 0 {
         return None;
     }
     let data = stack_at + 8;
-    let dyn_at = data.checked_add(size)?;
-    let dyn_size = u64_at(record, dyn_at)? as usize;
+    let dyn_at = data + size;
     let limit = limit.map_or(usize::MAX, |l| usize::try_from(l).unwrap_or(usize::MAX));
     let keep = dyn_size.min(size).min(limit).next_multiple_of(8).min(size);
     let dyn_size = dyn_size.min(keep);
