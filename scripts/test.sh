@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs rperf's checks and tests, installing what they need first (Linux perf as the oracle,
-# g++ and binutils for the test programs, Node and a JDK as JIT runtimes, util-linux for the
-# permission tests) and mounting tracefs for the tracepoint tests.
+# g++, binutils and xz for the test programs, Node and a JDK as JIT runtimes, util-linux for the
+# permission tests, Go's pprof and headless Chromium to check the pprof and HTML outputs) and
+# mounting tracefs for the tracepoint tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +13,9 @@ command -v objcopy >/dev/null 2>&1 || need+=(binutils)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+command -v xz >/dev/null 2>&1 || need+=(xz-utils)
+command -v go >/dev/null 2>&1 || need+=(golang-go)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   apt-get update -qq

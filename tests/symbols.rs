@@ -163,3 +163,51 @@ fn stripped_binaries_find_their_debug_files() {
     let syms = rows(&data, &["--sort", "symbol"]);
     assert!(share(&syms, "outer_caller") < 1.0 && share(&syms, "hot_loop") < 1.0, "{syms:?}");
 }
+
+/// Builds a MiniDebugInfo binary the way Fedora's find-debuginfo does: the function symbols
+/// missing from .dynsym, xz-compressed into `.gnu_debugdata` of a fully stripped binary.
+fn minidebuginfo_binary(dir: &Path, full: &Path) -> PathBuf {
+    let names = |args: &[&str], kinds: &[&str]| -> std::collections::BTreeSet<String> {
+        let o = run(Command::new("nm").args(args).args(["--format=posix", "--defined-only"]).arg(full));
+        stdout(&o)
+            .lines()
+            .filter_map(|l| {
+                let mut f = l.split_whitespace();
+                let (name, kind) = (f.next()?, f.next()?);
+                (kinds.is_empty() || kinds.contains(&kind)).then(|| name.to_string())
+            })
+            .collect()
+    };
+    let dynamic = names(&["-D"], &[]);
+    let keep: Vec<String> = names(&[], &["T", "t"]).difference(&dynamic).cloned().collect();
+    assert!(keep.iter().any(|n| n == "outer_caller"), "{keep:?}");
+    std::fs::write(dir.join("keep"), keep.join("\n") + "\n").unwrap();
+    let mini = dir.join("mini");
+    tool(
+        Command::new("objcopy")
+            .args(["-S", "--remove-section", ".comment", "--keep-symbols"])
+            .arg(dir.join("keep"))
+            .arg(full)
+            .arg(&mini),
+    );
+    tool(Command::new("xz").arg("-f").arg(&mini));
+    let prog = dir.join("inline_mini");
+    tool(Command::new("strip").args(["--strip-all", "-R", ".comment", "-o"]).arg(&prog).arg(full));
+    let mut section = std::ffi::OsString::from(".gnu_debugdata=");
+    section.push(mini.with_extension("xz"));
+    tool(Command::new("objcopy").arg("--add-section").arg(section).arg(&prog));
+    prog
+}
+
+#[test]
+fn minidebuginfo_names_functions_of_a_stripped_binary() {
+    let dir = scratch("sym_minidebuginfo");
+    let prog = minidebuginfo_binary(&dir, &programs().inline_cpp);
+    assert!(!stdout(&run(Command::new("nm").arg(&prog))).contains("outer_caller"), "stripped");
+    let data = record("sym_minidebuginfo_rec", &prog);
+    let syms = rows(&data, &["--sort", "symbol"]);
+    // MiniDebugInfo carries symbols, not DWARF: the inlined body counts as outer_caller.
+    assert!(share(&syms, "outer_caller") >= 80.0, "{syms:?}");
+    let o = run(rperf().args(["report", "--format", "folded", "-i"]).arg(&data));
+    assert!(stdout(&o).lines().any(|l| l.contains(";main;outer_caller ")), "{}", stdout(&o));
+}

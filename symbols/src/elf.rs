@@ -63,7 +63,9 @@ impl ElfInfo {
             raw = debug_file_symbols(path, build_id.as_deref(), debuglink.as_deref()).unwrap_or_default();
         }
         if raw.is_empty() {
-            raw = text_symbols(obj.dynamic_symbols());
+            // MiniDebugInfo keeps the local function symbols that .dynsym lacks.
+            raw = minidebuginfo_symbols(&obj).unwrap_or_default();
+            raw.extend(text_symbols(obj.dynamic_symbols()));
         }
         raw.extend(plt_symbols(&obj));
         Ok(ElfInfo {
@@ -127,6 +129,35 @@ fn plt_symbols(obj: &object::File<'_>) -> RawSymbols {
         .filter(|s| s.size() > 0)
         .map(|s| (s.address(), s.size(), "@plt".to_string(), Binding::Weak))
         .collect()
+}
+
+/// The most a `.gnu_debugdata` section may inflate to (real ones are a few MiB).
+const MINIDEBUGINFO_LIMIT: usize = 256 << 20;
+
+/// Function symbols from MiniDebugInfo: an xz-compressed ELF file in `.gnu_debugdata` whose
+/// .symtab holds the symbols a stripped binary's .dynsym lacks (Fedora, Android).
+fn minidebuginfo_symbols(obj: &object::File<'_>) -> Option<RawSymbols> {
+    let packed = obj.section_by_name(".gnu_debugdata")?.data().ok()?;
+    let mut out = LimitedVec(Vec::new());
+    lzma_rs::xz_decompress(&mut std::io::Cursor::new(packed), &mut out).ok()?;
+    let inner = object::File::parse(&out.0[..]).ok()?;
+    Some(text_symbols(inner.symbols()))
+}
+
+/// A Vec that refuses to grow past MINIDEBUGINFO_LIMIT (a corrupt stream cannot exhaust memory).
+struct LimitedVec(Vec<u8>);
+
+impl std::io::Write for LimitedVec {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.0.len() + buf.len() > MINIDEBUGINFO_LIMIT {
+            return Err(std::io::Error::other(".gnu_debugdata inflates past its limit"));
+        }
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Where separate debug files for `path` may be: by build id under /usr/lib/debug/.build-id,
