@@ -211,3 +211,34 @@ fn minidebuginfo_names_functions_of_a_stripped_binary() {
     let o = run(rperf().args(["report", "--format", "folded", "-i"]).arg(&data));
     assert!(stdout(&o).lines().any(|l| l.contains(";main;outer_caller ")), "{}", stdout(&o));
 }
+
+#[test]
+fn vdso_frames_are_named_from_the_recorded_image() {
+    let data = record("sym_vdso", &programs().clock);
+    let o = run(rperf().args(["report", "--sort", "dso,symbol", "-i"]).arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let vdso: f64 = text
+        .lines()
+        .filter(|l| l.contains("[vdso]") && l.contains("clock_gettime"))
+        .filter_map(|l| l.split('%').next()?.trim().parse::<f64>().ok())
+        .sum();
+    assert!(vdso >= 30.0, "vDSO clock_gettime has {vdso}%:\n{text}");
+    // The image is in the recording (rperf's section 195), not read from this machine.
+    let o = run(rperf().args(["dump", "-i"]).arg(&data));
+    assert!(stdout(&o).contains("rperf vDSO image (feature 195)"), "no vDSO section:\n{}", stdout(&o));
+    // perf's recordings of the same program: the vDSO of this machine, checked by build id.
+    let dir = scratch("sym_vdso_perf");
+    let perf_data = dir.join("perf.data");
+    let o = run(Command::new("perf")
+        .args(["record", "-q", "-g", "-F", "2000", "-o"])
+        .arg(&perf_data)
+        .arg(&programs().clock)
+        .arg("1"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let syms = rows(&perf_data, &["--sort", "symbol"]);
+    assert!(
+        syms.iter().any(|(p, n)| n.contains("clock_gettime") && *p >= 30.0 && n.starts_with("__vdso")),
+        "{syms:?}"
+    );
+}

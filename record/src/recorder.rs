@@ -907,7 +907,15 @@ impl Session {
                 ids.push(BuildIdEntry { pid: -1, kernel: false, build_id: bid, path: path.clone() });
             }
         }
+        // The vDSO exists only in memory; keep its image so that its frames can be named later.
+        let vdso = rperf_symbols::running_vdso();
+        if let Some(bid) = vdso.as_deref().and_then(rperf_symbols::image_build_id) {
+            ids.push(BuildIdEntry { pid: -1, kernel: false, build_id: bid, path: "[vdso]".into() });
+        }
         f.push((feature::BUILD_ID, writer::build_id_feature(&ids)));
+        if let Some(image) = vdso {
+            f.push((feature::RPERF_VDSO, image));
+        }
         if let Some(dumps) = writer::jitdumps_feature(&self.sink.jitdumps) {
             f.push((feature::RPERF_JITDUMPS, dumps));
         }

@@ -41,8 +41,8 @@ pub mod feature {
     pub const RPERF_PERF_MAPS: u32 = 193;
     /// rperf's copy of the jitdump files (`jit-PID.dump`) the recorded runtimes wrote.
     pub const RPERF_JITDUMPS: u32 = 194;
-    /// rperf's own section: files the report needs that may be gone later (JIT maps, the vDSO).
-    pub const RPERF_FILES: u32 = 193;
+    /// rperf's copy of the vDSO image the recorded processes ran with.
+    pub const RPERF_VDSO: u32 = 195;
 }
 
 /// One event attribute as stored in the file.

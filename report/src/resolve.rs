@@ -474,6 +474,18 @@ fn hex(b: &[u8]) -> String {
 
 /// Finds and loads the binary for a DSO; the warning says why a candidate was not used.
 fn load_binary(finder: &BinaryFinder, d: &crate::model::Dso) -> (Option<Arc<Binary>>, Option<String>) {
+    if d.kind == DsoKind::Vdso {
+        let elf = finder
+            .find_vdso(d.build_id.as_deref())
+            .and_then(|image| ElfInfo::from_bytes(std::path::Path::new("[vdso]"), &image).ok());
+        return (
+            elf.map(|elf| {
+                let unwind = UnwindSections::from_elf(&elf.data).filter(|u| u.has_cfi()).map(Arc::new);
+                Arc::new(Binary { elf, unwind })
+            }),
+            None,
+        );
+    }
     if d.kind != DsoKind::File {
         return (None, None);
     }

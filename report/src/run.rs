@@ -21,6 +21,8 @@ use crate::Error;
 const RPERF_KALLSYMS: u32 = 192;
 const RPERF_PERF_MAPS: u32 = 193;
 const RPERF_JITDUMPS: u32 = 194;
+/// rperf's copy of the vDSO image.
+const RPERF_VDSO: u32 = 195;
 const MAX_UNWIND_FRAMES: usize = 1024;
 
 /// Distinct address-level stacks of each thread: (comm, pid, tid) → frames → (samples, period).
@@ -212,7 +214,10 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
             m.into_values().map(|d| (String::from_utf8_lossy(&d.path).into_owned(), d.build_id)).collect()
         })
         .unwrap_or_default();
-    let finder = BinaryFinder::new(opts.symfs.as_deref());
+    let mut finder = BinaryFinder::new(opts.symfs.as_deref());
+    if let Some(image) = perf_file.feature_section_data(Feature(RPERF_VDSO)) {
+        finder.set_recorded_vdso(image.to_vec());
+    }
     let mut resolver = Resolver::new(finder, kernel, stored, arch);
     resolver.dwarf_inline = opts.inline;
     if let Some(d) = perf_file.feature_section_data(Feature(RPERF_PERF_MAPS)) {
@@ -404,6 +409,17 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
     }
     warnings.append(&mut resolver.warnings);
     Ok(Profile { header, events, model, resolver, warnings })
+}
+
+/// The name of one of rperf's own feature sections.
+pub fn rperf_feature_name(feature: u32) -> Option<&'static str> {
+    match feature {
+        RPERF_KALLSYMS => Some("kallsyms snapshot"),
+        RPERF_PERF_MAPS => Some("JIT symbol maps"),
+        RPERF_JITDUMPS => Some("jitdumps"),
+        RPERF_VDSO => Some("vDSO image"),
+        _ => None,
+    }
 }
 
 /// The JIT symbol maps rperf kept in its feature section 193: (pid u32, length u32, text)*.

@@ -44,7 +44,18 @@ impl ElfInfo {
         // profiler can guard against (every symbolizer maps them).
         let map =
             unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::Io { path: path.into(), source: e })?;
-        let data = Arc::new(map);
+        Self::from_map(path, Arc::new(map))
+    }
+
+    /// Parses an image held in memory (the vDSO kept in a recording), named `name`.
+    pub fn from_bytes(name: &Path, bytes: &[u8]) -> Result<ElfInfo, Error> {
+        let io = |e| Error::Io { path: name.into(), source: e };
+        let mut anon = memmap2::MmapMut::map_anon(bytes.len().max(1)).map_err(io)?;
+        anon[..bytes.len()].copy_from_slice(bytes);
+        Self::from_map(name, Arc::new(anon.make_read_only().map_err(io)?))
+    }
+
+    fn from_map(path: &Path, data: Arc<memmap2::Mmap>) -> Result<ElfInfo, Error> {
         let obj = object::File::parse(&data[..])
             .map_err(|e| Error::Parse { path: path.into(), reason: e.to_string() })?;
         let build_id = obj.build_id().ok().flatten().map(<[u8]>::to_vec);

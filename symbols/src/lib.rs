@@ -22,7 +22,7 @@ pub use demangle::demangle;
 pub use dwarf::{DebugInfo, SourceFrame};
 pub use elf::{debug_file_candidates, ElfInfo, LoadSegment};
 pub use kernel::KernelSymbols;
-pub use locate::{BinaryFinder, Found};
+pub use locate::{image_build_id, running_vdso, BinaryFinder, Found};
 pub use table::{Binding, Symbol, SymbolTable};
 
 /// Errors of loading symbol sources.

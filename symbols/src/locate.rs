@@ -19,6 +19,7 @@ pub enum Found {
 pub struct BinaryFinder {
     symfs: Option<PathBuf>,
     by_build_id: HashMap<String, PathBuf>,
+    recorded_vdso: Option<Vec<u8>>,
 }
 
 fn hex(b: &[u8]) -> String {
@@ -39,7 +40,7 @@ impl BinaryFinder {
                 }
             }
         }
-        BinaryFinder { symfs: symfs.map(Path::to_path_buf), by_build_id }
+        BinaryFinder { symfs: symfs.map(Path::to_path_buf), by_build_id, recorded_vdso: None }
     }
 
     /// Finds the binary recorded as `path` with `build_id`.
@@ -80,6 +81,56 @@ impl BinaryFinder {
     }
 }
 
+impl BinaryFinder {
+    /// Uses the vDSO image a recording kept.
+    pub fn set_recorded_vdso(&mut self, image: Vec<u8>) {
+        self.recorded_vdso = Some(image);
+    }
+
+    /// The vDSO image with `build_id`: the recording's copy, perf's build-id cache
+    /// (`~/.debug/[vdso]/ID/vdso`), else this machine's own vDSO when its build id matches (or
+    /// none was recorded).
+    pub fn find_vdso(&self, build_id: Option<&[u8]>) -> Option<Vec<u8>> {
+        let want = build_id.filter(|b| b.iter().any(|x| *x != 0));
+        if let Some(image) = &self.recorded_vdso {
+            return Some(image.clone());
+        }
+        if let (Some(id), Some(home)) = (want, std::env::var_os("HOME")) {
+            let cached = Path::new(&home).join(".debug/[vdso]").join(hex(id)).join("vdso");
+            if let Ok(image) = std::fs::read(cached) {
+                return Some(image);
+            }
+        }
+        let image = running_vdso()?;
+        match (want, image_build_id(&image)) {
+            (Some(want), Some(have)) if !same_build_id(want, &have) => None,
+            _ => Some(image),
+        }
+    }
+}
+
+/// The vDSO the kernel maps into this process (the same image in every process of this boot),
+/// copied out of memory.
+pub fn running_vdso() -> Option<Vec<u8>> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.trim_end().ends_with("[vdso]"))?;
+    let (start, end) = line.split_once(' ')?.0.split_once('-')?;
+    let start = usize::from_str_radix(start, 16).ok()?;
+    let end = usize::from_str_radix(end, 16).ok()?;
+    if end <= start || end - start > 1 << 20 {
+        return None;
+    }
+    // SAFETY: the kernel maps the vDSO readable for the whole life of the process, at the range
+    // /proc/self/maps names.
+    Some(unsafe { std::slice::from_raw_parts(start as *const u8, end - start) }.to_vec())
+}
+
+/// The build id of an ELF image in memory.
+pub fn image_build_id(image: &[u8]) -> Option<Vec<u8>> {
+    use object::Object;
+    object::File::parse(image).ok()?.build_id().ok().flatten().map(<[u8]>::to_vec)
+}
+
 /// Compares build ids, ignoring zero padding at the end (perf pads them to 20 bytes).
 pub fn same_build_id(a: &[u8], b: &[u8]) -> bool {
     let trim = |x: &[u8]| {
@@ -100,6 +151,13 @@ fn file_build_id(path: &Path) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_running_vdso_is_an_elf_image_with_a_build_id() {
+        let image = super::running_vdso().expect("a [vdso] mapping");
+        assert_eq!(&image[..4], b"\x7fELF");
+        assert!(super::image_build_id(&image).is_some_and(|id| !id.is_empty()));
+    }
+
     #[test]
     fn padded_build_ids_match() {
         assert!(super::same_build_id(&[1, 2, 3, 0, 0], &[1, 2, 3]));

@@ -36,6 +36,8 @@ pub struct Programs {
     pub inline_cpp: PathBuf,
     /// inline.rs (rustc -O -g, frame pointers): the same in Rust.
     pub inline_rs: PathBuf,
+    /// clock.cpp (frame pointers): reads the clock through the vDSO in a loop.
+    pub clock: PathBuf,
 }
 
 /// Builds tests/programs once per test binary.
@@ -84,7 +86,9 @@ pub fn programs() -> &'static Programs {
             .expect("rustc builds the Rust test program");
         assert!(st.success(), "building inline.rs");
         std::fs::rename(&tmp, &inline_rs).unwrap();
-        Programs { workload_fp, workload, mixed, mixed_fp, offcpu, spawner, inline_cpp, inline_rs }
+        let clock = dir.join("clock");
+        build("clock.cpp", &clock, &["-fno-omit-frame-pointer"]);
+        Programs { workload_fp, workload, mixed, mixed_fp, offcpu, spawner, inline_cpp, inline_rs, clock }
     })
 }
 
