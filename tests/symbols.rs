@@ -242,3 +242,58 @@ fn vdso_frames_are_named_from_the_recorded_image() {
         "{syms:?}"
     );
 }
+
+/// `(percent, dso, symbol)` rows of a `--sort dso,symbol` report.
+fn dso_rows(data: &Path, extra: &[&str]) -> Vec<(f64, String, String)> {
+    let o = run(rperf().args(["report", "--sort", "dso,symbol"]).args(extra).arg("-i").arg(data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    stdout(&o)
+        .lines()
+        .filter_map(|l| {
+            let (pct, rest) = l.split_once('%')?;
+            let mut f = rest.split_whitespace();
+            Some((pct.trim().parse().ok()?, f.next()?.to_string(), f.collect::<Vec<_>>().join(" ")))
+        })
+        .collect()
+}
+
+#[test]
+fn kernel_module_frames_are_shown_under_their_module() {
+    let dir = scratch("sym_modules");
+    let data = dir.join("perf.data");
+    let o = run(rperf().args(["record", "-F", "2000", "-o"]).arg(&data).args([
+        "--",
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "bs=16",
+        "count=1500000",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let plain = dso_rows(&data, &[]);
+    let (pct, _, hot) = plain
+        .iter()
+        .find(|r| r.1 == "[kernel.kallsyms]" && r.2 != "[unknown]")
+        .cloned()
+        .unwrap_or_else(|| panic!("no kernel symbol: {plain:?}"));
+    // The same kernel, with the hottest kernel function claimed by a module.
+    let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap();
+    let moved: String = kallsyms
+        .lines()
+        .map(|l| {
+            if l.split_whitespace().nth(2) == Some(hot.as_str()) {
+                format!("{l}\t[fakemod]\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect();
+    let file = dir.join("kallsyms");
+    std::fs::write(&file, moved).unwrap();
+    let rows = dso_rows(&data, &["--kallsyms", file.to_str().unwrap()]);
+    assert!(
+        rows.iter().any(|r| r.1 == "[fakemod]" && r.2 == hot && (r.0 - pct).abs() < 0.01),
+        "{hot} {pct}%: {rows:?}"
+    );
+    assert!(!rows.iter().any(|r| r.1 == "[kernel.kallsyms]" && r.2 == hot), "{rows:?}");
+}

@@ -313,11 +313,13 @@ impl Resolver {
 
     /// Names every frame seen so far, once per (binary, offset), loading binaries and looking
     /// up symbols in parallel. Returns the function of each frame id.
-    pub fn symbolize(&mut self, model: &Model) -> Symbolized {
+    pub fn symbolize(&mut self, model: &mut Model) -> Symbolized {
         use rayon::prelude::*;
         if self.addrs.iter().any(|a| a.2 == AddrKind::Kernel) {
             self.kernel();
+            self.assign_modules(model);
         }
+        let model = &*model;
         let wanted: Vec<DsoId> = {
             let mut v: Vec<DsoId> = self
                 .addrs
@@ -360,6 +362,20 @@ impl Resolver {
         }
         self.addrs = addrs;
         out
+    }
+
+    /// Kernel frames outside every recorded kernel map belong to the module the kallsyms
+    /// snapshot names for their address (`[ext4]`), as perf shows them.
+    fn assign_modules(&mut self, model: &mut Model) {
+        let KernelSource::Ready(k) = &self.kernel else { return };
+        for (dso, key, kind) in self.addrs.iter_mut() {
+            if *kind != AddrKind::Kernel || model.dsos[*dso as usize].path != "[kernel.kallsyms]" {
+                continue;
+            }
+            if let Some(m) = k.module_of(*key) {
+                *dso = model.dso(&format!("[{m}]"), None, DsoKind::Kernel);
+            }
+        }
     }
 
     fn name_of(&self, model: &Model, dso: DsoId, key: u64, kind: AddrKind) -> Named {

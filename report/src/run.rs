@@ -383,7 +383,7 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
     }
     // Names for every distinct frame at once, then the distinct stacks folded in by function.
     progress.stage("symbolizing");
-    let func_of = resolver.symbolize(&model);
+    let func_of = resolver.symbolize(&mut model);
     progress.finish();
     // Stack outputs mark off-CPU time with a frame of its own above the blocking stack.
     let marker = (opts.format != crate::Format::Text).then(|| resolver.marker(&mut model, "[off-cpu]"));

@@ -7,18 +7,22 @@ use crate::SymbolTable;
 pub struct KernelSymbols {
     /// The table.
     pub table: SymbolTable,
+    /// (first symbol address, module) for each run of module symbols, by address; a run of
+    /// core kernel symbols has None.
+    modules: Vec<(u64, Option<String>)>,
 }
 
 impl KernelSymbols {
     /// A table from symbols the recording carries.
     pub fn from_table(table: SymbolTable) -> KernelSymbols {
-        KernelSymbols { table }
+        KernelSymbols { table, modules: Vec::new() }
     }
 
     /// Parses `/proc/kallsyms`-format text; only text symbols are kept. Hidden (all-zero)
     /// addresses give an empty table.
     pub fn from_kallsyms(text: &str) -> KernelSymbols {
         let mut raw = Vec::new();
+        let mut owners = Vec::new();
         for line in text.lines() {
             let mut it = line.split_whitespace();
             let (Some(addr), Some(kind), Some(name)) = (it.next(), it.next(), it.next()) else { continue };
@@ -27,8 +31,18 @@ impl KernelSymbols {
                 continue;
             }
             raw.push((addr, 0, name.to_string()));
+            owners.push((addr, it.next().map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string())));
         }
-        KernelSymbols { table: SymbolTable::new(raw) }
+        owners.sort_by_key(|o| o.0);
+        owners.dedup_by(|next, prev| next.1 == prev.1);
+        let modules = if owners.iter().any(|o| o.1.is_some()) { owners } else { Vec::new() };
+        KernelSymbols { table: SymbolTable::new(raw), modules }
+    }
+
+    /// The loadable module whose code holds `addr` (`ext4`), None for the core kernel.
+    pub fn module_of(&self, addr: u64) -> Option<&str> {
+        let i = self.modules.partition_point(|o| o.0 <= addr);
+        self.modules.get(i.checked_sub(1)?)?.1.as_deref()
     }
 }
 
@@ -40,5 +54,19 @@ mod tests {
             "ffffffff81000000 T _text\nffffffff81000100 T do_work\nffffffff81000200 D data\nffffffff81000300 t next\n",
         );
         assert_eq!(k.table.lookup(0xffffffff81000150).unwrap().name, "do_work");
+        assert_eq!(k.module_of(0xffffffff81000150), None);
+    }
+
+    #[test]
+    fn module_symbols_belong_to_their_module() {
+        let k = super::KernelSymbols::from_kallsyms(
+            "ffffffff81000000 T _text\nffffffff81000100 T do_work\n\
+             ffffffffc0001000 t ext4_read\t[ext4]\nffffffffc0001100 t ext4_write\t[ext4]\n\
+             ffffffffc0002000 t nf_hook\t[nf_tables]\n",
+        );
+        assert_eq!(k.module_of(0xffffffffc0001180), Some("ext4"));
+        assert_eq!(k.module_of(0xffffffffc0002010), Some("nf_tables"));
+        assert_eq!(k.module_of(0xffffffff81000110), None);
+        assert_eq!(k.table.lookup(0xffffffffc0001180).unwrap().name, "ext4_write");
     }
 }
