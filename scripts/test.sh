@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs rperf's checks and tests, installing what they need first (Linux perf as the oracle,
-# g++, binutils and xz for the test programs, Node and a JDK as JIT runtimes, util-linux for the
+# g++, binutils, xz and llvm-dwp for the test programs, Node and a JDK as JIT runtimes, util-linux for the
 # permission tests, Go's pprof and headless Chromium to check the pprof and HTML outputs) and
 # mounting tracefs for the tracepoint tests.
 set -euo pipefail
@@ -14,6 +14,7 @@ command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v xz >/dev/null 2>&1 || need+=(xz-utils)
+command -v llvm-dwp >/dev/null 2>&1 || need+=(llvm)
 command -v go >/dev/null 2>&1 || need+=(golang-go)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ ${#need[@]} -gt 0 ]; then

@@ -297,3 +297,66 @@ fn kernel_module_frames_are_shown_under_their_module() {
     );
     assert!(!rows.iter().any(|r| r.1 == "[kernel.kallsyms]" && r.2 == hot), "{rows:?}");
 }
+
+#[test]
+fn symfs_holds_debug_files_in_build_id_layouts() {
+    let dir = scratch("sym_symfs_debug");
+    let full = &programs().inline_cpp;
+    let bare = dir.join("inline_bare");
+    tool(Command::new("objcopy").arg("--strip-all").arg(full).arg(&bare));
+    let data = record("sym_symfs_debug_rec", &bare);
+    let none = rows(&data, &["--sort", "symbol"]);
+    assert!(share(&none, "outer_caller") < 1.0, "stripped, no debug file yet: {none:?}");
+    let id = build_id_hex(&bare);
+    // simpleperf-style binary cache keyed by build id, and perf's build-id cache layout.
+    for rel in [
+        format!(".build-id/{}/{}.debug", &id[..2], &id[2..]),
+        format!(".build-id/{}/{}/debug", &id[..2], &id[2..]),
+    ] {
+        let symfs = dir.join(format!("symfs{}", rel.len()));
+        let debug = symfs.join(&rel);
+        std::fs::create_dir_all(debug.parent().unwrap()).unwrap();
+        tool(Command::new("objcopy").arg("--only-keep-debug").arg(full).arg(&debug));
+        let syms = rows(&data, &["--sort", "symbol", "--symfs", symfs.to_str().unwrap()]);
+        assert!(share(&syms, "inner_kernel (inlined)") >= 20.0, "{rel}: {syms:?}");
+        assert!(share(&syms, "outer_caller") >= 20.0, "{rel}: {syms:?}");
+    }
+}
+
+#[test]
+fn split_dwarf_is_read_from_dwo_files_and_dwp_packages() {
+    let dir = scratch("sym_split_dwarf");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/inline.cpp");
+    let prog = dir.join("split");
+    // gcc writes the .dwo beside the output and records its folder as the unit's comp_dir.
+    tool(
+        Command::new("g++")
+            .current_dir(&dir)
+            .args(["-O2", "-g", "-gsplit-dwarf", "-fno-omit-frame-pointer"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&prog),
+    );
+    let dwo: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "dwo"))
+        .collect();
+    assert_eq!(dwo.len(), 1, "{dwo:?}");
+    let data = record("sym_split_dwarf_rec", &prog);
+    let srcline = format!("inline.cpp:{}", hot_line("inline.cpp"));
+    let check = |what: &str| {
+        let syms = rows(&data, &["--sort", "symbol"]);
+        assert!(share(&syms, "inner_kernel (inlined)") >= 20.0, "{what}: {syms:?}");
+        let lines = rows(&data, &["--sort", "srcline"]);
+        assert!(share(&lines, &srcline) >= 20.0, "{what}: {lines:?}");
+    };
+    check(".dwo");
+    // The same units packed into split.dwp, the .dwo gone.
+    tool(Command::new("llvm-dwp").arg("-e").arg(&prog).arg("-o").arg(dir.join("split.dwp")));
+    std::fs::remove_file(&dwo[0]).unwrap();
+    check(".dwp");
+    std::fs::remove_file(dir.join("split.dwp")).unwrap();
+    let syms = rows(&data, &["--sort", "symbol"]);
+    assert!(share(&syms, "inner_kernel (inlined)") < 1.0, "no split DWARF left: {syms:?}");
+}

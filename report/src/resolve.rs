@@ -506,7 +506,7 @@ fn load_binary(finder: &BinaryFinder, d: &crate::model::Dso) -> (Option<Arc<Bina
         return (None, None);
     }
     match finder.find(&d.path, d.build_id.as_deref()) {
-        Found::File(path) => match ElfInfo::load(&path) {
+        Found::File(path) => match ElfInfo::load_with_debug_roots(&path, &finder.debug_roots()) {
             Ok(elf) => {
                 let unwind = UnwindSections::from_elf(&elf.data).filter(|u| u.has_cfi()).map(Arc::new);
                 (Some(Arc::new(Binary { elf, unwind })), None)

@@ -54,6 +54,8 @@ pub struct DebugInfo {
     ctx: Mutex<addr2line::Context<Reader>>,
     /// The file the DWARF came from.
     pub path: PathBuf,
+    /// The split DWARF package beside it (`FILE.dwp`), opened on first need.
+    package: std::sync::OnceLock<Option<gimli::DwarfPackage<Reader>>>,
 }
 
 /// True when `obj` carries DWARF with line or function information.
@@ -112,7 +114,11 @@ impl DebugInfo {
         }
         let dwarf = dwarf_of(&obj, &map)?;
         let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
-        Some(DebugInfo { ctx: Mutex::new(ctx), path: path.to_path_buf() })
+        Some(DebugInfo {
+            ctx: Mutex::new(ctx),
+            path: path.to_path_buf(),
+            package: std::sync::OnceLock::new(),
+        })
     }
 
     /// The frames at `svma`, innermost (inlined) first, the containing function last. Empty when
@@ -124,7 +130,7 @@ impl DebugInfo {
             match lookup {
                 LookupResult::Output(r) => break r,
                 LookupResult::Load { load, continuation } => {
-                    lookup = continuation.resume(load_dwo(&load));
+                    lookup = continuation.resume(load_dwo(&load).or_else(|| self.from_package(&load)));
                 }
             }
         };
@@ -142,6 +148,35 @@ impl DebugInfo {
             }
         }
         out
+    }
+}
+
+impl DebugInfo {
+    /// A split unit from the DWARF package `FILE.dwp` beside the file, by its dwo id.
+    fn from_package(&self, load: &addr2line::SplitDwarfLoad<Reader>) -> Option<Arc<gimli::Dwarf<Reader>>> {
+        let package = self.package.get_or_init(|| {
+            let mut name = self.path.clone().into_os_string();
+            name.push(".dwp");
+            let map = map_file(Path::new(&name))?;
+            let obj = object::File::parse(&map[..]).ok()?;
+            let endian = endian_of(&obj);
+            let empty = Reader::new(Bytes { owner: Arc::new(Vec::<u8>::new()), start: 0, len: 0 }, endian);
+            gimli::DwarfPackage::load(
+                |id| {
+                    Ok::<_, gimli::Error>(load_section(
+                        &obj,
+                        &map,
+                        endian,
+                        id.dwo_name().unwrap_or(id.name()),
+                    ))
+                },
+                empty,
+            )
+            .ok()
+        });
+        let mut unit = package.as_ref()?.find_cu(load.dwo_id, &load.parent).ok()??;
+        unit.make_dwo(&load.parent);
+        Some(Arc::new(unit))
     }
 }
 

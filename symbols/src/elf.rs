@@ -33,18 +33,25 @@ pub struct ElfInfo {
     /// The mapped file, for unwind sections and debug info.
     pub data: Arc<memmap2::Mmap>,
     debuglink: Option<String>,
+    debug_roots: Vec<PathBuf>,
     debug: std::sync::OnceLock<Option<crate::DebugInfo>>,
 }
 
 impl ElfInfo {
     /// Maps and parses `path`.
     pub fn load(path: &Path) -> Result<ElfInfo, Error> {
+        Self::load_with_debug_roots(path, &[])
+    }
+
+    /// Maps and parses `path`; separate debug files are also looked for under `roots` (symbol
+    /// directories laid out like `/`, like perf's build-id cache, or keyed by build id).
+    pub fn load_with_debug_roots(path: &Path, roots: &[PathBuf]) -> Result<ElfInfo, Error> {
         let file = std::fs::File::open(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
         // SAFETY: mapped read-only; binaries changing under a running report is outside what a
         // profiler can guard against (every symbolizer maps them).
         let map =
             unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::Io { path: path.into(), source: e })?;
-        Self::from_map(path, Arc::new(map))
+        Self::from_map(path, Arc::new(map), roots)
     }
 
     /// Parses an image held in memory (the vDSO kept in a recording), named `name`.
@@ -52,10 +59,10 @@ impl ElfInfo {
         let io = |e| Error::Io { path: name.into(), source: e };
         let mut anon = memmap2::MmapMut::map_anon(bytes.len().max(1)).map_err(io)?;
         anon[..bytes.len()].copy_from_slice(bytes);
-        Self::from_map(name, Arc::new(anon.make_read_only().map_err(io)?))
+        Self::from_map(name, Arc::new(anon.make_read_only().map_err(io)?), &[])
     }
 
-    fn from_map(path: &Path, data: Arc<memmap2::Mmap>) -> Result<ElfInfo, Error> {
+    fn from_map(path: &Path, data: Arc<memmap2::Mmap>, roots: &[PathBuf]) -> Result<ElfInfo, Error> {
         let obj = object::File::parse(&data[..])
             .map_err(|e| Error::Parse { path: path.into(), reason: e.to_string() })?;
         let build_id = obj.build_id().ok().flatten().map(<[u8]>::to_vec);
@@ -71,7 +78,8 @@ impl ElfInfo {
         let mut raw = text_symbols(obj.symbols());
         if raw.is_empty() {
             // Stripped: the full table may be in a separate debug file.
-            raw = debug_file_symbols(path, build_id.as_deref(), debuglink.as_deref()).unwrap_or_default();
+            raw = debug_file_symbols(path, build_id.as_deref(), debuglink.as_deref(), roots)
+                .unwrap_or_default();
         }
         if raw.is_empty() {
             // MiniDebugInfo keeps the local function symbols that .dynsym lacks.
@@ -86,6 +94,7 @@ impl ElfInfo {
             symbols: SymbolTable::with_bindings(raw),
             data,
             debuglink,
+            debug_roots: roots.to_vec(),
             debug: std::sync::OnceLock::new(),
         })
     }
@@ -98,12 +107,17 @@ impl ElfInfo {
                 if let Some(d) = crate::DebugInfo::from_map(&self.path, self.data.clone()) {
                     return Some(d);
                 }
-                debug_file_candidates(&self.path, self.build_id.as_deref(), self.debuglink.as_deref())
-                    .into_iter()
-                    .find_map(|cand| {
-                        let map = open_matching(&cand, self.build_id.as_deref())?;
-                        crate::DebugInfo::from_map(&cand, map)
-                    })
+                debug_file_candidates(
+                    &self.path,
+                    self.build_id.as_deref(),
+                    self.debuglink.as_deref(),
+                    &self.debug_roots,
+                )
+                .into_iter()
+                .find_map(|cand| {
+                    let map = open_matching(&cand, self.build_id.as_deref())?;
+                    crate::DebugInfo::from_map(&cand, map)
+                })
             })
             .as_ref()
     }
@@ -171,19 +185,40 @@ impl std::io::Write for LimitedVec {
     }
 }
 
-/// Where separate debug files for `path` may be: by build id under /usr/lib/debug/.build-id,
-/// and by .gnu_debuglink name beside the binary, in its .debug/ folder and under
-/// /usr/lib/debug.
-pub fn debug_file_candidates(path: &Path, build_id: Option<&[u8]>, debuglink: Option<&str>) -> Vec<PathBuf> {
+/// Where separate debug files for `path` may be: by build id under /usr/lib/debug/.build-id and
+/// in perf's build-id cache (`~/.debug/.build-id/xx/rest/debug`), and by .gnu_debuglink name
+/// beside the binary, in its .debug/ folder and under /usr/lib/debug. Each of `roots` is
+/// searched first: as a root file system (`ROOT/usr/lib/debug/...`), as a build-id cache
+/// (`ROOT/.build-id/xx/rest.debug`, `ROOT/.build-id/xx/rest/debug`).
+pub fn debug_file_candidates(
+    path: &Path,
+    build_id: Option<&[u8]>,
+    debuglink: Option<&str>,
+    roots: &[PathBuf],
+) -> Vec<PathBuf> {
     let mut out = Vec::new();
+    let home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".debug"));
     if let Some(id) = build_id.filter(|b| b.len() >= 2) {
         let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-        out.push(PathBuf::from(format!("/usr/lib/debug/.build-id/{}/{}.debug", &hex[..2], &hex[2..])));
+        let (dir, rest) = (&hex[..2], &hex[2..]);
+        for root in roots {
+            out.push(root.join(format!("usr/lib/debug/.build-id/{dir}/{rest}.debug")));
+            out.push(root.join(format!(".build-id/{dir}/{rest}.debug")));
+            out.push(root.join(format!(".build-id/{dir}/{rest}/debug")));
+        }
+        out.push(PathBuf::from(format!("/usr/lib/debug/.build-id/{dir}/{rest}.debug")));
+        if let Some(cache) = &home {
+            out.push(cache.join(format!(".build-id/{dir}/{rest}/debug")));
+        }
     }
     if let (Some(link), Some(dir)) = (debuglink, path.parent()) {
         out.push(dir.join(link));
         out.push(dir.join(".debug").join(link));
-        out.push(Path::new("/usr/lib/debug").join(dir.strip_prefix("/").unwrap_or(dir)).join(link));
+        let rel = dir.strip_prefix("/").unwrap_or(dir);
+        for root in roots {
+            out.push(root.join("usr/lib/debug").join(rel).join(link));
+        }
+        out.push(Path::new("/usr/lib/debug").join(rel).join(link));
     }
     out.retain(|p| p != path);
     out
@@ -210,8 +245,13 @@ fn open_matching(path: &Path, want: Option<&[u8]>) -> Option<Arc<memmap2::Mmap>>
     Some(map)
 }
 
-fn debug_file_symbols(path: &Path, build_id: Option<&[u8]>, link: Option<&str>) -> Option<RawSymbols> {
-    for cand in debug_file_candidates(path, build_id, link) {
+fn debug_file_symbols(
+    path: &Path,
+    build_id: Option<&[u8]>,
+    link: Option<&str>,
+    roots: &[PathBuf],
+) -> Option<RawSymbols> {
+    for cand in debug_file_candidates(path, build_id, link, roots) {
         let Some(map) = open_matching(&cand, build_id) else { continue };
         let Ok(dbg) = object::File::parse(&map[..]) else { continue };
         let syms = text_symbols(dbg.symbols());

@@ -82,6 +82,11 @@ impl BinaryFinder {
 }
 
 impl BinaryFinder {
+    /// Folders searched for separate debug files before the system's: the symbol directory.
+    pub fn debug_roots(&self) -> Vec<PathBuf> {
+        self.symfs.iter().cloned().collect()
+    }
+
     /// Uses the vDSO image a recording kept.
     pub fn set_recorded_vdso(&mut self, image: Vec<u8>) {
         self.recorded_vdso = Some(image);
