@@ -130,7 +130,7 @@ impl DebugInfo {
             match lookup {
                 LookupResult::Output(r) => break r,
                 LookupResult::Load { load, continuation } => {
-                    lookup = continuation.resume(load_dwo(&load).or_else(|| self.from_package(&load)));
+                    lookup = continuation.resume(load_dwo(&load).or_else(|| self.packaged_unit(&load)));
                 }
             }
         };
@@ -153,7 +153,7 @@ impl DebugInfo {
 
 impl DebugInfo {
     /// A split unit from the DWARF package `FILE.dwp` beside the file, by its dwo id.
-    fn from_package(&self, load: &addr2line::SplitDwarfLoad<Reader>) -> Option<Arc<gimli::Dwarf<Reader>>> {
+    fn packaged_unit(&self, load: &addr2line::SplitDwarfLoad<Reader>) -> Option<Arc<gimli::Dwarf<Reader>>> {
         let package = self.package.get_or_init(|| {
             let mut name = self.path.clone().into_os_string();
             name.push(".dwp");
