@@ -41,7 +41,7 @@ def perf_named_share(data):
 
 
 def rperf_named_share(data):
-    out = subprocess.run([RPERF, "report", "--no-inline", "--format", "folded", "-i", data],
+    out = subprocess.run([RPERF, "report", "--format", "folded", "-i", data],
                          capture_output=True, text=True).stdout
     frames = named = 0
     for line in out.splitlines():

@@ -75,7 +75,7 @@ impl ElfInfo {
             })
             .collect();
         let debuglink = debuglink_of(&obj);
-        let mut raw = text_symbols(obj.symbols());
+        let mut raw = text_symbols(&obj, obj.symbols());
         if raw.is_empty() {
             // Stripped: the full table may be in a separate debug file.
             raw = debug_file_symbols(path, build_id.as_deref(), debuglink.as_deref(), roots)
@@ -84,7 +84,7 @@ impl ElfInfo {
         if raw.is_empty() {
             // MiniDebugInfo keeps the local function symbols that .dynsym lacks.
             raw = minidebuginfo_symbols(&obj).unwrap_or_default();
-            raw.extend(text_symbols(obj.dynamic_symbols()));
+            raw.extend(text_symbols(&obj, obj.dynamic_symbols()));
         }
         raw.extend(plt_symbols(&obj));
         Ok(ElfInfo {
@@ -131,8 +131,22 @@ impl ElfInfo {
     }
 }
 
-fn text_symbols(syms: object::read::SymbolIterator<'_, '_>) -> RawSymbols {
-    syms.filter(|s| s.kind() == SymbolKind::Text && s.address() != 0)
+/// Function symbols, plus labels (untyped symbols) in executable sections such as ld.so's
+/// `_start`, which perf names too; ARM mapping symbols (`$x`, `$d`) are not functions.
+fn text_symbols(obj: &object::File<'_>, syms: object::read::SymbolIterator<'_, '_>) -> RawSymbols {
+    let executable = |index: Option<object::SectionIndex>| {
+        let flags = index.and_then(|i| obj.section_by_index(i).ok()).map(|s| s.flags());
+        matches!(flags, Some(object::SectionFlags::Elf { sh_flags }) if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0)
+    };
+    syms.filter(|s| s.address() != 0)
+        .filter(|s| match s.kind() {
+            SymbolKind::Text => true,
+            SymbolKind::Unknown => {
+                executable(s.section_index())
+                    && s.name().is_ok_and(|n| !n.is_empty() && !n.starts_with('$') && !n.starts_with(".L"))
+            }
+            _ => false,
+        })
         .filter_map(|s| {
             let binding = if s.is_weak() {
                 Binding::Weak
@@ -166,7 +180,7 @@ fn minidebuginfo_symbols(obj: &object::File<'_>) -> Option<RawSymbols> {
     let mut out = LimitedVec(Vec::new());
     lzma_rs::xz_decompress(&mut std::io::Cursor::new(packed), &mut out).ok()?;
     let inner = object::File::parse(&out.0[..]).ok()?;
-    Some(text_symbols(inner.symbols()))
+    Some(text_symbols(&inner, inner.symbols()))
 }
 
 /// A Vec that refuses to grow past MINIDEBUGINFO_LIMIT (a corrupt stream cannot exhaust memory).
@@ -254,7 +268,7 @@ fn debug_file_symbols(
     for cand in debug_file_candidates(path, build_id, link, roots) {
         let Some(map) = open_matching(&cand, build_id) else { continue };
         let Ok(dbg) = object::File::parse(&map[..]) else { continue };
-        let syms = text_symbols(dbg.symbols());
+        let syms = text_symbols(&dbg, dbg.symbols());
         if !syms.is_empty() {
             return Some(syms);
         }
