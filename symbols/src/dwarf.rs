@@ -70,12 +70,15 @@ fn load_section(
     name: &str,
 ) -> Reader {
     let empty = || Bytes { owner: Arc::new(Vec::<u8>::new()), start: 0, len: 0 };
+    if name.is_empty() {
+        return Reader::new(empty(), endian);
+    }
     let bytes = match obj.section_by_name(name).map(|s| s.uncompressed_data()) {
         // Borrowed data lies inside the mapping: share it without a copy.
-        Some(Ok(Cow::Borrowed(b))) => {
-            let start = b.as_ptr() as usize - map.as_ptr() as usize;
-            Bytes { owner: map.clone(), start, len: b.len() }
-        }
+        Some(Ok(Cow::Borrowed(b))) => match (b.as_ptr() as usize).checked_sub(map.as_ptr() as usize) {
+            Some(start) if start + b.len() <= map.len() => Bytes { owner: map.clone(), start, len: b.len() },
+            _ => empty(),
+        },
         // Compressed sections (SHF_COMPRESSED, .zdebug) are inflated once.
         Some(Ok(Cow::Owned(v))) => {
             let len = v.len();
@@ -94,9 +97,20 @@ fn endian_of(obj: &object::File<'_>) -> gimli::RunTimeEndian {
     }
 }
 
+/// Sections that names and lines never read: variable locations and macros, often the largest
+/// part of a debug file. They are left empty rather than inflated.
+fn unused(id: gimli::SectionId) -> bool {
+    use gimli::SectionId::*;
+    matches!(id, DebugLoc | DebugLocLists | DebugMacinfo | DebugMacro)
+}
+
 fn dwarf_of(obj: &object::File<'_>, map: &Arc<memmap2::Mmap>) -> Option<gimli::Dwarf<Reader>> {
     let endian = endian_of(obj);
-    gimli::Dwarf::load(|id| Ok::<_, gimli::Error>(load_section(obj, map, endian, id.name()))).ok()
+    gimli::Dwarf::load(|id| {
+        let name = if unused(id) { "" } else { id.name() };
+        Ok::<_, gimli::Error>(load_section(obj, map, endian, name))
+    })
+    .ok()
 }
 
 fn map_file(path: &Path) -> Option<Arc<memmap2::Mmap>> {
