@@ -5,13 +5,15 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use rperf_report::{CallOrder, Filters, Format, OffCpuMode, ReportOptions, SortKey};
+use rperf_report::{CallOrder, Filters, Format, OffCpuMode, ReportOptions, SortKey, StackPrefix};
 
 /// Report a recording (from rperf, Linux perf or simpleperf): overheads by command, process,
 /// thread, shared object and function, with call graphs.
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:\n  rperf report\n  rperf report --sort dso,symbol\n  \
-    rperf report -g caller --percent-limit 1\n  rperf report -i app.data --symfs ./binaries --children")]
+    rperf report -g caller --percent-limit 1\n  rperf report -i app.data --symfs ./binaries --children\n  \
+    rperf report -o profile.html\n  rperf report -o cpu.pb.gz && go tool pprof -top cpu.pb.gz\n  \
+    rperf report --diff before.data -i after.data -o diff.svg")]
 pub struct ReportArgs {
     /// The recording.
     #[arg(short = 'i', long = "input", default_value = "perf.data")]
@@ -85,10 +87,32 @@ pub struct ReportArgs {
     /// mixed-on-off-cpu (one event of wall-clock time; the default for such recordings).
     #[arg(long = "trace-offcpu", value_name = "MODE")]
     trace_offcpu: Option<String>,
-    /// Output format: text, folded (stacks for flamegraph tools) or svg (a flamegraph).
-    /// Inferred from the -o file's extension (.folded, .svg) when not given.
+    /// Output format: text, folded (stacks for flamegraph tools), svg (a flamegraph), html (an
+    /// interactive, self-contained page), pprof (gzipped profile.proto), gecko (Firefox
+    /// Profiler) or json (one line per sample). Inferred from the -o file's extension (.folded,
+    /// .svg, .html, .pb.gz or .pprof, .gecko.json, .json) when not given.
     #[arg(long = "format", value_name = "FMT")]
     format: Option<String>,
+    /// Folded stacks and flamegraphs: prefix stacks with the process (comm-PID) or thread
+    /// (comm-PID/TID).
+    #[arg(long = "prefix", value_name = "pid|tid")]
+    prefix: Option<String>,
+    /// Folded stacks and flamegraphs: tag kernel frames `_[k]` and JIT frames `_[j]`.
+    #[arg(long = "annotate")]
+    annotate: bool,
+    /// Flamegraph title.
+    #[arg(long = "title")]
+    title: Option<String>,
+    /// Flamegraph as an icicle graph (callers at the top).
+    #[arg(long = "inverted")]
+    inverted: bool,
+    /// Flamegraph with stacks reversed (sampled functions at the root, their callers above).
+    #[arg(long = "reverse")]
+    reverse: bool,
+    /// A differential flamegraph (svg or html) of -i against this base recording: red where
+    /// time grew, blue where it shrank.
+    #[arg(long = "diff", value_name = "BASE")]
+    diff: Option<PathBuf>,
 }
 
 fn split_list(s: &Option<String>) -> Vec<String> {
@@ -125,11 +149,20 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
     };
     let format = match (&a.format, &a.output) {
         (Some(f), _) => {
-            Format::parse(f).with_context(|| format!("unknown --format '{f}': use text, folded or svg"))?
+            Format::parse(f).with_context(|| format!("unknown --format '{f}': use {}", Format::NAMES))?
         }
         (None, Some(o)) => Format::from_extension(o).unwrap_or(Format::Text),
         (None, None) => Format::Text,
     };
+    let prefix = match a.prefix.as_deref() {
+        None => StackPrefix::Comm,
+        Some("pid") => StackPrefix::Pid,
+        Some("tid") => StackPrefix::Tid,
+        Some(p) => bail!("--prefix {p}: use pid or tid"),
+    };
+    if a.diff.is_some() && !matches!(format, Format::Svg | Format::Html) {
+        bail!("--diff makes a differential flamegraph: add --format svg or html (or -o FILE.svg/.html)");
+    }
     let cpus = match &a.cpu {
         Some(c) => parse_cpus(c)?,
         None => Vec::new(),
@@ -163,6 +196,12 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         csv: a.csv,
         format,
         event_counts: a.event_counts,
+        prefix,
+        annotate: a.annotate,
+        title: a.title.clone(),
+        inverted: a.inverted,
+        reverse: a.reverse,
+        diff_base: a.diff.clone(),
         trace_offcpu: a
             .trace_offcpu
             .as_deref()

@@ -108,9 +108,21 @@ pub struct EventAggregate {
     pub period: u64,
     /// Entries.
     pub entries: HashMap<EntryKey, Entry>,
-    /// Whole stacks (thread name, then functions innermost first) with their event counts and
-    /// samples, for stack-based outputs.
-    pub stacks: HashMap<(u32, Vec<FuncId>), (u64, u64)>,
+    /// Whole stacks with their event counts and samples, for stack-based outputs.
+    pub stacks: HashMap<StackKey, (u64, u64)>,
+}
+
+/// A whole stack of one thread.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct StackKey {
+    /// Thread name (interned).
+    pub comm: u32,
+    /// Process id.
+    pub pid: i32,
+    /// Thread id.
+    pub tid: i32,
+    /// Functions, innermost first.
+    pub frames: Vec<FuncId>,
 }
 
 /// What aggregation needs to know of the options.
@@ -137,7 +149,7 @@ impl AggregateConfig {
             ],
             children: opts.children,
             call_graph: opts.call_graph,
-            stacks: opts.format != crate::options::Format::Text,
+            stacks: opts.format.uses_stacks(),
         }
     }
 
@@ -163,7 +175,8 @@ impl EventAggregate {
         self.samples = self.samples.saturating_add(s.samples);
         self.period = self.period.saturating_add(s.period);
         if cfg.stacks {
-            let st = self.stacks.entry((s.comm, s.frames.to_vec())).or_default();
+            let key = StackKey { comm: s.comm, pid: s.pid, tid: s.tid, frames: s.frames.to_vec() };
+            let st = self.stacks.entry(key).or_default();
             st.0 = st.0.saturating_add(s.period);
             st.1 = st.1.saturating_add(s.samples);
             return;
@@ -206,7 +219,10 @@ mod tests {
     use super::*;
 
     fn funcs() -> Vec<Func> {
-        ["leaf", "mid", "main"].iter().map(|n| Func { dso: 0, name: n.to_string(), inlined: false }).collect()
+        ["leaf", "mid", "main"]
+            .iter()
+            .map(|n| Func { dso: 0, name: n.to_string(), inlined: false, system: None })
+            .collect()
     }
 
     #[test]

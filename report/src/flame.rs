@@ -1,28 +1,83 @@
-//! Stack outputs: folded stacks and flamegraph SVGs (through inferno).
+//! Stack outputs: folded stacks and flamegraph SVGs (through inferno), plain and differential.
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use crate::aggregate::EventAggregate;
+use crate::model::DsoKind;
+use crate::options::{ReportOptions, StackPrefix};
 use crate::text::Names;
 
-/// Folded lines, root first and leaf last, prefixed by the thread name, with sample counts
-/// (or event counts with `by_period`).
-pub fn folded_lines(agg: &EventAggregate, names: &Names<'_>, by_period: bool) -> Vec<String> {
-    let mut lines: Vec<String> = agg
-        .stacks
-        .iter()
-        .map(|((comm, frames), (period, samples))| {
-            let weight = if by_period { period } else { samples };
-            let mut line = names.comm(*comm).replace(';', ":");
-            for f in frames.iter().rev() {
-                line.push(';');
-                line.push_str(&names.func_name(*f).replace(';', ":"));
-            }
-            format!("{line} {weight}")
-        })
-        .collect();
-    lines.sort();
-    lines
+/// How stacks become folded lines.
+#[derive(Clone, Copy, Debug)]
+pub struct FoldStyle {
+    /// Weights are event counts (else sample counts).
+    pub by_period: bool,
+    /// What the root names besides the thread.
+    pub prefix: StackPrefix,
+    /// Kernel frames end in `_[k]`, JIT frames in `_[j]`.
+    pub annotate: bool,
+    /// Stacks under this share (percent) of the total are left out.
+    pub percent_limit: f64,
+}
+
+impl FoldStyle {
+    /// The style the options ask for; `time` weights are always event counts.
+    pub fn new(opts: &ReportOptions, time: bool) -> FoldStyle {
+        FoldStyle {
+            by_period: opts.event_counts || time,
+            prefix: opts.prefix,
+            annotate: opts.annotate,
+            percent_limit: opts.percent_limit,
+        }
+    }
+}
+
+/// A frame's name in stack outputs: `;` (the separator) replaced, kernel and JIT code tagged
+/// when asked.
+fn frame_name(names: &Names<'_>, id: u32, annotate: bool) -> String {
+    let name = names.func_name(id).replace(';', ":");
+    if !annotate {
+        return name;
+    }
+    let Some(f) = names.funcs.get(id as usize) else { return name };
+    let dso = &names.model.dsos[f.dso as usize];
+    let jit = matches!(dso.kind, DsoKind::Anon)
+        || dso.display_name().starts_with("[JIT")
+        || dso.path.starts_with("/tmp/perf-")
+        || crate::resolve::jitdump_pid(&dso.path).is_some();
+    match dso.kind {
+        DsoKind::Kernel => format!("{name}_[k]"),
+        _ if jit => format!("{name}_[j]"),
+        _ => name,
+    }
+}
+
+/// Folded lines, root first and leaf last, prefixed by the thread name (and pid or tid), with
+/// their weights; identical lines are merged and the result is sorted.
+pub fn folded_lines(agg: &EventAggregate, names: &Names<'_>, style: FoldStyle) -> Vec<(String, u64)> {
+    let mut merged: BTreeMap<String, u64> = BTreeMap::new();
+    let total = if style.by_period { agg.period } else { agg.samples };
+    let min = (style.percent_limit / 100.0 * total as f64).ceil() as u64;
+    for (key, (period, samples)) in &agg.stacks {
+        let weight = if style.by_period { *period } else { *samples };
+        if weight == 0 || weight < min {
+            continue;
+        }
+        let comm = names.comm(key.comm).replace(';', ":");
+        let mut line = match style.prefix {
+            StackPrefix::Comm => comm,
+            StackPrefix::Pid => format!("{comm}-{}", key.pid),
+            StackPrefix::Tid => format!("{comm}-{}/{}", key.pid, key.tid),
+        };
+        for f in key.frames.iter().rev() {
+            line.push(';');
+            line.push_str(&frame_name(names, *f, style.annotate));
+        }
+        let w = merged.entry(line).or_default();
+        *w = w.saturating_add(weight);
+    }
+    merged.into_iter().collect()
 }
 
 /// Writes folded stacks.
@@ -30,28 +85,64 @@ pub fn write_folded(
     out: &mut dyn Write,
     agg: &EventAggregate,
     names: &Names<'_>,
-    by_period: bool,
+    style: FoldStyle,
 ) -> io::Result<()> {
-    for l in folded_lines(agg, names, by_period) {
-        writeln!(out, "{l}")?;
+    for (line, weight) in folded_lines(agg, names, style) {
+        writeln!(out, "{line} {weight}")?;
     }
     Ok(())
 }
 
-/// Writes a flamegraph SVG titled `title`, widths by samples or (`by_period`) event counts,
-/// named `count_name` in the tooltips.
-pub fn write_svg(
-    out: &mut dyn Write,
-    agg: &EventAggregate,
-    names: &Names<'_>,
-    title: &str,
-    count_name: &str,
-    by_period: bool,
-) -> io::Result<()> {
-    let lines = folded_lines(agg, names, by_period);
+/// Flamegraph settings.
+pub struct SvgStyle<'a> {
+    /// Title.
+    pub title: &'a str,
+    /// What the counts are, for tooltips (`samples`, `ns`, ...).
+    pub count_name: &'a str,
+    /// Icicle graph: roots at the top.
+    pub inverted: bool,
+    /// Leaf functions at the root.
+    pub reverse: bool,
+}
+
+fn inferno_options(style: &SvgStyle<'_>) -> inferno::flamegraph::Options<'static> {
     let mut opts = inferno::flamegraph::Options::default();
-    opts.title = title.to_string();
-    opts.count_name = count_name.to_string();
-    inferno::flamegraph::from_lines(&mut opts, lines.iter().map(String::as_str), out)
+    opts.title = style.title.to_string();
+    opts.count_name = style.count_name.to_string();
+    opts.reverse_stack_order = style.reverse;
+    if style.inverted {
+        opts.direction = inferno::flamegraph::Direction::Inverted;
+    }
+    opts
+}
+
+/// Writes a flamegraph SVG of folded lines (inferno's, with its search and zoom).
+pub fn write_svg(out: &mut dyn Write, lines: &[(String, u64)], style: &SvgStyle<'_>) -> io::Result<()> {
+    let text: Vec<String> = lines.iter().map(|(l, w)| format!("{l} {w}")).collect();
+    let mut opts = inferno_options(style);
+    inferno::flamegraph::from_lines(&mut opts, text.iter().map(String::as_str), out)
         .map_err(|e| io::Error::other(e.to_string()))
+}
+
+/// Writes a differential flamegraph: the shape of `new`, red where a stack grew against `base`
+/// and blue where it shrank (counts are scaled to the same total first).
+pub fn write_diff_svg(
+    out: &mut dyn Write,
+    base: &[(String, u64)],
+    new: &[(String, u64)],
+    style: &SvgStyle<'_>,
+) -> io::Result<()> {
+    let diff = diff_lines(base, new)?;
+    let mut opts = inferno_options(style);
+    inferno::flamegraph::from_lines(&mut opts, diff.lines(), out).map_err(|e| io::Error::other(e.to_string()))
+}
+
+/// `stack base_count new_count` lines, normalized to the same total (inferno's differential
+/// folding).
+pub fn diff_lines(base: &[(String, u64)], new: &[(String, u64)]) -> io::Result<String> {
+    let text = |lines: &[(String, u64)]| lines.iter().map(|(l, w)| format!("{l} {w}\n")).collect::<String>();
+    let opts = inferno::differential::Options { normalize: true, ..Default::default() };
+    let mut diff = Vec::new();
+    inferno::differential::from_readers(opts, text(base).as_bytes(), text(new).as_bytes(), &mut diff)?;
+    String::from_utf8(diff).map_err(io::Error::other)
 }

@@ -15,16 +15,20 @@
 mod aggregate;
 mod dump;
 mod flame;
+mod gecko;
+mod html;
 mod input;
+mod json;
 mod model;
 mod options;
+mod pprof;
 mod progress;
 mod resolve;
 mod run;
 mod text;
 
 pub use dump::dump;
-pub use options::{CallOrder, Filters, Format, OffCpuMode, ReportOptions, SortKey};
+pub use options::{CallOrder, Filters, Format, OffCpuMode, ReportOptions, SortKey, StackPrefix};
 pub use run::{load, Profile};
 
 /// Errors that stop a report.

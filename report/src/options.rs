@@ -81,28 +81,74 @@ pub enum Format {
     Folded,
     /// A flamegraph SVG.
     Svg,
+    /// One self-contained HTML file: flamegraph, function table, callers and callees.
+    Html,
+    /// Gzipped pprof profile.proto.
+    Pprof,
+    /// The Firefox Profiler's format.
+    Gecko,
+    /// JSON Lines: one record per sample with its symbolized stack.
+    Json,
 }
 
 impl Format {
+    /// Every format name, for messages.
+    pub const NAMES: &'static str = "text, folded, svg, html, pprof, gecko or json";
+
     /// Parses a format name.
     pub fn parse(s: &str) -> Option<Format> {
-        match s {
-            "text" => Some(Format::Text),
-            "folded" => Some(Format::Folded),
-            "svg" => Some(Format::Svg),
-            _ => None,
-        }
+        Some(match s {
+            "text" => Format::Text,
+            "folded" => Format::Folded,
+            "svg" => Format::Svg,
+            "html" => Format::Html,
+            "pprof" => Format::Pprof,
+            "gecko" => Format::Gecko,
+            "json" => Format::Json,
+            _ => return None,
+        })
     }
 
-    /// The format an output file name implies.
+    /// The format an output file name implies: `.folded`, `.svg`, `.html`, `.pb.gz`/`.pprof`,
+    /// `.gecko.json` (Firefox Profiler), `.json`, `.txt`.
     pub fn from_extension(path: &std::path::Path) -> Option<Format> {
-        match path.extension()?.to_str()? {
-            "folded" => Some(Format::Folded),
-            "svg" => Some(Format::Svg),
-            "txt" => Some(Format::Text),
-            _ => None,
-        }
+        let name = path.file_name()?.to_str()?.to_ascii_lowercase();
+        let ends = |e: &str| name.ends_with(e);
+        Some(if ends(".folded") {
+            Format::Folded
+        } else if ends(".svg") {
+            Format::Svg
+        } else if ends(".html") || ends(".htm") {
+            Format::Html
+        } else if ends(".pb.gz") || ends(".pprof") || ends(".pb") {
+            Format::Pprof
+        } else if ends(".gecko.json") || ends(".gecko") {
+            Format::Gecko
+        } else if ends(".json") || ends(".jsonl") {
+            Format::Json
+        } else if ends(".txt") {
+            Format::Text
+        } else {
+            return None;
+        })
     }
+
+    /// Formats built from whole stacks rather than report entries.
+    pub fn uses_stacks(&self) -> bool {
+        !matches!(self, Format::Text)
+    }
+}
+
+/// What folded stacks are prefixed with besides the thread name.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StackPrefix {
+    /// The thread name only.
+    #[default]
+    Comm,
+    /// `comm-PID`.
+    Pid,
+    /// `comm-PID/TID`.
+    Tid,
 }
 
 /// How recordings made with `--trace-offcpu` are weighted (simpleperf's mode names).
@@ -170,6 +216,18 @@ pub struct ReportOptions {
     pub event_counts: bool,
     /// Inlined calls as frames of their own, from DWARF (`--no-inline` turns it off).
     pub inline: bool,
+    /// Folded stacks and flamegraphs: what the root frame names.
+    pub prefix: StackPrefix,
+    /// Folded stacks and flamegraphs: kernel frames end in `_[k]`, JIT frames in `_[j]`.
+    pub annotate: bool,
+    /// Flamegraph title (default: rperf and the event).
+    pub title: Option<String>,
+    /// Flamegraphs grow downwards (icicle graph).
+    pub inverted: bool,
+    /// Flamegraphs with stacks reversed: leaf functions at the root, callers above.
+    pub reverse: bool,
+    /// A differential flamegraph against this base recording.
+    pub diff_base: Option<PathBuf>,
 }
 
 impl Default for ReportOptions {
@@ -193,6 +251,12 @@ impl Default for ReportOptions {
             trace_offcpu: None,
             event_counts: false,
             inline: true,
+            prefix: StackPrefix::Comm,
+            annotate: false,
+            title: None,
+            inverted: false,
+            reverse: false,
+            diff_base: None,
         }
     }
 }

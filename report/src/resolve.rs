@@ -50,6 +50,8 @@ pub struct Func {
     pub name: String,
     /// An inlined call: a frame of its own, inside the function of the next outer frame.
     pub inlined: bool,
+    /// The name as the binary stores it (mangled), when it differs from `name`.
+    pub system: Option<String>,
 }
 
 /// What symbolization made of every frame address: its functions (innermost inlined call
@@ -57,6 +59,9 @@ pub struct Func {
 pub struct Symbolized {
     spans: Vec<(u32, u32)>,
     flat: Vec<FuncId>,
+    /// Where in its function each entry of `flat` is: (file id + 1 or 0, line), when lines
+    /// were wanted.
+    places: Vec<(u32, u32)>,
     /// Interned `file:line` (or `binary[+offset]`) of each frame address.
     pub srcline: Vec<u32>,
 }
@@ -67,14 +72,33 @@ impl Symbolized {
         let (start, len) = self.spans[a as usize];
         &self.flat[start as usize..(start + len) as usize]
     }
+
+    /// Where in each of `funcs(a)` the address is: (source file id + 1, or 0 when unknown;
+    /// line). Empty unless the resolver wanted lines.
+    pub fn places(&self, a: AddrId) -> &[(u32, u32)] {
+        let (start, len) = self.spans[a as usize];
+        self.places.get(start as usize..(start + len) as usize).unwrap_or(&[])
+    }
+}
+
+/// A source position.
+#[derive(Default)]
+struct Place {
+    file: Option<String>,
+    line: u32,
 }
 
 /// The names found for one frame address.
+#[derive(Default)]
 struct Named {
-    /// Inlined calls, innermost first (demangled).
-    inlined: Vec<String>,
+    /// Inlined calls, innermost first: demangled name, name as stored, where in it.
+    inlined: Vec<(String, Option<String>, Place)>,
     /// The containing function.
     function: Option<String>,
+    /// Its name as stored (mangled).
+    system: Option<String>,
+    /// Where in the containing function.
+    place: Place,
     /// `file:line` of the address.
     srcline: Option<String>,
 }
@@ -106,8 +130,13 @@ pub struct Resolver {
     srcline_index: HashMap<String, u32>,
     /// Whether DWARF is read: inline frames (on unless --no-inline) and source lines.
     pub dwarf_inline: bool,
-    /// Whether source lines are wanted (`--sort srcline`, pprof).
+    /// Whether source lines are wanted (`--sort srcline`).
     pub want_srclines: bool,
+    /// Whether each frame's source file and line are wanted (pprof).
+    pub want_lines: bool,
+    /// Interned source file paths (for `Symbolized::places`).
+    pub files: Vec<String>,
+    file_index: HashMap<String, u32>,
     addrs: Vec<(DsoId, u64, AddrKind)>,
     addr_index: HashMap<(DsoId, u64), AddrId>,
     unwinders: HashMap<i32, (u64, ProcessUnwinder)>,
@@ -161,6 +190,9 @@ impl Resolver {
             srcline_index: HashMap::new(),
             dwarf_inline: true,
             want_srclines: false,
+            want_lines: false,
+            files: Vec::new(),
+            file_index: HashMap::new(),
             addrs: Vec::new(),
             addr_index: HashMap::new(),
             unwinders: HashMap::new(),
@@ -194,13 +226,29 @@ impl Resolver {
     }
 
     fn intern(&mut self, dso: DsoId, name: &str, inlined: bool) -> FuncId {
+        self.intern_with_system(dso, name, None, inlined)
+    }
+
+    fn intern_with_system(&mut self, dso: DsoId, name: &str, system: Option<&str>, inlined: bool) -> FuncId {
         if let Some(&id) = self.func_index.get(&(dso, name.to_string(), inlined)) {
             return id;
         }
         let id = self.funcs.len() as FuncId;
-        self.funcs.push(Func { dso, name: name.to_string(), inlined });
+        let system = system.filter(|s| *s != name).map(str::to_string);
+        self.funcs.push(Func { dso, name: name.to_string(), inlined, system });
         self.func_index.insert((dso, name.to_string(), inlined), id);
         id
+    }
+
+    fn intern_file(&mut self, place: &Place) -> (u32, u32) {
+        let Some(file) = &place.file else { return (0, place.line) };
+        if let Some(&id) = self.file_index.get(file) {
+            return (id + 1, place.line);
+        }
+        let id = self.files.len() as u32;
+        self.files.push(file.clone());
+        self.file_index.insert(file.clone(), id);
+        (id + 1, place.line)
     }
 
     fn intern_srcline(&mut self, s: String) -> u32 {
@@ -346,13 +394,23 @@ impl Resolver {
         let names: Vec<Named> =
             this.addrs.par_iter().map(|&(dso, key, kind)| this.name_of(model, dso, key, kind)).collect();
         let addrs = std::mem::take(&mut self.addrs);
-        let mut out = Symbolized { spans: Vec::new(), flat: Vec::new(), srcline: Vec::new() };
+        let mut out =
+            Symbolized { spans: Vec::new(), flat: Vec::new(), places: Vec::new(), srcline: Vec::new() };
         for (&(dso, key, _), named) in addrs.iter().zip(names) {
             let start = out.flat.len() as u32;
-            for name in &named.inlined {
-                out.flat.push(self.intern(dso, name, true));
+            for (name, system, place) in &named.inlined {
+                out.flat.push(self.intern_with_system(dso, name, system.as_deref(), true));
+                if self.want_lines {
+                    let p = self.intern_file(place);
+                    out.places.push(p);
+                }
             }
-            out.flat.push(self.intern(dso, named.function.as_deref().unwrap_or("[unknown]"), false));
+            let function = named.function.as_deref().unwrap_or("[unknown]");
+            out.flat.push(self.intern_with_system(dso, function, named.system.as_deref(), false));
+            if self.want_lines {
+                let p = self.intern_file(&named.place);
+                out.places.push(p);
+            }
             out.spans.push((start, out.flat.len() as u32 - start));
             let line = named.srcline.unwrap_or_else(|| {
                 let path = model.dsos[dso as usize].display_name();
@@ -362,6 +420,13 @@ impl Resolver {
         }
         self.addrs = addrs;
         out
+    }
+
+    /// The binary of frame address `a` and the place in it: a file offset for binaries, the
+    /// address itself for kernel and JIT code.
+    pub fn place_of(&self, a: AddrId) -> (DsoId, u64) {
+        let (dso, key, _) = self.addrs[a as usize];
+        (dso, key)
     }
 
     /// Kernel frames outside every recorded kernel map belong to the module the kallsyms
@@ -379,7 +444,7 @@ impl Resolver {
     }
 
     fn name_of(&self, model: &Model, dso: DsoId, key: u64, kind: AddrKind) -> Named {
-        let plain = |function: Option<String>| Named { inlined: Vec::new(), function, srcline: None };
+        let plain = |function: Option<String>| Named { function, ..Default::default() };
         match kind {
             AddrKind::Kernel => plain(match &self.kernel {
                 KernelSource::Ready(k) => k.table.lookup(key).map(|s| s.name.clone()),
@@ -400,14 +465,18 @@ impl Resolver {
             AddrKind::File => {
                 if let Some(Some(b)) = self.binaries.get(&dso) {
                     if let Some(vaddr) = b.elf.offset_to_vaddr(key) {
-                        let symbol = b.elf.symbols.lookup(vaddr).map(|s| s.demangled());
-                        if self.dwarf_inline || self.want_srclines {
-                            if let Some(named) = self.dwarf_names(&b.elf, vaddr, symbol.clone()) {
+                        let symbol = b.elf.symbols.lookup(vaddr);
+                        if self.dwarf_inline || self.want_srclines || self.want_lines {
+                            if let Some(named) = self.dwarf_names(&b.elf, vaddr, symbol) {
                                 return named;
                             }
                         }
-                        if symbol.is_some() {
-                            return plain(symbol);
+                        if let Some(sym) = symbol {
+                            return Named {
+                                function: Some(sym.demangled()),
+                                system: Some(sym.name.clone()),
+                                ..Default::default()
+                            };
                         }
                     }
                 }
@@ -422,23 +491,38 @@ impl Resolver {
 
     /// Inline frames and the source line at `vaddr` from the binary's DWARF. The containing
     /// function keeps its symbol-table name (`symbol`), as perf names it.
-    fn dwarf_names(&self, elf: &rperf_symbols::ElfInfo, vaddr: u64, symbol: Option<String>) -> Option<Named> {
+    fn dwarf_names(
+        &self,
+        elf: &rperf_symbols::ElfInfo,
+        vaddr: u64,
+        symbol: Option<&rperf_symbols::Symbol>,
+    ) -> Option<Named> {
         let frames = elf.debug_info()?.frames(vaddr);
         let (outer, inner) = frames.split_last()?;
         let srcline = frames.first().and_then(|f| {
             let file = f.file.as_deref()?;
             Some(format!("{}:{}", file.rsplit('/').next().unwrap_or(file), f.line.unwrap_or(0)))
         });
+        let place =
+            |f: &rperf_symbols::SourceFrame| Place { file: f.file.clone(), line: f.line.unwrap_or(0) };
         let inlined = if self.dwarf_inline {
             inner
                 .iter()
-                .map(|f| f.raw_name.as_deref().map_or("[unknown]".into(), rperf_symbols::demangle))
+                .map(|f| {
+                    let name = f.raw_name.as_deref().map_or("[unknown]".into(), rperf_symbols::demangle);
+                    (name, f.raw_name.clone(), place(f))
+                })
                 .collect()
         } else {
             Vec::new()
         };
-        let function = symbol.or_else(|| outer.raw_name.as_deref().map(rperf_symbols::demangle));
-        Some(Named { inlined, function, srcline })
+        // Without inline frames the sampled line is the one the whole address belongs to.
+        let at = if self.dwarf_inline { outer } else { &frames[0] };
+        let (function, system) = match symbol {
+            Some(s) => (Some(s.demangled()), Some(s.name.clone())),
+            None => (outer.raw_name.as_deref().map(rperf_symbols::demangle), outer.raw_name.clone()),
+        };
+        Some(Named { inlined, function, system, place: place(at), srcline })
     }
 
     /// Unwinds a user stack of process `pid` with the binaries mapped there now.

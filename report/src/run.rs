@@ -10,6 +10,7 @@ use rperf_symbols::{BinaryFinder, KernelSymbols, SymbolTable};
 use rperf_unwind::{split_callchain, Arch, ChainFrame, CodeAddress, Context, Regs};
 
 use crate::aggregate::{AggregateConfig, EventAggregate, ResolvedSample};
+use crate::flame::FoldStyle;
 use crate::input::{event_name, raw_attrs};
 use crate::model::Model;
 use crate::options::ReportOptions;
@@ -26,20 +27,36 @@ const RPERF_VDSO: u32 = 195;
 const MAX_UNWIND_FRAMES: usize = 1024;
 
 /// Distinct address-level stacks of each thread: (comm, pid, tid) → frames → (samples, period).
-type ThreadStacks = HashMap<(u32, i32, i32), HashMap<Vec<AddrId>, (u64, u64)>>;
+pub(crate) type ThreadStacks = HashMap<(u32, i32, i32), HashMap<Vec<AddrId>, (u64, u64)>>;
 
-struct EventState {
-    name: String,
-    type_: u32,
-    config: u64,
-    stacks: ThreadStacks,
+/// One sample, kept for per-sample outputs (gecko, json).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SampleRow {
+    pub time: u64,
+    pub pid: i32,
+    pub tid: i32,
+    pub cpu: u32,
+    pub period: u64,
+    pub comm: u32,
+    /// Index into `Profile::sample_stacks`.
+    pub stack: u32,
+}
+
+pub(crate) struct EventState {
+    pub name: String,
+    pub type_: u32,
+    pub config: u64,
+    /// Address stacks (kept after loading for pprof).
+    pub stacks: ThreadStacks,
     /// Stacks of off-CPU time (off-CPU recordings), kept apart so stack outputs can mark them.
     off_stacks: ThreadStacks,
-    agg: EventAggregate,
-    lost: u64,
-    truncated: u64,
+    pub agg: EventAggregate,
+    pub lost: u64,
+    pub truncated: u64,
     /// Event counts are nanoseconds of time (off-CPU recordings).
-    time_in_ns: bool,
+    pub time_in_ns: bool,
+    /// Every sample, for per-sample outputs.
+    pub rows: Vec<SampleRow>,
 }
 
 impl EventState {
@@ -54,6 +71,7 @@ impl EventState {
             lost: 0,
             truncated: 0,
             time_in_ns,
+            rows: Vec::new(),
         }
     }
 }
@@ -162,10 +180,16 @@ fn time_routing(
 
 /// Everything read from a recording, aggregated.
 pub struct Profile {
-    header: Header,
-    events: Vec<EventState>,
-    model: Model,
-    resolver: Resolver,
+    pub(crate) header: Header,
+    pub(crate) events: Vec<EventState>,
+    pub(crate) model: Model,
+    pub(crate) resolver: Resolver,
+    /// What each frame address was named.
+    pub(crate) symbolized: crate::resolve::Symbolized,
+    /// Distinct address stacks of the samples kept for per-sample outputs.
+    pub(crate) sample_stacks: Vec<Vec<AddrId>>,
+    /// Time of the first and last sample (perf clock, ns).
+    pub(crate) time_range: (u64, u64),
     /// Non-fatal problems met while reading.
     pub warnings: Vec<String>,
 }
@@ -227,6 +251,11 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
         resolver.embedded_jitdumps = embedded_jitdumps(d);
     }
     resolver.want_srclines = opts.sort.contains(&crate::SortKey::Srcline);
+    resolver.want_lines = matches!(opts.format, crate::Format::Pprof | crate::Format::Json);
+    let keep_rows = matches!(opts.format, crate::Format::Gecko | crate::Format::Json);
+    let mut sample_stacks: Vec<Vec<AddrId>> = Vec::new();
+    let mut sample_stack_index: HashMap<Vec<AddrId>, u32> = HashMap::new();
+    let mut time_range = (u64::MAX, 0u64);
     let mut model = Model::default();
     let cfg = AggregateConfig::new(opts);
     let mut frames: Vec<AddrId> = Vec::new();
@@ -307,10 +336,27 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
                 }
                 let period = s.period.unwrap_or(1);
                 let key = (comm, pid, tid);
+                if let Some(t) = s.timestamp {
+                    time_range = (time_range.0.min(t), time_range.1.max(t));
+                }
                 let Some(tr) = &timing else {
                     let ev = &mut events[attr_index];
                     ev.truncated += u64::from(truncated);
                     add_stack(&mut ev.stacks, key, &frames, 1, period);
+                    if keep_rows {
+                        let stack = match sample_stack_index.get(&frames) {
+                            Some(&i) => i,
+                            None => {
+                                let i = sample_stacks.len() as u32;
+                                sample_stacks.push(frames.clone());
+                                sample_stack_index.insert(frames.clone(), i);
+                                i
+                            }
+                        };
+                        let time = s.timestamp.unwrap_or(0);
+                        let cpu = s.cpu.unwrap_or(0);
+                        ev.rows.push(SampleRow { time, pid, tid, cpu, period, comm, stack });
+                    }
                     continue;
                 };
                 if attr_index != tr.switch_attr && attr_index != tr.on_attr {
@@ -386,12 +432,17 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
     let func_of = resolver.symbolize(&mut model);
     progress.finish();
     // Stack outputs mark off-CPU time with a frame of its own above the blocking stack.
-    let marker = (opts.format != crate::Format::Text).then(|| resolver.marker(&mut model, "[off-cpu]"));
+    let marker = opts.format.uses_stacks().then(|| resolver.marker(&mut model, "[off-cpu]"));
     let mut funcs_buf = Vec::new();
     for ev in &mut events {
-        let on = std::mem::take(&mut ev.stacks).into_iter().map(|s| (false, s));
+        // pprof reads the address stacks again; other outputs need only the aggregate.
+        let on: Vec<_> = if opts.format == crate::Format::Pprof {
+            ev.stacks.iter().map(|(k, v)| (false, (*k, v.clone()))).collect()
+        } else {
+            std::mem::take(&mut ev.stacks).into_iter().map(|s| (false, s)).collect()
+        };
         let off = std::mem::take(&mut ev.off_stacks).into_iter().map(|s| (true, s));
-        for (is_off, ((comm, pid, tid), stacks)) in on.chain(off) {
+        for (is_off, ((comm, pid, tid), stacks)) in on.into_iter().chain(off) {
             for (addrs, (samples, period)) in stacks {
                 funcs_buf.clear();
                 if let (true, Some(m)) = (is_off, marker) {
@@ -408,7 +459,10 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
         }
     }
     warnings.append(&mut resolver.warnings);
-    Ok(Profile { header, events, model, resolver, warnings })
+    if time_range.0 > time_range.1 {
+        time_range = (0, 0);
+    }
+    Ok(Profile { header, events, model, resolver, symbolized: func_of, sample_stacks, time_range, warnings })
 }
 
 /// The name of one of rperf's own feature sections.
@@ -526,7 +580,7 @@ fn reparse_read_group_sample<'a>(
     SampleRecord::parse::<byteorder::LittleEndian>(RawData::from(&buf[..]), record.misc, &info).ok()
 }
 
-fn leaf_matches(
+pub(crate) fn leaf_matches(
     opts: &ReportOptions,
     model: &Model,
     resolver: &Resolver,
@@ -660,41 +714,86 @@ fn kernel_symbols(
 }
 
 impl Profile {
+    /// The names outputs print.
+    pub(crate) fn names(&self) -> Names<'_> {
+        Names { model: &self.model, funcs: &self.resolver.funcs, srclines: &self.resolver.srclines }
+    }
+
+    /// The event stack outputs show: the first with samples.
+    pub(crate) fn main_event(&self) -> Option<&EventState> {
+        self.events.iter().find(|e| e.agg.samples > 0).or(self.events.first())
+    }
+
+    /// Folded lines of the main event.
+    fn main_lines(&self, opts: &ReportOptions) -> Vec<(String, u64)> {
+        match self.main_event() {
+            Some(e) => crate::flame::folded_lines(&e.agg, &self.names(), FoldStyle::new(opts, e.time_in_ns)),
+            None => Vec::new(),
+        }
+    }
+
+    /// What the weights of stack outputs count.
+    pub(crate) fn count_name(&self, opts: &ReportOptions) -> &'static str {
+        let time = self.main_event().is_some_and(|e| e.time_in_ns);
+        if time {
+            "ns"
+        } else if opts.event_counts {
+            "events"
+        } else {
+            "samples"
+        }
+    }
+
+    /// The title of flamegraphs.
+    pub(crate) fn title(&self, opts: &ReportOptions) -> String {
+        opts.title.clone().unwrap_or_else(|| {
+            let event = self.main_event().map_or("no samples", |e| e.name.as_str());
+            match &opts.diff_base {
+                Some(base) => format!("rperf: {event}, {} against {}", opts.input.display(), base.display()),
+                None => format!("rperf: {event}"),
+            }
+        })
+    }
+
     /// Writes the report in the chosen format.
     pub fn write(&self, out: &mut dyn Write, opts: &ReportOptions) -> std::io::Result<()> {
-        let names =
-            Names { model: &self.model, funcs: &self.resolver.funcs, srclines: &self.resolver.srclines };
+        let names = self.names();
+        let base = match &opts.diff_base {
+            Some(path) => {
+                let base_opts = ReportOptions { input: path.clone(), diff_base: None, ..opts.clone() };
+                Some(load(&base_opts).map_err(|e| std::io::Error::other(format!("--diff: {e}")))?)
+            }
+            None => None,
+        };
+        if base.is_some() && !matches!(opts.format, crate::Format::Svg | crate::Format::Html) {
+            return Err(std::io::Error::other("--diff makes a flamegraph: use --format svg or html"));
+        }
         match opts.format {
             crate::Format::Text => self.write_text(out, opts),
             crate::Format::Folded => {
                 for e in &self.events {
-                    crate::flame::write_folded(out, &e.agg, &names, opts.event_counts || e.time_in_ns)?;
+                    crate::flame::write_folded(out, &e.agg, &names, FoldStyle::new(opts, e.time_in_ns))?;
                 }
                 Ok(())
             }
             crate::Format::Svg => {
-                // One flamegraph: the first event with samples.
-                let e = self.events.iter().find(|e| e.agg.samples > 0).or(self.events.first());
-                let title = format!("rperf: {}", e.map_or("no samples", |e| e.name.as_str()));
-                let empty = EventAggregate::default();
-                let time = e.is_some_and(|e| e.time_in_ns);
-                let by_period = opts.event_counts || time;
-                let count_name = if time {
-                    "ns"
-                } else if by_period {
-                    "events"
-                } else {
-                    "samples"
+                let title = self.title(opts);
+                let style = crate::flame::SvgStyle {
+                    title: &title,
+                    count_name: self.count_name(opts),
+                    inverted: opts.inverted,
+                    reverse: opts.reverse,
                 };
-                crate::flame::write_svg(
-                    out,
-                    e.map_or(&empty, |e| &e.agg),
-                    &names,
-                    &title,
-                    count_name,
-                    by_period,
-                )
+                let lines = self.main_lines(opts);
+                match &base {
+                    Some(b) => crate::flame::write_diff_svg(out, &b.main_lines(opts), &lines, &style),
+                    None => crate::flame::write_svg(out, &lines, &style),
+                }
             }
+            crate::Format::Html => crate::html::write(out, self, opts, base.as_ref()),
+            crate::Format::Pprof => crate::pprof::write(out, self, opts),
+            crate::Format::Gecko => crate::gecko::write(out, self, opts),
+            crate::Format::Json => crate::json::write(out, self, opts),
         }
     }
 
@@ -714,8 +813,6 @@ impl Profile {
                 time_in_ns: e.time_in_ns,
             })
             .collect();
-        let names =
-            Names { model: &self.model, funcs: &self.resolver.funcs, srclines: &self.resolver.srclines };
-        text::write(out, &self.header, &sections, &names, opts)
+        text::write(out, &self.header, &sections, &self.names(), opts)
     }
 }

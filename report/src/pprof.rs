@@ -1,0 +1,291 @@
+//! pprof output: a gzipped profile.proto (github.com/google/pprof/proto/profile.proto), the
+//! format of `go tool pprof` and of pprof-based backends (Pyroscope, Parca, Cloud Profiler).
+//!
+//! Each distinct frame address is a location in its binary's mapping; inline frames are the
+//! location's lines, innermost first. Each (thread, stack) is a sample with pid, tid and thread
+//! labels. Every event contributes two values: its sample count and its event count.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+
+use prost::Message;
+
+use crate::options::ReportOptions;
+use crate::run::Profile;
+
+/// The messages of profile.proto that rperf writes (field numbers as in the schema).
+mod proto {
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Profile {
+        #[prost(message, repeated, tag = "1")]
+        pub sample_type: Vec<ValueType>,
+        #[prost(message, repeated, tag = "2")]
+        pub sample: Vec<Sample>,
+        #[prost(message, repeated, tag = "3")]
+        pub mapping: Vec<Mapping>,
+        #[prost(message, repeated, tag = "4")]
+        pub location: Vec<Location>,
+        #[prost(message, repeated, tag = "5")]
+        pub function: Vec<Function>,
+        #[prost(string, repeated, tag = "6")]
+        pub string_table: Vec<String>,
+        #[prost(int64, tag = "9")]
+        pub time_nanos: i64,
+        #[prost(int64, tag = "10")]
+        pub duration_nanos: i64,
+        #[prost(message, optional, tag = "11")]
+        pub period_type: Option<ValueType>,
+        #[prost(int64, tag = "12")]
+        pub period: i64,
+        #[prost(int64, repeated, tag = "13")]
+        pub comment: Vec<i64>,
+        #[prost(int64, tag = "14")]
+        pub default_sample_type: i64,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ValueType {
+        #[prost(int64, tag = "1")]
+        pub r#type: i64,
+        #[prost(int64, tag = "2")]
+        pub unit: i64,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Sample {
+        #[prost(uint64, repeated, tag = "1")]
+        pub location_id: Vec<u64>,
+        #[prost(int64, repeated, tag = "2")]
+        pub value: Vec<i64>,
+        #[prost(message, repeated, tag = "3")]
+        pub label: Vec<Label>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Label {
+        #[prost(int64, tag = "1")]
+        pub key: i64,
+        #[prost(int64, tag = "2")]
+        pub str: i64,
+        #[prost(int64, tag = "3")]
+        pub num: i64,
+        #[prost(int64, tag = "4")]
+        pub num_unit: i64,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Mapping {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(uint64, tag = "2")]
+        pub memory_start: u64,
+        #[prost(uint64, tag = "3")]
+        pub memory_limit: u64,
+        #[prost(uint64, tag = "4")]
+        pub file_offset: u64,
+        #[prost(int64, tag = "5")]
+        pub filename: i64,
+        #[prost(int64, tag = "6")]
+        pub build_id: i64,
+        #[prost(bool, tag = "7")]
+        pub has_functions: bool,
+        #[prost(bool, tag = "8")]
+        pub has_filenames: bool,
+        #[prost(bool, tag = "9")]
+        pub has_line_numbers: bool,
+        #[prost(bool, tag = "10")]
+        pub has_inline_frames: bool,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Location {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(uint64, tag = "2")]
+        pub mapping_id: u64,
+        #[prost(uint64, tag = "3")]
+        pub address: u64,
+        #[prost(message, repeated, tag = "4")]
+        pub line: Vec<Line>,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Line {
+        #[prost(uint64, tag = "1")]
+        pub function_id: u64,
+        #[prost(int64, tag = "2")]
+        pub line: i64,
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Function {
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        #[prost(int64, tag = "2")]
+        pub name: i64,
+        #[prost(int64, tag = "3")]
+        pub system_name: i64,
+        #[prost(int64, tag = "4")]
+        pub filename: i64,
+    }
+}
+
+/// The string table: index 0 is the empty string, as the format requires.
+struct Strings {
+    table: Vec<String>,
+    index: HashMap<String, i64>,
+}
+
+impl Strings {
+    fn new() -> Strings {
+        Strings { table: vec![String::new()], index: HashMap::from([(String::new(), 0)]) }
+    }
+
+    fn id(&mut self, s: &str) -> i64 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.table.len() as i64;
+        self.table.push(s.to_string());
+        self.index.insert(s.to_string(), i);
+        i
+    }
+}
+
+/// pprof's name and unit for an event's counts.
+fn value_type(name: &str, time_in_ns: bool) -> (&str, &'static str) {
+    match name {
+        "cpu-clock" | "task-clock" => ("cpu", "nanoseconds"),
+        _ if time_in_ns => ("wall", "nanoseconds"),
+        _ => (name, "count"),
+    }
+}
+
+/// Builds the profile.
+fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
+    let mut st = Strings::new();
+    let mut out = proto::Profile::default();
+    let events: Vec<_> = p.events.iter().filter(|e| e.agg.samples > 0 || p.events.len() == 1).collect();
+    for e in &events {
+        let (name, unit) = value_type(&e.name, e.time_in_ns);
+        out.sample_type.push(proto::ValueType { r#type: st.id("samples"), unit: st.id("count") });
+        out.sample_type.push(proto::ValueType { r#type: st.id(name), unit: st.id(unit) });
+    }
+    if let Some(e) = events.first() {
+        let (name, unit) = value_type(&e.name, e.time_in_ns);
+        out.period_type = Some(proto::ValueType { r#type: st.id(name), unit: st.id(unit) });
+        out.period = (e.agg.period / e.agg.samples.max(1)) as i64;
+        out.default_sample_type = st.id(name);
+    }
+    let (pid_key, tid_key, thread_key) = (st.id("pid"), st.id("tid"), st.id("thread"));
+    let funcs = &p.resolver.funcs;
+    let mut mappings: HashMap<u32, u64> = HashMap::new();
+    let mut locations: HashMap<u32, u64> = HashMap::new();
+    let mut functions: HashMap<u32, u64> = HashMap::new();
+    let n = out.sample_type.len();
+    for (ei, e) in events.iter().enumerate() {
+        for (&(comm, pid, tid), stacks) in &e.stacks {
+            for (addrs, &(samples, period)) in stacks {
+                let Some(&leaf) = addrs.first().and_then(|a| p.symbolized.funcs(*a).first()) else {
+                    continue;
+                };
+                if !crate::run::leaf_matches(opts, &p.model, &p.resolver, leaf) {
+                    continue;
+                }
+                let mut sample = proto::Sample { value: vec![0; n], ..Default::default() };
+                sample.value[2 * ei] = samples as i64;
+                sample.value[2 * ei + 1] = period as i64;
+                for &a in addrs {
+                    let next = locations.len() as u64 + 1;
+                    let id = *locations.entry(a).or_insert_with(|| {
+                        let (dso, address) = p.resolver.place_of(a);
+                        let next_map = mappings.len() as u64 + 1;
+                        let mapping_id = *mappings.entry(dso).or_insert_with(|| {
+                            let d = &p.model.dsos[dso as usize];
+                            let build_id: String =
+                                d.build_id.iter().flatten().map(|b| format!("{b:02x}")).collect();
+                            out.mapping.push(proto::Mapping {
+                                id: next_map,
+                                memory_start: 0,
+                                memory_limit: u64::MAX,
+                                file_offset: 0,
+                                filename: st.id(d.display_name()),
+                                build_id: st.id(&build_id),
+                                has_functions: true,
+                                has_filenames: true,
+                                has_line_numbers: true,
+                                has_inline_frames: opts.inline,
+                            });
+                            next_map
+                        });
+                        let places = p.symbolized.places(a);
+                        let line = p
+                            .symbolized
+                            .funcs(a)
+                            .iter()
+                            .enumerate()
+                            .map(|(i, &f)| {
+                                let (file, line) = places.get(i).copied().unwrap_or((0, 0));
+                                let next_fn = functions.len() as u64 + 1;
+                                let function_id = *functions.entry(f).or_insert_with(|| {
+                                    let func = &funcs[f as usize];
+                                    let filename = match file {
+                                        0 => 0,
+                                        id => st.id(&p.resolver.files[id as usize - 1]),
+                                    };
+                                    let name = st.id(&func.name);
+                                    out.function.push(proto::Function {
+                                        id: next_fn,
+                                        name,
+                                        system_name: func.system.as_deref().map_or(name, |s| st.id(s)),
+                                        filename,
+                                    });
+                                    next_fn
+                                });
+                                proto::Line { function_id, line: i64::from(line) }
+                            })
+                            .collect();
+                        out.location.push(proto::Location { id: next, mapping_id, address, line });
+                        next
+                    });
+                    sample.location_id.push(id);
+                }
+                sample.label = vec![
+                    proto::Label { key: pid_key, num: i64::from(pid), ..Default::default() },
+                    proto::Label { key: tid_key, num: i64::from(tid), ..Default::default() },
+                    proto::Label {
+                        key: thread_key,
+                        str: st.id(&p.model.strings[comm as usize]),
+                        ..Default::default()
+                    },
+                ];
+                out.sample.push(sample);
+            }
+        }
+    }
+    // Samples in a stable order: heaviest first.
+    out.sample.sort_by(|a, b| {
+        b.value.iter().sum::<i64>().cmp(&a.value.iter().sum::<i64>()).then(a.location_id.cmp(&b.location_id))
+    });
+    let (first, last) = p.time_range;
+    out.duration_nanos = last.saturating_sub(first) as i64;
+    // perf.data has no wall-clock start; the recording ended about when the file was written.
+    let written = std::fs::metadata(&opts.input).and_then(|m| m.modified()).ok();
+    if let Some(t) = written.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()) {
+        out.time_nanos = (t.as_nanos() as i64).saturating_sub(out.duration_nanos);
+    }
+    if let Some(cmd) = &p.header.cmdline {
+        out.comment.push(st.id(&format!("recorded with: {cmd}")));
+    }
+    out.string_table = st.table;
+    out
+}
+
+/// Writes the gzipped profile.
+pub fn write(out: &mut dyn Write, p: &Profile, opts: &ReportOptions) -> io::Result<()> {
+    let bytes = build(p, opts).encode_to_vec();
+    let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+    gz.write_all(&bytes)?;
+    gz.finish()?;
+    Ok(())
+}
