@@ -133,8 +133,11 @@ pub fn write_diff_svg(
     style: &SvgStyle<'_>,
 ) -> io::Result<()> {
     let diff = diff_lines(base, new)?;
+    // The flamegraph merges neighbouring lines, so they go in sorted.
+    let mut lines: Vec<&str> = diff.lines().collect();
+    lines.sort_unstable();
     let mut opts = inferno_options(style);
-    inferno::flamegraph::from_lines(&mut opts, diff.lines(), out).map_err(|e| io::Error::other(e.to_string()))
+    inferno::flamegraph::from_lines(&mut opts, lines, out).map_err(|e| io::Error::other(e.to_string()))
 }
 
 /// `stack base_count new_count` lines, normalized to the same total (inferno's differential

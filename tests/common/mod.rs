@@ -38,6 +38,8 @@ pub struct Programs {
     pub inline_rs: PathBuf,
     /// clock.cpp (frame pointers): reads the clock through the vDSO in a loop.
     pub clock: PathBuf,
+    /// phases.cpp (frame pointers): hot in func_alpha (`before`) or func_beta (`after`).
+    pub phases: PathBuf,
 }
 
 /// Builds tests/programs once per test binary.
@@ -88,7 +90,20 @@ pub fn programs() -> &'static Programs {
         std::fs::rename(&tmp, &inline_rs).unwrap();
         let clock = dir.join("clock");
         build("clock.cpp", &clock, &["-fno-omit-frame-pointer"]);
-        Programs { workload_fp, workload, mixed, mixed_fp, offcpu, spawner, inline_cpp, inline_rs, clock }
+        let phases = dir.join("phases");
+        build("phases.cpp", &phases, &["-fno-omit-frame-pointer"]);
+        Programs {
+            workload_fp,
+            workload,
+            mixed,
+            mixed_fp,
+            offcpu,
+            spawner,
+            inline_cpp,
+            inline_rs,
+            clock,
+            phases,
+        }
     })
 }
 

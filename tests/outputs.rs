@@ -1,0 +1,350 @@
+//! Report outputs read by other tools: folded stacks, flamegraph SVG, the HTML page (in
+//! headless Chromium), pprof (by `go tool pprof`), the Firefox Profiler's format, JSON lines,
+//! and differential flamegraphs.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::*;
+
+/// An rperf recording (frame pointers) of `program args`.
+fn record(name: &str, program: &Path, args: &[&str]) -> PathBuf {
+    let dir = scratch(name);
+    let data = dir.join("perf.data");
+    let o = run(rperf()
+        .args(["record", "-g", "fp", "-F", "2000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(program)
+        .args(args));
+    assert!(o.status.success(), "{}", stderr(&o));
+    data
+}
+
+/// One recording of the inline workload shared by the tests of this file.
+fn inline_data() -> &'static Path {
+    static D: OnceLock<PathBuf> = OnceLock::new();
+    D.get_or_init(|| record("out_inline", &programs().inline_cpp, &["1"]))
+}
+
+fn report(data: &Path, args: &[&str]) -> String {
+    let o = run(rperf().arg("report").args(args).arg("-i").arg(data));
+    assert!(o.status.success(), "rperf report {args:?}: {}", stderr(&o));
+    stdout(&o)
+}
+
+/// `Samples: N` from the text report's header.
+fn sample_count(data: &Path) -> u64 {
+    let text = report(data, &[]);
+    let line = text.lines().find(|l| l.starts_with("Samples:")).expect("Samples line");
+    line["Samples:".len()..].trim().parse().unwrap()
+}
+
+/// perf's view of the same samples (perf script, without inline frames).
+fn perf_samples(data: &Path) -> Vec<ScriptSample> {
+    let o = run(Command::new("perf")
+        .args(["script", "--no-inline", "-F", "comm,pid,tid,event,ip,sym", "-i"])
+        .arg(data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    parse_script(&stdout(&o))
+}
+
+/// Folded lines as (stack, count).
+fn folded(text: &str) -> Vec<(String, u64)> {
+    text.lines()
+        .map(|l| {
+            let (stack, count) = l.rsplit_once(' ').unwrap_or_else(|| panic!("bad folded line {l:?}"));
+            (stack.to_string(), count.parse().unwrap_or_else(|_| panic!("bad count in {l:?}")))
+        })
+        .collect()
+}
+
+/// Stacks from `main` down, with counts: the part of each stack that is the program's own.
+fn from_main(stacks: impl Iterator<Item = (Vec<String>, u64)>) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for (frames, n) in stacks {
+        if let Some(i) = frames.iter().position(|f| f == "main") {
+            *out.entry(frames[i..].join(";")).or_default() += n;
+        }
+    }
+    out
+}
+
+#[test]
+fn folded_stacks_are_exact() {
+    let data = inline_data();
+    let lines = folded(&report(data, &["--format", "folded", "--no-inline"]));
+    let total: u64 = lines.iter().map(|l| l.1).sum();
+    assert_eq!(total, sample_count(data), "folded counts sum to the samples");
+    // The same stacks, sample for sample, as perf script shows in the same file.
+    let ours = from_main(lines.iter().map(|(s, n)| (s.split(';').skip(1).map(String::from).collect(), *n)));
+    let perf = from_main(perf_samples(data).into_iter().map(|s| (s.frames.into_iter().rev().collect(), 1)));
+    assert_eq!(ours, perf);
+    assert!(ours.get("main;outer_caller").copied().unwrap_or(0) * 10 > total * 9, "{ours:?}");
+    // Inline frames are frames of their own; the prefix options name the process and thread.
+    let lines = folded(&report(data, &["--format", "folded", "--prefix", "tid"]));
+    let pid = perf_samples(data)[0].pid;
+    let hot =
+        lines.iter().find(|(s, _)| s.ends_with(";main;outer_caller;inner_kernel")).expect("inline frame");
+    assert!(hot.0.starts_with(&format!("inline-{pid}/{pid};")), "{hot:?}");
+    let by_pid = report(data, &["--format", "folded", "--prefix", "pid", "--event-counts"]);
+    let events: u64 = folded(&by_pid).iter().map(|l| l.1).sum();
+    assert!(by_pid.lines().all(|l| l.starts_with(&format!("inline-{pid};"))), "{by_pid}");
+    assert_eq!(events, sample_count(data) * 500_000, "event counts at 2000 Hz cpu-clock");
+}
+
+#[test]
+fn folded_tags_kernel_frames() {
+    let dir = scratch("out_kernel");
+    let data = dir.join("perf.data");
+    let o = run(rperf().args(["record", "-g", "fp", "-o"]).arg(&data).args([
+        "--",
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "bs=16",
+        "count=800000",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let plain = report(&data, &["--format", "folded"]);
+    let tagged = report(&data, &["--format", "folded", "--annotate"]);
+    assert!(tagged.contains("entry_SYSCALL_64_after_hwframe_[k];"), "{tagged}");
+    assert!(!plain.contains("_[k]"), "{plain}");
+    // User frames are not tagged; each plain line is the tagged one with the tags removed.
+    assert!(tagged.lines().any(|l| l.split(';').nth(1).is_some_and(|f| !f.ends_with("_[k]"))), "{tagged}");
+    let untagged: Vec<String> = tagged.lines().map(|l| l.replace("_[k]", "")).collect();
+    assert_eq!(untagged, plain.lines().map(String::from).collect::<Vec<_>>());
+}
+
+#[test]
+fn svg_flamegraph_is_well_formed_with_title_and_names() {
+    let data = inline_data();
+    let dir = scratch("out_svg");
+    let svg = dir.join("flame.svg");
+    report(data, &["-o", svg.to_str().unwrap(), "--title", "Inline workload"]);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let o = run(Command::new("python3")
+        .args(["-c", "import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])"])
+        .arg(&svg));
+    assert!(o.status.success(), "not well-formed XML: {}", stderr(&o));
+    for name in ["Inline workload", "outer_caller", "inner_kernel", "main"] {
+        assert!(text.contains(name), "{name} missing from the SVG");
+    }
+    assert!(text.contains("function search("), "inferno's search is in the SVG");
+    // An icicle graph has its root frame at the top.
+    let root_y = |svg: &str| -> u32 {
+        let at = svg.find("<title>all (").expect("root frame");
+        svg[at..].split("y=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap()
+    };
+    let icicle = dir.join("icicle.svg");
+    report(data, &["-o", icicle.to_str().unwrap(), "--inverted"]);
+    let inverted = std::fs::read_to_string(&icicle).unwrap();
+    assert!(root_y(&inverted) < root_y(&text), "{} vs {}", root_y(&inverted), root_y(&text));
+}
+
+fn go_pprof(args: &[&str], profile: &Path) -> String {
+    let o = run(Command::new("go").args(["tool", "pprof"]).args(args).arg(profile));
+    assert!(o.status.success(), "go tool pprof {args:?}: {}", stderr(&o));
+    stdout(&o)
+}
+
+/// `(flat %, name)` rows of `go tool pprof -top`.
+fn pprof_top(text: &str) -> Vec<(f64, String)> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() < 6 || !f[1].ends_with('%') {
+                return None;
+            }
+            Some((f[1].trim_end_matches('%').parse().ok()?, f[5..].join(" ")))
+        })
+        .collect()
+}
+
+#[test]
+fn pprof_matches_the_text_report_and_has_inline_lines() {
+    let data = record("out_pprof", &programs().mixed_fp, &["1", "2"]);
+    let dir = scratch("out_pprof_files");
+    let pb = dir.join("cpu.pb.gz");
+    report(&data, &["-o", pb.to_str().unwrap()]);
+    let top = pprof_top(&go_pprof(&["-top", "-nodecount=15"], &pb));
+    let text = report(&data, &["--sort", "symbol"]);
+    // pprof adds up functions of the same name (`@plt` of several binaries); so does this.
+    let mut ours: BTreeMap<String, f64> = BTreeMap::new();
+    for l in text.lines() {
+        let Some((pct, name)) = l.split_once('%') else { continue };
+        let Ok(pct) = pct.trim().parse::<f64>() else { continue };
+        *ours.entry(name.trim().trim_end_matches(" (inlined)").to_string()).or_default() += pct;
+    }
+    assert!(top.len() >= 5, "{top:?}");
+    for (pct, name) in top.iter().filter(|t| t.0 >= 1.0) {
+        let name = name.trim_end_matches(" (inline)");
+        let mine = ours.get(name).unwrap_or_else(|| panic!("{name} not in the text report:\n{text}"));
+        assert!((mine - pct).abs() <= 0.1, "{name}: pprof {pct}%, text {mine}%");
+    }
+    let lines = go_pprof(&["-lines", "-top"], &pb);
+    assert!(lines.contains("mixed.cpp:"), "source lines: {lines}");
+    // Inline frames are lines of their location.
+    let inline = inline_data();
+    let pb = dir.join("inline.pb.gz");
+    report(inline, &["-o", pb.to_str().unwrap()]);
+    let lines = go_pprof(&["-lines", "-top"], &pb);
+    let hot = lines.lines().find(|l| l.contains("inner_kernel")).unwrap_or_else(|| panic!("{lines}"));
+    assert!(hot.contains("inline.cpp:") && hot.contains("(inline)"), "{hot}");
+    let raw = go_pprof(&["-raw"], &pb);
+    assert!(raw.contains("pid:") && raw.contains("tid:") && raw.contains("thread:"), "labels: {raw}");
+    assert!(raw.contains("cpu/nanoseconds") && raw.contains("samples/count"), "sample types: {raw}");
+    let id = common_build_id(&programs().inline_cpp);
+    assert!(raw.contains(&id), "mapping with build id {id}: {raw}");
+}
+
+fn common_build_id(path: &Path) -> String {
+    let o = run(Command::new("readelf").arg("-n").arg(path));
+    let text = stdout(&o);
+    let line = text.lines().find(|l| l.contains("Build ID:")).expect("build id");
+    line.split("Build ID:").nth(1).unwrap().trim().to_string()
+}
+
+fn chromium(args: &[&str], url: &str, profile: &Path) -> std::process::Output {
+    run(Command::new("chromium")
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--virtual-time-budget=5000"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(url))
+}
+
+#[test]
+fn html_report_renders_and_searches_offline_in_chromium() {
+    let data = record("out_html", &programs().mixed_fp, &["1", "2"]);
+    let dir = scratch("out_html_files");
+    let page = dir.join("report.html");
+    report(&data, &["-o", page.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Self-contained: nothing is fetched.
+    for needle in ["http://", "https://", " src=", "@import", "url("] {
+        assert!(!html.contains(needle), "the page refers to {needle}");
+    }
+    let url = format!("file://{}#search=own_arith", page.display());
+    let o = chromium(&["--dump-dom"], &url, &dir.join("chrome"));
+    let dom = stdout(&o);
+    assert!(dom.contains("class=\"frame"), "no flamegraph frames rendered: {}", stderr(&o));
+    for name in
+        ["data-name=\"main\"", "data-name=\"worker\"", "data-name=\"own_arith\"", "data-name=\"use_libm\""]
+    {
+        assert!(dom.contains(name), "{name} not rendered");
+    }
+    assert!(dom.contains("class=\"frame match\""), "search highlighted nothing");
+    let matched = dom.split("data-matched=\"").nth(1).and_then(|s| s.split('%').next()).unwrap_or("");
+    let matched: f64 = matched.parse().unwrap_or_else(|_| panic!("no match share in the page"));
+    // Search matches inclusively: every stack through own_arith.
+    let stacks = folded(&report(&data, &["--format", "folded"]));
+    let total: u64 = stacks.iter().map(|s| s.1).sum();
+    let through: u64 = stacks.iter().filter(|s| s.0.split(';').any(|f| f == "own_arith")).map(|s| s.1).sum();
+    let own = 100.0 * through as f64 / total as f64;
+    assert!((matched - own).abs() < 0.05, "search matched {matched}%, own_arith has {own}%");
+    // The function table and the thread selector are filled.
+    assert!(dom.contains("<tr class=\"row") && dom.contains("own_arith</td>"), "function table");
+    assert!(dom.contains("All threads (2)"), "thread selector");
+    let shot = dir.join("report.png");
+    let o = chromium(
+        &["--window-size=1280,900", &format!("--screenshot={}", shot.display())],
+        &url,
+        &dir.join("chrome2"),
+    );
+    assert!(shot.metadata().map(|m| m.len() > 10_000).unwrap_or(false), "screenshot: {}", stderr(&o));
+}
+
+#[test]
+fn gecko_profile_has_the_firefox_profiler_schema() {
+    let data = record("out_gecko", &programs().mixed_fp, &["1", "2"]);
+    let out = data.with_file_name("profile.gecko.json");
+    report(&data, &["-o", out.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    let meta = &v["meta"];
+    assert!(meta["version"].as_u64().is_some_and(|x| x >= 24), "meta.version: {meta}");
+    assert!(meta["interval"].as_f64().is_some_and(|x| (x - 0.5).abs() < 0.01), "0.5 ms at 2000 Hz: {meta}");
+    assert!(meta["startTime"].as_f64().is_some_and(|x| x > 1.6e12), "start time in ms since the epoch");
+    let threads = v["threads"].as_array().expect("threads");
+    assert_eq!(threads.len(), 2, "main thread and worker");
+    let mut samples = 0;
+    for t in threads {
+        let s = &t["samples"];
+        let n = s["length"].as_u64().expect("samples.length") as usize;
+        assert_eq!(s["stack"].as_array().unwrap().len(), n);
+        assert_eq!(s["time"].as_array().or(s["timeDeltas"].as_array()).expect("sample times").len(), n);
+        for table in ["stackTable", "frameTable", "funcTable"] {
+            assert!(t[table]["length"].as_u64().is_some(), "{table}");
+        }
+        assert!(t["tid"].is_number() || t["tid"].is_string());
+        samples += n as u64;
+    }
+    assert_eq!(samples, sample_count(&data));
+    let strings = v.to_string();
+    assert!(strings.contains("\"own_arith\"") && strings.contains("\"worker\""), "function names");
+}
+
+#[test]
+fn json_lines_have_one_record_per_sample() {
+    let data = inline_data();
+    let text = report(data, &["--format", "json"]);
+    let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len() as u64, sample_count(data));
+    let mut last = 0;
+    for r in &records {
+        for k in ["event", "time", "pid", "tid", "comm", "cpu", "period", "stack"] {
+            assert!(!r[k].is_null(), "{k} missing in {r}");
+        }
+        let t = r["time"].as_u64().unwrap();
+        assert!(t >= last, "samples in time order");
+        last = t;
+    }
+    let hot = records.iter().filter(|r| r["stack"][0]["symbol"] == "inner_kernel").count();
+    assert!(hot * 5 >= records.len(), "{hot} of {} samples in inner_kernel", records.len());
+    let r = records.iter().find(|r| r["stack"][0]["symbol"] == "inner_kernel").unwrap();
+    let leaf = &r["stack"][0];
+    assert_eq!(leaf["inlined"], true);
+    assert!(leaf["file"].as_str().unwrap().ends_with("inline.cpp"), "{leaf}");
+    assert!(leaf["line"].as_u64().is_some(), "{leaf}");
+    assert_eq!(r["stack"][1]["symbol"], "outer_caller");
+}
+
+#[test]
+fn differential_flamegraph_shows_the_hot_function_that_changed() {
+    let before = record("out_diff_before", &programs().phases, &["before", "1"]);
+    let after = record("out_diff_after", &programs().phases, &["after", "1"]);
+    let dir = scratch("out_diff");
+    let svg = dir.join("diff.svg");
+    let o = run(rperf().args(["report", "--diff"]).arg(&before).arg("-i").arg(&after).arg("-o").arg(&svg));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let fill = |name: &str| -> (u32, u32, u32) {
+        let at = text.find(&format!("<title>{name} ")).unwrap_or_else(|| panic!("{name} not in the diff"));
+        let rest = &text[at..];
+        let rgb = rest.split("fill=\"rgb(").nth(1).unwrap().split(')').next().unwrap();
+        let v: Vec<u32> = rgb.split(',').map(|x| x.trim().parse().unwrap()).collect();
+        (v[0], v[1], v[2])
+    };
+    let (r, g, b) = fill("func_beta");
+    assert!(r == 255 && g < 200 && b < 200, "func_beta grew: rgb({r},{g},{b})");
+    // The HTML page marks the same frames.
+    let page = dir.join("diff.html");
+    let o = run(rperf().args(["report", "--diff"]).arg(&before).arg("-i").arg(&after).arg("-o").arg(&page));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = chromium(&["--dump-dom"], &format!("file://{}", page.display()), &dir.join("chrome"));
+    let dom = stdout(&o);
+    let frame =
+        dom.split("<div").find(|d| d.contains("data-name=\"func_beta\"")).expect("func_beta rendered");
+    assert!(frame.contains("data-delta=\"grew\""), "{frame}");
+    // A diff needs a flamegraph format.
+    let o = run(rperf()
+        .args(["report", "--diff"])
+        .arg(&before)
+        .arg("-i")
+        .arg(&after)
+        .args(["--format", "folded"]));
+    assert!(!o.status.success() && stderr(&o).contains("--diff"), "{}", stderr(&o));
+}
