@@ -15,4 +15,7 @@ echo "== rperf report --sort dso,symbol -g callee"
 "$rperf" report -i "$out/perf.data" --sort dso,symbol -g callee --percent-limit 1 | head -40
 "$rperf" report -i "$out/perf.data" -o "$out/flamegraph.svg"
 "$rperf" report -i "$out/perf.data" -o "$out/stacks.folded"
+"$rperf" report -i "$out/perf.data" -o "$out/report.html"
+"$rperf" report -i "$out/perf.data" -o "$out/cpu.pb.gz"
 echo "== flamegraph: $out/flamegraph.svg (folded stacks: $out/stacks.folded)"
+echo "== interactive report: $out/report.html, pprof: $out/cpu.pb.gz"
