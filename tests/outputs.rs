@@ -99,17 +99,7 @@ fn folded_stacks_are_exact() {
 
 #[test]
 fn folded_tags_kernel_frames() {
-    let dir = scratch("out_kernel");
-    let data = dir.join("perf.data");
-    let o = run(rperf().args(["record", "-g", "fp", "-o"]).arg(&data).args([
-        "--",
-        "dd",
-        "if=/dev/zero",
-        "of=/dev/null",
-        "bs=16",
-        "count=800000",
-    ]));
-    assert!(o.status.success(), "{}", stderr(&o));
+    let data = record_syscalls("out_kernel", &["-g", "fp"]);
     let plain = report(&data, &["--format", "folded"]);
     let tagged = report(&data, &["--format", "folded", "--annotate"]);
     assert!(tagged.contains("entry_SYSCALL_64_after_hwframe_[k];"), "{tagged}");
@@ -198,15 +188,8 @@ fn pprof_matches_the_text_report_and_has_inline_lines() {
     let raw = go_pprof(&["-raw"], &pb);
     assert!(raw.contains("pid:") && raw.contains("tid:") && raw.contains("thread:"), "labels: {raw}");
     assert!(raw.contains("cpu/nanoseconds") && raw.contains("samples/count"), "sample types: {raw}");
-    let id = common_build_id(&programs().inline_cpp);
+    let id = build_id_hex(&programs().inline_cpp);
     assert!(raw.contains(&id), "mapping with build id {id}: {raw}");
-}
-
-fn common_build_id(path: &Path) -> String {
-    let o = run(Command::new("readelf").arg("-n").arg(path));
-    let text = stdout(&o);
-    let line = text.lines().find(|l| l.contains("Build ID:")).expect("build id");
-    line.split("Build ID:").nth(1).unwrap().trim().to_string()
 }
 
 fn chromium(args: &[&str], url: &str, profile: &Path) -> std::process::Output {

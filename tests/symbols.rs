@@ -105,13 +105,6 @@ fn tool(cmd: &mut Command) {
     assert!(o.status.success(), "{cmd:?}: {}", stderr(&o));
 }
 
-fn build_id_hex(path: &Path) -> String {
-    let o = run(Command::new("readelf").arg("-n").arg(path));
-    let text = stdout(&o);
-    let line = text.lines().find(|l| l.contains("Build ID:")).expect("binary has a build id");
-    line.split("Build ID:").nth(1).unwrap().trim().to_string()
-}
-
 #[test]
 fn stripped_binaries_find_their_debug_files() {
     let dir = scratch("sym_stripped");
@@ -259,17 +252,8 @@ fn dso_rows(data: &Path, extra: &[&str]) -> Vec<(f64, String, String)> {
 
 #[test]
 fn kernel_module_frames_are_shown_under_their_module() {
-    let dir = scratch("sym_modules");
-    let data = dir.join("perf.data");
-    let o = run(rperf().args(["record", "-F", "2000", "-o"]).arg(&data).args([
-        "--",
-        "dd",
-        "if=/dev/zero",
-        "of=/dev/null",
-        "bs=16",
-        "count=1500000",
-    ]));
-    assert!(o.status.success(), "{}", stderr(&o));
+    let data = record_syscalls("sym_modules", &["-F", "2000"]);
+    let dir = data.parent().unwrap().to_path_buf();
     let plain = dso_rows(&data, &[]);
     let (pct, _, hot) = plain
         .iter()

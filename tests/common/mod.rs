@@ -107,6 +107,30 @@ pub fn programs() -> &'static Programs {
     })
 }
 
+/// Records `dd` copying /dev/zero to /dev/null in small blocks: time mostly in the kernel.
+/// `args` go to `rperf record`; returns the recording.
+pub fn record_syscalls(name: &str, args: &[&str]) -> PathBuf {
+    let data = scratch(name).join("perf.data");
+    let o = run(rperf().arg("record").args(args).arg("-o").arg(&data).args([
+        "--",
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "bs=16",
+        "count=1000000",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    data
+}
+
+/// The GNU build id of a binary, in hex, as `readelf -n` prints it.
+pub fn build_id_hex(path: &Path) -> String {
+    let o = run(Command::new("readelf").arg("-n").arg(path));
+    let text = stdout(&o);
+    let line = text.lines().find(|l| l.contains("Build ID:")).expect("binary has a build id");
+    line.split("Build ID:").nth(1).unwrap().trim().to_string()
+}
+
 /// Runs a command and returns its output, failing the test with its stderr when it cannot run.
 pub fn run(cmd: &mut Command) -> Output {
     cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
