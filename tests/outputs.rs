@@ -11,24 +11,10 @@ use std::sync::OnceLock;
 
 use common::*;
 
-/// An rperf recording (frame pointers) of `program args`.
-fn record(name: &str, program: &Path, args: &[&str]) -> PathBuf {
-    let dir = scratch(name);
-    let data = dir.join("perf.data");
-    let o = run(rperf()
-        .args(["record", "-g", "fp", "-F", "2000", "-o"])
-        .arg(&data)
-        .arg("--")
-        .arg(program)
-        .args(args));
-    assert!(o.status.success(), "{}", stderr(&o));
-    data
-}
-
 /// One recording of the inline workload shared by the tests of this file.
 fn inline_data() -> &'static Path {
     static D: OnceLock<PathBuf> = OnceLock::new();
-    D.get_or_init(|| record("out_inline", &programs().inline_cpp, &["1"]))
+    D.get_or_init(|| record_fp("out_inline", &programs().inline_cpp, &["1"]))
 }
 
 fn report(data: &Path, args: &[&str]) -> String {
@@ -157,7 +143,7 @@ fn pprof_top(text: &str) -> Vec<(f64, String)> {
 
 #[test]
 fn pprof_matches_the_text_report_and_has_inline_lines() {
-    let data = record("out_pprof", &programs().mixed_fp, &["1", "2"]);
+    let data = record_fp("out_pprof", &programs().mixed_fp, &["1", "2"]);
     let dir = scratch("out_pprof_files");
     let pb = dir.join("cpu.pb.gz");
     report(&data, &["-o", pb.to_str().unwrap()]);
@@ -202,7 +188,7 @@ fn chromium(args: &[&str], url: &str, profile: &Path) -> std::process::Output {
 
 #[test]
 fn html_report_renders_and_searches_offline_in_chromium() {
-    let data = record("out_html", &programs().mixed_fp, &["1", "2"]);
+    let data = record_fp("out_html", &programs().mixed_fp, &["1", "2"]);
     let dir = scratch("out_html_files");
     let page = dir.join("report.html");
     report(&data, &["-o", page.to_str().unwrap()]);
@@ -243,7 +229,7 @@ fn html_report_renders_and_searches_offline_in_chromium() {
 
 #[test]
 fn gecko_profile_has_the_firefox_profiler_schema() {
-    let data = record("out_gecko", &programs().mixed_fp, &["1", "2"]);
+    let data = record_fp("out_gecko", &programs().mixed_fp, &["1", "2"]);
     let out = data.with_file_name("profile.gecko.json");
     report(&data, &["-o", out.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
@@ -297,8 +283,8 @@ fn json_lines_have_one_record_per_sample() {
 
 #[test]
 fn differential_flamegraph_shows_the_hot_function_that_changed() {
-    let before = record("out_diff_before", &programs().phases, &["before", "1"]);
-    let after = record("out_diff_after", &programs().phases, &["after", "1"]);
+    let before = record_fp("out_diff_before", &programs().phases, &["before", "1"]);
+    let after = record_fp("out_diff_after", &programs().phases, &["after", "1"]);
     let dir = scratch("out_diff");
     let svg = dir.join("diff.svg");
     let o = run(rperf().args(["report", "--diff"]).arg(&before).arg("-i").arg(&after).arg("-o").arg(&svg));

@@ -10,16 +10,7 @@ use common::*;
 
 /// Records `program 1` with frame-pointer call graphs.
 fn record(name: &str, program: &Path) -> PathBuf {
-    let dir = scratch(name);
-    let data = dir.join("perf.data");
-    let o = run(rperf()
-        .args(["record", "-g", "fp", "-F", "2000", "-o"])
-        .arg(&data)
-        .arg("--")
-        .arg(program)
-        .arg("1"));
-    assert!(o.status.success(), "{}", stderr(&o));
-    data
+    record_fp(name, program, &["1"])
 }
 
 /// `(percent, name)` rows of a one-key text report.

@@ -107,6 +107,20 @@ pub fn programs() -> &'static Programs {
     })
 }
 
+/// Records `program args` with frame-pointer call graphs at 2000 Hz into a scratch directory
+/// `name`; returns the recording.
+pub fn record_fp(name: &str, program: &Path, args: &[&str]) -> PathBuf {
+    let data = scratch(name).join("perf.data");
+    let o = run(rperf()
+        .args(["record", "-g", "fp", "-F", "2000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(program)
+        .args(args));
+    assert!(o.status.success(), "{}", stderr(&o));
+    data
+}
+
 /// Records `dd` copying /dev/zero to /dev/null in small blocks: time mostly in the kernel.
 /// `args` go to `rperf record`; returns the recording.
 pub fn record_syscalls(name: &str, args: &[&str]) -> PathBuf {
