@@ -163,6 +163,7 @@ fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
         output: a.output,
         mmap_pages: a.mmap_pages,
         size_limit: a.size_limit.as_deref().map(parse_size).transpose()?,
+        trace_offcpu: a.trace_offcpu,
         cmdline: argv.to_vec(),
     })
 }

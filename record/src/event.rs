@@ -1,6 +1,8 @@
 //! Event names: parsing `-e` lists into kernel (type, config) pairs, and the catalogue that
 //! `rperf list` prints.
 
+use rperf_perfdata::events::{HARDWARE, SOFTWARE};
+
 use crate::sys::attr_type;
 use crate::Error;
 
@@ -75,25 +77,25 @@ const fn sw(name: &'static str, config: u64) -> NamedEvent {
 
 /// Hardware and software events by name (aliases included, canonical names first).
 pub const NAMED_EVENTS: &[NamedEvent] = &[
-    hw("cpu-cycles", 0),
-    hw("instructions", 1),
-    hw("cache-references", 2),
-    hw("cache-misses", 3),
-    hw("branch-instructions", 4),
-    hw("branch-misses", 5),
-    hw("bus-cycles", 6),
-    hw("stalled-cycles-frontend", 7),
-    hw("stalled-cycles-backend", 8),
-    hw("ref-cycles", 9),
-    sw("cpu-clock", 0),
-    sw("task-clock", 1),
-    sw("page-faults", 2),
-    sw("context-switches", 3),
-    sw("cpu-migrations", 4),
-    sw("minor-faults", 5),
-    sw("major-faults", 6),
-    sw("alignment-faults", 7),
-    sw("emulation-faults", 8),
+    hw(HARDWARE[0], 0),
+    hw(HARDWARE[1], 1),
+    hw(HARDWARE[2], 2),
+    hw(HARDWARE[3], 3),
+    hw(HARDWARE[4], 4),
+    hw(HARDWARE[5], 5),
+    hw(HARDWARE[6], 6),
+    hw(HARDWARE[7], 7),
+    hw(HARDWARE[8], 8),
+    hw(HARDWARE[9], 9),
+    sw(SOFTWARE[0], 0),
+    sw(SOFTWARE[1], 1),
+    sw(SOFTWARE[2], 2),
+    sw(SOFTWARE[3], 3),
+    sw(SOFTWARE[4], 4),
+    sw(SOFTWARE[5], 5),
+    sw(SOFTWARE[6], 6),
+    sw(SOFTWARE[7], 7),
+    sw(SOFTWARE[8], 8),
 ];
 
 const ALIASES: &[(&str, &str)] = &[

@@ -20,6 +20,7 @@
 //!     output: "perf.data".into(),
 //!     mmap_pages: None,
 //!     size_limit: None,
+//!     trace_offcpu: false,
 //!     cmdline: vec!["rperf".into(), "record".into()],
 //! };
 //! let summary = record(&opts, &mut |note| eprintln!("{note}")).unwrap();
@@ -27,11 +28,9 @@
 //! ```
 #![deny(missing_docs)]
 
-pub mod buildid;
 mod counter;
 mod error;
 pub mod event;
-pub mod kallsyms;
 pub mod launch;
 mod options;
 pub mod procfs;

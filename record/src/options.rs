@@ -60,6 +60,9 @@ pub struct RecordOptions {
     pub mmap_pages: Option<usize>,
     /// Stop when the data section reaches this many bytes.
     pub size_limit: Option<u64>,
+    /// An off-CPU recording (`--trace-offcpu`): the file says so, and reports weigh its
+    /// samples by time.
+    pub trace_offcpu: bool,
     /// rperf's own command line, stored in the file.
     pub cmdline: Vec<String>,
 }

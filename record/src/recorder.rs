@@ -4,9 +4,12 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
+use rperf_perfdata::encode::{self, BuildIdEntry};
+use rperf_perfdata::feature;
+use rperf_symbols::{buildid, kallsyms};
+
 use crate::error::open_remedy;
 use crate::event::{parse_event, EventSpec};
-use crate::kallsyms;
 use crate::launch::{self, Launched};
 use crate::options::{CallGraph, Rate, RecordOptions, DEFAULT_FREQUENCY};
 use crate::procfs;
@@ -15,8 +18,8 @@ use crate::ring::RingBuffer;
 use crate::sample as sample_fields;
 use crate::sys::{self, misc, perf_event_attr, record_type, sample};
 use crate::target::{self, Target};
-use crate::writer::{self, feature, BuildIdEntry, FileAttr, PerfDataWriter};
-use crate::{buildid, Error};
+use crate::writer::{self, FileAttr, PerfDataWriter};
+use crate::Error;
 
 /// Why a recording ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -227,7 +230,7 @@ impl Sink {
             return;
         }
         if let Some((path, build_id)) = exec_mapping(type_, misc_bits, rec) {
-            if writer::is_jitdump(&path) {
+            if rperf_perfdata::jitdump_pid(&path).is_some() {
                 self.jitdumps.insert(path);
                 return;
             }
@@ -567,7 +570,12 @@ impl Session {
             &self.builder,
             id,
             matches!(self.opts.call_graph, CallGraph::Dwarf { .. }),
-            &mut |path| cache.entry(path.to_string()).or_insert_with(|| buildid::of_file(path)).clone(),
+            &mut |path| {
+                cache
+                    .entry(path.to_string())
+                    .or_insert_with(|| buildid::of_file(std::path::Path::new(path)))
+                    .clone()
+            },
             &mut |r| recs.push(r),
         );
         for r in recs {
@@ -873,20 +881,20 @@ impl Session {
     fn features(&mut self) -> Vec<(u32, Vec<u8>)> {
         let uts = uname();
         let mut f = vec![
-            (feature::HOSTNAME, writer::string_feature(&uts.0)),
-            (feature::OSRELEASE, writer::string_feature(&uts.1)),
-            (feature::VERSION, writer::string_feature(concat!("rperf ", env!("CARGO_PKG_VERSION")))),
-            (feature::ARCH, writer::string_feature(&uts.2)),
-            (feature::CMDLINE, writer::cmdline_feature(&self.opts.cmdline)),
+            (feature::HOSTNAME, encode::string_feature(&uts.0)),
+            (feature::OSRELEASE, encode::string_feature(&uts.1)),
+            (feature::VERSION, encode::string_feature(concat!("rperf ", env!("CARGO_PKG_VERSION")))),
+            (feature::ARCH, encode::string_feature(&uts.2)),
+            (feature::CMDLINE, encode::cmdline_feature(&self.opts.cmdline)),
         ];
         let online = sys::online_cpus().len() as u32;
         let possible = std::fs::read_to_string("/sys/devices/system/cpu/possible")
             .ok()
             .and_then(|s| sys::parse_cpu_list(s.trim()).ok())
             .map_or(online, |v| v.len() as u32);
-        f.push((feature::NRCPUS, writer::nrcpus_feature(possible, online)));
+        f.push((feature::NRCPUS, encode::nrcpus_feature(possible, online)));
         if let Some(model) = cpu_model() {
-            f.push((feature::CPUDESC, writer::string_feature(&model)));
+            f.push((feature::CPUDESC, encode::string_feature(&model)));
         }
         if let Some(kb) = total_mem_kb() {
             f.push((feature::TOTAL_MEM, kb.to_le_bytes().to_vec()));
@@ -898,21 +906,23 @@ impl Session {
                 f.push((feature::TRACING_DATA, data));
             }
         }
+        let info = rperf_perfdata::RecordingInfo { trace_offcpu: self.opts.trace_offcpu };
+        f.push((feature::RPERF_INFO, info.encode()));
         let mut ids = Vec::new();
         if let Some(kid) = buildid::of_kernel() {
             ids.push(BuildIdEntry { pid: -1, kernel: true, build_id: kid, path: "[kernel.kallsyms]".into() });
         }
         for (path, bid) in &self.sink.dsos {
-            if let Some(bid) = bid.clone().or_else(|| buildid::of_file(path)) {
+            if let Some(bid) = bid.clone().or_else(|| buildid::of_file(std::path::Path::new(path))) {
                 ids.push(BuildIdEntry { pid: -1, kernel: false, build_id: bid, path: path.clone() });
             }
         }
         // The vDSO exists only in memory; keep its image so that its frames can be named later.
         let vdso = rperf_symbols::running_vdso();
-        if let Some(bid) = vdso.as_deref().and_then(rperf_symbols::image_build_id) {
+        if let Some(bid) = vdso.as_deref().and_then(buildid::of_image) {
             ids.push(BuildIdEntry { pid: -1, kernel: false, build_id: bid, path: "[vdso]".into() });
         }
-        f.push((feature::BUILD_ID, writer::build_id_feature(&ids)));
+        f.push((feature::BUILD_ID, encode::build_id_feature(&ids)));
         if let Some(image) = vdso {
             f.push((feature::RPERF_VDSO, image));
         }

@@ -3,7 +3,7 @@
 
 use crate::procfs::MapLine;
 use crate::sys::{misc, record_type, sample};
-use crate::writer::{put_header, put_u32, put_u64};
+use rperf_perfdata::encode::{put_header, put_u32, put_u64};
 
 /// The `sample_id` trailer fields.
 #[derive(Clone, Copy, Debug, Default)]

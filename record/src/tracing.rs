@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::writer::{put_u32, put_u64};
+use rperf_perfdata::encode::{put_u32, put_u64};
 
 /// Builds the tracing-data feature for tracepoints given as `system:name`. None when tracefs
 /// cannot be read.
@@ -17,7 +17,7 @@ pub fn tracing_data(tracepoints: &[String]) -> Option<Vec<u8>> {
     out.push(std::mem::size_of::<libc::c_long>() as u8);
     put_u32(&mut out, crate::sys::page_size() as u32);
     for name in ["header_page", "header_event"] {
-        let data = std::fs::read(events.join(name)).unwrap_or_default();
+        let data = read_tracefs(&events.join(name)).unwrap_or_default();
         out.extend_from_slice(name.as_bytes());
         out.push(0);
         put_u64(&mut out, data.len() as u64);
@@ -50,5 +50,20 @@ pub fn tracing_data(tracepoints: &[String]) -> Option<Vec<u8>> {
 }
 
 fn read_format(events: &Path, sys: &str, name: &str) -> Option<Vec<u8>> {
-    std::fs::read(events.join(sys).join(name).join("format")).ok()
+    read_tracefs(&events.join(sys).join(name).join("format")).ok()
+}
+
+/// Reads a tracefs file whole. Some of them (`header_page`) answer a short first read with
+/// that much and then end-of-file, so reads start with a buffer larger than any of them.
+fn read_tracefs(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match f.read(&mut buf)? {
+            0 => return Ok(out),
+            n => out.extend_from_slice(&buf[..n]),
+        }
+    }
 }

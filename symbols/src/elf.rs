@@ -251,7 +251,7 @@ fn open_matching(path: &Path, want: Option<&[u8]>) -> Option<Arc<memmap2::Mmap>>
     let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.ok()?);
     let obj = object::File::parse(&map[..]).ok()?;
     if let (Some(want), Some(have)) = (want, obj.build_id().ok().flatten()) {
-        if !crate::locate::same_build_id(want, have) {
+        if !crate::buildid::same(want, have) {
             return None;
         }
     }

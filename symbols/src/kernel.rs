@@ -23,17 +23,13 @@ impl KernelSymbols {
     pub fn from_kallsyms(text: &str) -> KernelSymbols {
         let mut raw = Vec::new();
         let mut owners = Vec::new();
-        for line in text.lines() {
-            let mut it = line.split_whitespace();
-            let (Some(addr), Some(kind), Some(name)) = (it.next(), it.next(), it.next()) else { continue };
-            let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
-            if addr == 0 || !matches!(kind, "t" | "T" | "w" | "W") {
-                continue;
-            }
-            raw.push((addr, 0, name.to_string()));
-            owners.push((addr, it.next().map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string())));
+        let text_symbols = crate::kallsyms::parse(text)
+            .into_iter()
+            .filter(|s| s.addr != 0 && matches!(s.kind, 't' | 'T' | 'w' | 'W'));
+        for s in text_symbols {
+            owners.push((s.addr, s.module));
+            raw.push((s.addr, 0, s.name));
         }
-        owners.sort_by_key(|o| o.0);
         owners.dedup_by(|next, prev| next.1 == prev.1);
         let modules = if owners.iter().any(|o| o.1.is_some()) { owners } else { Vec::new() };
         KernelSymbols { table: SymbolTable::new(raw), modules }

@@ -11,9 +11,11 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod buildid;
 mod demangle;
 mod dwarf;
 mod elf;
+pub mod kallsyms;
 mod kernel;
 mod locate;
 mod table;
@@ -22,7 +24,7 @@ pub use demangle::demangle;
 pub use dwarf::{DebugInfo, SourceFrame};
 pub use elf::{debug_file_candidates, ElfInfo, LoadSegment};
 pub use kernel::KernelSymbols;
-pub use locate::{image_build_id, running_vdso, BinaryFinder, Found};
+pub use locate::{running_vdso, BinaryFinder, Found};
 pub use table::{Binding, Symbol, SymbolTable};
 
 /// Errors of loading symbol sources.

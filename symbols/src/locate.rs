@@ -22,10 +22,6 @@ pub struct BinaryFinder {
     recorded_vdso: Option<Vec<u8>>,
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
 impl BinaryFinder {
     /// A finder for `symfs` (None: binaries are read at their recorded paths).
     pub fn new(symfs: Option<&Path>) -> BinaryFinder {
@@ -47,7 +43,7 @@ impl BinaryFinder {
     pub fn find(&self, path: &str, build_id: Option<&[u8]>) -> Found {
         let mut candidates = Vec::new();
         if let Some(id) = build_id.filter(|b| !b.is_empty()) {
-            let key = hex(id);
+            let key = crate::buildid::hex(id);
             // Build ids may be stored padded to 20 bytes; match on the given prefix.
             if let Some(p) = self
                 .by_build_id
@@ -70,8 +66,8 @@ impl BinaryFinder {
             if !c.is_file() {
                 continue;
             }
-            match (build_id.filter(|b| b.iter().any(|x| *x != 0)), file_build_id(&c)) {
-                (Some(want), Some(have)) if !same_build_id(want, &have) => {
+            match (build_id.filter(|b| b.iter().any(|x| *x != 0)), crate::buildid::of_file(&c)) {
+                (Some(want), Some(have)) if !crate::buildid::same(want, &have) => {
                     mismatch.get_or_insert(c);
                 }
                 _ => return Found::File(c),
@@ -101,14 +97,14 @@ impl BinaryFinder {
             return Some(image.clone());
         }
         if let (Some(id), Some(home)) = (want, std::env::var_os("HOME")) {
-            let cached = Path::new(&home).join(".debug/[vdso]").join(hex(id)).join("vdso");
+            let cached = Path::new(&home).join(".debug/[vdso]").join(crate::buildid::hex(id)).join("vdso");
             if let Ok(image) = std::fs::read(cached) {
                 return Some(image);
             }
         }
         let image = running_vdso()?;
-        match (want, image_build_id(&image)) {
-            (Some(want), Some(have)) if !same_build_id(want, &have) => None,
+        match (want, crate::buildid::of_image(&image)) {
+            (Some(want), Some(have)) if !crate::buildid::same(want, &have) => None,
             _ => Some(image),
         }
     }
@@ -130,42 +126,12 @@ pub fn running_vdso() -> Option<Vec<u8>> {
     Some(unsafe { std::slice::from_raw_parts(start as *const u8, end - start) }.to_vec())
 }
 
-/// The build id of an ELF image in memory.
-pub fn image_build_id(image: &[u8]) -> Option<Vec<u8>> {
-    use object::Object;
-    object::File::parse(image).ok()?.build_id().ok().flatten().map(<[u8]>::to_vec)
-}
-
-/// Compares build ids, ignoring zero padding at the end (perf pads them to 20 bytes).
-pub fn same_build_id(a: &[u8], b: &[u8]) -> bool {
-    let trim = |x: &[u8]| {
-        let n = x.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1);
-        x[..n].to_vec()
-    };
-    trim(a) == trim(b)
-}
-
-fn file_build_id(path: &Path) -> Option<Vec<u8>> {
-    use object::Object;
-    let file = std::fs::File::open(path).ok()?;
-    // SAFETY: read-only mapping of a binary, as in ElfInfo::load.
-    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-    let obj = object::File::parse(&map[..]).ok()?;
-    obj.build_id().ok().flatten().map(<[u8]>::to_vec)
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
     fn the_running_vdso_is_an_elf_image_with_a_build_id() {
         let image = super::running_vdso().expect("a [vdso] mapping");
         assert_eq!(&image[..4], b"\x7fELF");
-        assert!(super::image_build_id(&image).is_some_and(|id| !id.is_empty()));
-    }
-
-    #[test]
-    fn padded_build_ids_match() {
-        assert!(super::same_build_id(&[1, 2, 3, 0, 0], &[1, 2, 3]));
-        assert!(!super::same_build_id(&[1, 2, 4], &[1, 2, 3]));
+        assert!(crate::buildid::of_image(&image).is_some_and(|id| !id.is_empty()));
     }
 }

@@ -1,14 +1,22 @@
-//! Build ids of ELF files and of the running kernel.
+//! Build ids: the identity of an ELF file, of an in-memory image (the vDSO) and of the running
+//! kernel, and how two of them compare.
+
+use std::path::Path;
 
 use object::{Object, ObjectSection};
 
 /// The GNU build id of the ELF file at `path`, if it has one.
-pub fn of_file(path: &str) -> Option<Vec<u8>> {
+pub fn of_file(path: &Path) -> Option<Vec<u8>> {
     let file = std::fs::File::open(path).ok()?;
     // SAFETY: the file is mapped read-only and only parsed; a concurrent truncation could
     // fault, which is the accepted risk of reading binaries by mmap (as every profiler does).
     let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-    let obj = object::File::parse(&*map).ok()?;
+    of_image(&map)
+}
+
+/// The GNU build id of an ELF image in memory.
+pub fn of_image(image: &[u8]) -> Option<Vec<u8>> {
+    let obj = object::File::parse(image).ok()?;
     obj.build_id().ok().flatten().map(|b| b.to_vec()).or_else(|| {
         // Some toolchains leave the note without a PT_NOTE; look at the section directly.
         let sec = obj.section_by_name(".note.gnu.build-id")?;
@@ -19,6 +27,20 @@ pub fn of_file(path: &str) -> Option<Vec<u8>> {
 /// The running kernel's build id, from /sys/kernel/notes.
 pub fn of_kernel() -> Option<Vec<u8>> {
     parse_notes(&std::fs::read("/sys/kernel/notes").ok()?)
+}
+
+/// Whether two build ids are the same; perf pads short ids with zeros to 20 bytes.
+pub fn same(a: &[u8], b: &[u8]) -> bool {
+    let trim = |x: &[u8]| {
+        let n = x.iter().rposition(|c| *c != 0).map_or(0, |i| i + 1);
+        x[..n].to_vec()
+    };
+    trim(a) == trim(b)
+}
+
+/// A build id in lower-case hex, as build-id caches name it.
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// Finds the NT_GNU_BUILD_ID note in a sequence of ELF notes.
@@ -46,8 +68,15 @@ mod tests {
     fn own_binary_has_a_build_id() {
         let exe = std::env::current_exe().unwrap();
         // Rust test binaries are linked with a build id on Linux.
-        let id = super::of_file(exe.to_str().unwrap()).expect("a build id");
+        let id = super::of_file(&exe).expect("a build id");
         assert!(!id.is_empty());
+    }
+
+    #[test]
+    fn padded_build_ids_match() {
+        assert!(super::same(&[1, 2, 3, 0, 0], &[1, 2, 3]));
+        assert!(!super::same(&[1, 2, 4], &[1, 2, 3]));
+        assert_eq!(super::hex(&[0xab, 1]), "ab01");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The kernel symbol snapshot stored in recordings: the /proc/kallsyms lines that cover the
-//! kernel addresses the recording hit, so the kernel can be symbolized later, elsewhere.
+//! kallsyms text: parsing it, finding a symbol's address, and the snapshot stored in recordings
+//! (the /proc/kallsyms lines that cover the kernel addresses the recording hit, so the kernel
+//! can be symbolized later, elsewhere).
 
 use std::collections::BTreeSet;
 

@@ -1,0 +1,42 @@
+//! Feature section ids: perf's (`HEADER_*` in perf's header.h) and rperf's own (192 and up,
+//! which perf and other readers skip as numbers they do not know).
+
+#![allow(missing_docs)] // perf's header.h names and documents these.
+pub const TRACING_DATA: u32 = 1;
+pub const BUILD_ID: u32 = 2;
+pub const HOSTNAME: u32 = 3;
+pub const OSRELEASE: u32 = 4;
+pub const VERSION: u32 = 5;
+pub const ARCH: u32 = 6;
+pub const NRCPUS: u32 = 7;
+pub const CPUDESC: u32 = 8;
+pub const CPUID: u32 = 9;
+pub const TOTAL_MEM: u32 = 10;
+pub const CMDLINE: u32 = 11;
+pub const EVENT_DESC: u32 = 12;
+pub const PMU_MAPPINGS: u32 = 16;
+
+/// The kallsyms lines needed to symbolize the recorded kernel addresses (kallsyms text).
+pub const RPERF_KALLSYMS: u32 = 192;
+/// The JIT symbol maps (`/tmp/perf-PID.map`) of the recorded processes
+/// (`sections::encode_perf_maps`).
+pub const RPERF_PERF_MAPS: u32 = 193;
+/// The jitdump files (`jit-PID.dump`) the recorded runtimes wrote (`sections::encode_jitdumps`).
+pub const RPERF_JITDUMPS: u32 = 194;
+/// The vDSO image the recorded processes ran with (the ELF image's bytes).
+pub const RPERF_VDSO: u32 = 195;
+/// How the recording was made (`sections::RecordingInfo`): what a reader must know to weigh
+/// its samples, such as an off-CPU recording.
+pub const RPERF_INFO: u32 = 196;
+
+/// The name of one of rperf's own feature sections.
+pub fn rperf_name(feature: u32) -> Option<&'static str> {
+    match feature {
+        RPERF_KALLSYMS => Some("kallsyms snapshot"),
+        RPERF_PERF_MAPS => Some("JIT symbol maps"),
+        RPERF_JITDUMPS => Some("jitdumps"),
+        RPERF_VDSO => Some("vDSO image"),
+        RPERF_INFO => Some("recording info"),
+        _ => None,
+    }
+}
