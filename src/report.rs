@@ -160,8 +160,8 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         Some("tid") => StackPrefix::Tid,
         Some(p) => bail!("--prefix {p}: use pid or tid"),
     };
-    if a.diff.is_some() && !matches!(format, Format::Svg | Format::Html) {
-        bail!("--diff makes a differential flamegraph: add --format svg or html (or -o FILE.svg/.html)");
+    if a.diff.is_some() && !matches!(format, Format::Text | Format::Folded | Format::Svg | Format::Html) {
+        bail!("--diff compares two recordings in text, folded, svg or html output, not {format:?}");
     }
     let cpus = match &a.cpu {
         Some(c) => parse_cpus(c)?,
@@ -235,13 +235,25 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
     for w in &profile.warnings {
         eprintln!("rperf: warning: {w}");
     }
+    let base = match &opts.diff_base {
+        Some(path) => {
+            let base_opts = ReportOptions { input: path.clone(), diff_base: None, ..opts.clone() };
+            let base =
+                rperf_report::load(&base_opts).with_context(|| format!("--diff {}", path.display()))?;
+            for w in &base.warnings {
+                eprintln!("rperf: warning: {}: {w}", path.display());
+            }
+            Some(base)
+        }
+        None => None,
+    };
     let mut out: Box<dyn Write> = match &a.output {
         Some(p) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?,
         )),
         None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
     };
-    profile.write(&mut out, &opts)?;
+    profile.write(&mut out, &opts, base.as_ref())?;
     out.flush()?;
     Ok(0)
 }

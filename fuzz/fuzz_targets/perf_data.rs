@@ -19,6 +19,6 @@ fuzz_target!(|data: &[u8]| {
         ..Default::default()
     };
     if let Ok(profile) = rperf_report::load(&opts) {
-        let _ = profile.write_text(&mut std::io::sink(), &opts);
+        let _ = profile.write(&mut std::io::sink(), &opts, None);
     }
 });

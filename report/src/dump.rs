@@ -28,7 +28,7 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<(), Error> {
     writeln!(w, "features:").map_err(io)?;
     for f in perf_file.features().iter() {
         let size = perf_file.feature_section_data(f).map_or(0, <[u8]>::len);
-        match crate::run::rperf_feature_name(f.0) {
+        match rperf_perfdata::feature::rperf_name(f.0) {
             Some(name) => writeln!(w, "  rperf {name} (feature {}): {size} bytes", f.0),
             None => writeln!(w, "  {f:?}: {size} bytes"),
         }

@@ -1,35 +1,58 @@
 //! rperf's reporter: reads perf.data from rperf, Linux perf and simpleperf, unwinds and
-//! symbolizes the samples, aggregates them and writes reports.
+//! symbolizes the samples and writes reports.
 //!
-//! The pipeline runs one way: records (in time order) → process model → unwound stacks →
-//! functions → aggregate → output. Aggregation is streaming: memory grows with distinct stacks,
-//! not with samples.
+//! The pipeline runs one way, a module each:
+//! - `load` opens the file and checks its header and sections;
+//! - `convert` turns records (in time order) into the process model (`model`) and samples
+//!   with address stacks, unwinding user stacks (`rperf-unwind`) and resolving addresses to
+//!   binaries (`resolve`, `jit`);
+//! - `profile` holds the symbolized samples in event sections: the one owner of filters,
+//!   off-CPU time weighting, event sections and `--max-stack`;
+//! - `output` renders a profile in each format, and nothing else.
+//!
+//! Memory grows with distinct stacks, not with samples (per-sample rows are kept only for the
+//! formats that show samples one by one).
 //!
 //! ```no_run
 //! let opts = rperf_report::ReportOptions { input: "perf.data".into(), ..Default::default() };
 //! let profile = rperf_report::load(&opts).unwrap();
-//! profile.write_text(&mut std::io::stdout(), &opts).unwrap();
+//! profile.write(&mut std::io::stdout(), &opts, None).unwrap();
 //! ```
 #![deny(missing_docs)]
 
-mod aggregate;
+mod convert;
+mod decode;
 mod dump;
-mod flame;
-mod gecko;
-mod html;
-mod input;
-mod json;
+mod jit;
+mod load;
 mod model;
 mod options;
-mod pprof;
+mod output;
+mod profile;
 mod progress;
 mod resolve;
-mod run;
-mod text;
 
 pub use dump::dump;
 pub use options::{CallOrder, Filters, Format, OffCpuMode, ReportOptions, SortKey, StackPrefix};
-pub use run::{load, Profile};
+pub use profile::Profile;
+
+/// Reads a recording into a profile: load, convert, symbolize.
+pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
+    convert::convert(load::open(opts)?, opts)
+}
+
+impl Profile {
+    /// Writes the report in the format `opts` asks for; with `base` (the profile of
+    /// `opts.diff_base`, loaded by the caller), a comparison against it.
+    pub fn write(
+        &self,
+        out: &mut dyn std::io::Write,
+        opts: &ReportOptions,
+        base: Option<&Profile>,
+    ) -> std::io::Result<()> {
+        output::write(out, self, opts, base)
+    }
+}
 
 /// Errors that stop a report.
 #[derive(Debug, thiserror::Error)]

@@ -16,10 +16,19 @@ pub enum DsoKind {
     Kernel,
     /// The vDSO.
     Vdso,
-    /// Anonymous executable memory (JIT code).
+    /// Anonymous executable memory (code generated at run time, not named by the runtime).
     Anon,
+    /// Code a runtime generated and named: a JIT symbol map or jitdump, or ART's JIT caches.
+    Jit,
     /// Addresses outside every mapping.
     Unknown,
+}
+
+impl DsoKind {
+    /// Code generated at run time, named or not.
+    pub fn is_jit(self) -> bool {
+        matches!(self, DsoKind::Jit | DsoKind::Anon)
+    }
 }
 
 /// A binary as recorded.
@@ -165,6 +174,8 @@ impl Model {
     pub fn kind_of(path: &str) -> DsoKind {
         if path == "[vdso]" {
             DsoKind::Vdso
+        } else if path.contains("jit_app_cache") || path.contains("jit_zygote_cache") {
+            DsoKind::Jit
         } else if path.starts_with("[kernel.kallsyms]") || path.ends_with(".ko") {
             DsoKind::Kernel
         } else if path.starts_with("//anon")

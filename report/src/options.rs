@@ -72,6 +72,25 @@ pub struct Filters {
     pub cpus: Vec<u32>,
 }
 
+impl Filters {
+    /// Whether a stack whose sampled function is `leaf` passes the `--dsos` and `--symbols`
+    /// filters.
+    pub fn leaf_matches(&self, names: &crate::profile::Names, leaf: crate::resolve::FuncId) -> bool {
+        let func = names.func(leaf);
+        if !self.symbols.is_empty() && !self.symbols.contains(&func.name) {
+            return false;
+        }
+        if !self.dsos.is_empty() {
+            let path = &names.dsos[func.dso as usize].path;
+            let base = path.rsplit('/').next().unwrap_or(path);
+            if !self.dsos.iter().any(|d| d == path || d == base) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
 /// Output format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -133,9 +152,14 @@ impl Format {
         })
     }
 
-    /// Formats built from whole stacks rather than report entries.
-    pub fn uses_stacks(&self) -> bool {
-        !matches!(self, Format::Text)
+    /// Formats that show samples one by one, so the profile keeps every sample.
+    pub fn shows_samples(&self) -> bool {
+        matches!(self, Format::Gecko | Format::Json)
+    }
+
+    /// Formats that show each frame's source file and line.
+    pub fn shows_lines(&self) -> bool {
+        matches!(self, Format::Pprof | Format::Json)
     }
 }
 
@@ -226,7 +250,8 @@ pub struct ReportOptions {
     pub inverted: bool,
     /// Flamegraphs with stacks reversed: leaf functions at the root, callers above.
     pub reverse: bool,
-    /// A differential flamegraph against this base recording.
+    /// A comparison against this base recording: a table of functions (text), differential
+    /// folded stacks, or a differential flamegraph (svg, html). The caller loads it.
     pub diff_base: Option<PathBuf>,
 }
 

@@ -54,9 +54,12 @@ pub struct Func {
     pub system: Option<String>,
 }
 
-/// What symbolization made of every frame address: its functions (innermost inlined call
-/// first, the containing function last) and its source line.
+/// What symbolization made of every frame address: its binary and place, its functions
+/// (innermost inlined call first, the containing function last) and its source line.
 pub struct Symbolized {
+    /// (binary, place in it) of each frame address: a file offset for binaries, the address
+    /// itself for kernel and JIT code.
+    locations: Vec<(DsoId, u64)>,
     spans: Vec<(u32, u32)>,
     flat: Vec<FuncId>,
     /// Where in its function each entry of `flat` is: (file id + 1 or 0, line), when lines
@@ -67,6 +70,24 @@ pub struct Symbolized {
 }
 
 impl Symbolized {
+    /// The binary of frame address `a` and the place in it: a file offset for binaries, the
+    /// address itself for kernel and JIT code.
+    pub fn location(&self, a: AddrId) -> (DsoId, u64) {
+        self.locations[a as usize]
+    }
+
+    /// Frame address `i` names function `i`, in binary 0 (for tests of what consumes names).
+    #[cfg(test)]
+    pub fn identity(n: usize) -> Symbolized {
+        Symbolized {
+            locations: (0..n as u64).map(|i| (0, i)).collect(),
+            spans: (0..n as u32).map(|i| (i, 1)).collect(),
+            flat: (0..n as u32).collect(),
+            places: Vec::new(),
+            srcline: vec![0; n],
+        }
+    }
+
     /// The functions of frame address `a`, innermost first.
     pub fn funcs(&self, a: AddrId) -> &[FuncId] {
         let (start, len) = self.spans[a as usize];
@@ -219,16 +240,6 @@ impl Resolver {
         }
     }
 
-    /// A synthetic frame (e.g. `[off-cpu]`) with a DSO of the same name.
-    pub fn marker(&mut self, model: &mut Model, name: &str) -> FuncId {
-        let dso = model.dso(name, None, DsoKind::Unknown);
-        self.intern(dso, name, false)
-    }
-
-    fn intern(&mut self, dso: DsoId, name: &str, inlined: bool) -> FuncId {
-        self.intern_with_system(dso, name, None, inlined)
-    }
-
     fn intern_with_system(&mut self, dso: DsoId, name: &str, system: Option<&str>, inlined: bool) -> FuncId {
         if let Some(&id) = self.func_index.get(&(dso, name.to_string(), inlined)) {
             return id;
@@ -291,13 +302,13 @@ impl Resolver {
             (dso, addr, AddrKind::Kernel)
         } else {
             let mapping = model.processes.get(&pid).and_then(|s| s.find(addr)).copied();
-            let anonymous = mapping.is_none_or(|m| is_anonymous(&model.dsos[m.dso as usize].path));
+            let anonymous = mapping.is_none_or(|m| model.dsos[m.dso as usize].kind == DsoKind::Anon);
             let jit = if anonymous { self.perf_map(model, pid, addr) } else { None };
             match (jit, mapping) {
                 (Some(jit), _) => (jit, addr, AddrKind::PerfMap),
                 (None, None) => (model.dso("[unknown]", None, DsoKind::Unknown), 0, AddrKind::Unknown),
                 // ART's JIT caches (simpleperf) store their symbols at the addresses the code ran at.
-                (None, Some(m)) if model.dsos[m.dso as usize].display_name().starts_with("[JIT") => {
+                (None, Some(m)) if model.dsos[m.dso as usize].kind == DsoKind::Jit => {
                     (m.dso, addr, AddrKind::Jit)
                 }
                 (None, Some(m)) => (m.dso, addr - m.start + m.pgoff, AddrKind::File),
@@ -336,7 +347,7 @@ impl Resolver {
                 .maps()
                 .iter()
                 .map(|m| model.dsos[m.dso as usize].path.clone())
-                .find(|p| jitdump_pid(p) == Some(pid))
+                .find(|p| rperf_perfdata::jitdump_pid(p) == Some(pid))
         });
         let dump = match self.embedded_jitdumps.remove(&pid) {
             Some(d) => Some(d),
@@ -345,23 +356,30 @@ impl Resolver {
         if map_text.is_none() && dump.is_none() {
             return None;
         }
-        let mut raw = map_text.as_deref().map(parse_perf_map).unwrap_or_default();
+        let mut raw = map_text.as_deref().map(crate::jit::parse_perf_map).unwrap_or_default();
         if let Some(d) = &dump {
-            raw.extend(parse_jitdump(d));
+            raw.extend(crate::jit::parse_jitdump(d));
         }
         let name = match (&dump, &dump_path) {
             (Some(_), Some(p)) => p.clone(),
             (Some(_), None) => format!("jit-{pid}.dump"),
             _ => format!("/tmp/perf-{pid}.map"),
         };
-        let dso = model.dso(&name, None, DsoKind::Unknown);
+        let dso = model.dso(&name, None, DsoKind::Jit);
         self.perf_map_of_dso.insert(dso, pid);
         Some((dso, SymbolTable::new(raw)))
     }
 
-    /// Names every frame seen so far, once per (binary, offset), loading binaries and looking
-    /// up symbols in parallel. Returns the function of each frame id.
-    pub fn symbolize(&mut self, model: &mut Model) -> Symbolized {
+    /// Names every frame seen, once per (binary, offset), loading binaries and looking up
+    /// symbols in parallel, and hands over the tables: what each frame address was named, the
+    /// functions, source lines and source files.
+    pub fn finish_symbols(&mut self, model: &mut Model) -> (Symbolized, Vec<Func>, Vec<String>, Vec<String>) {
+        let symbolized = self.symbolize(model);
+        let funcs = std::mem::take(&mut self.funcs);
+        (symbolized, funcs, std::mem::take(&mut self.srclines), std::mem::take(&mut self.files))
+    }
+
+    fn symbolize(&mut self, model: &mut Model) -> Symbolized {
         use rayon::prelude::*;
         if self.addrs.iter().any(|a| a.2 == AddrKind::Kernel) {
             self.kernel();
@@ -394,8 +412,13 @@ impl Resolver {
         let names: Vec<Named> =
             this.addrs.par_iter().map(|&(dso, key, kind)| this.name_of(model, dso, key, kind)).collect();
         let addrs = std::mem::take(&mut self.addrs);
-        let mut out =
-            Symbolized { spans: Vec::new(), flat: Vec::new(), places: Vec::new(), srcline: Vec::new() };
+        let mut out = Symbolized {
+            locations: addrs.iter().map(|&(dso, key, _)| (dso, key)).collect(),
+            spans: Vec::new(),
+            flat: Vec::new(),
+            places: Vec::new(),
+            srcline: Vec::new(),
+        };
         for (&(dso, key, _), named) in addrs.iter().zip(names) {
             let start = out.flat.len() as u32;
             for (name, system, place) in &named.inlined {
@@ -420,13 +443,6 @@ impl Resolver {
         }
         self.addrs = addrs;
         out
-    }
-
-    /// The binary of frame address `a` and the place in it: a file offset for binaries, the
-    /// address itself for kernel and JIT code.
-    pub fn place_of(&self, a: AddrId) -> (DsoId, u64) {
-        let (dso, key, _) = self.addrs[a as usize];
-        (dso, key)
     }
 
     /// Kernel frames outside every recorded kernel map belong to the module the kallsyms
@@ -568,10 +584,6 @@ pub fn is_kernel_address(addr: u64, arch: Arch) -> bool {
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
 /// Finds and loads the binary for a DSO; the warning says why a candidate was not used.
 fn load_binary(finder: &BinaryFinder, d: &crate::model::Dso) -> (Option<Arc<Binary>>, Option<String>) {
     if d.kind == DsoKind::Vdso {
@@ -602,62 +614,10 @@ fn load_binary(finder: &BinaryFinder, d: &crate::model::Dso) -> (Option<Arc<Bina
             Some(format!(
                 "{} has another build id than the recorded {}; not used for {} (pass --symfs with the right binary)",
                 path.display(),
-                d.build_id.as_deref().map(hex).unwrap_or_default(),
+                d.build_id.as_deref().map(rperf_symbols::buildid::hex).unwrap_or_default(),
                 d.path
             )),
         ),
         Found::Missing => (None, None),
     }
-}
-
-/// Mappings that hold run-time generated code: anonymous memory and memfd files.
-fn is_anonymous(path: &str) -> bool {
-    path == "//anon" || path.starts_with("[anon") || path.starts_with("/memfd:") || path.is_empty()
-}
-
-/// The pid in a runtime's jitdump file name, `jit-PID.dump`.
-pub fn jitdump_pid(path: &str) -> Option<i32> {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    name.strip_prefix("jit-")?.strip_suffix(".dump")?.parse().ok()
-}
-
-/// The code-load records of a jitdump file as (address, size, name); moved code follows its
-/// move records. Reading stops at the first malformed record.
-pub fn parse_jitdump(data: &[u8]) -> Vec<(u64, u64, String)> {
-    use linux_perf_data::jitdump::{JitDumpReader, JitDumpRecord};
-    let mut out = Vec::new();
-    let mut by_index: HashMap<u64, usize> = HashMap::new();
-    let Ok(mut reader) = JitDumpReader::new(std::io::Cursor::new(data)) else { return out };
-    while let Ok(Some(raw)) = reader.next_record() {
-        match raw.parse() {
-            Ok(JitDumpRecord::CodeLoad(r)) => {
-                let name = String::from_utf8_lossy(&r.function_name.as_slice()).into_owned();
-                by_index.insert(r.code_index, out.len());
-                out.push((r.code_addr, r.code_bytes.len() as u64, name));
-            }
-            Ok(JitDumpRecord::CodeMove(m)) => {
-                if let Some(&i) = by_index.get(&m.code_index) {
-                    out[i].0 = m.new_code_addr;
-                }
-            }
-            Ok(_) => {}
-            Err(_) => break,
-        }
-    }
-    out
-}
-
-/// Parses a JIT symbol map: lines of `START SIZE NAME`, addresses and sizes in hex (with or
-/// without `0x`). Malformed lines are skipped.
-pub fn parse_perf_map(text: &str) -> Vec<(u64, u64, String)> {
-    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
-    text.lines()
-        .filter_map(|l| {
-            let mut it = l.splitn(3, ' ');
-            let start = hex(it.next()?)?;
-            let size = hex(it.next()?)?;
-            let name = it.next()?.trim();
-            (size > 0 && !name.is_empty()).then(|| (start, size, name.to_string()))
-        })
-        .collect()
 }

@@ -1,5 +1,8 @@
 //! Kernel-recorded call chains (PERF_SAMPLE_CALLCHAIN): context markers removed, each address
-//! tagged with the context it belongs to.
+//! tagged with the context it belongs to and with what it means (the sampled instruction, or a
+//! return address to look up one byte earlier).
+
+use crate::CodeAddress;
 
 /// Which address space a frame belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -15,13 +18,11 @@ pub enum Context {
 /// One entry of a call chain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChainFrame {
-    /// The address as recorded (an instruction pointer for the first entry of each context,
-    /// return addresses after it).
-    pub addr: u64,
+    /// The address as recorded: the sampled instruction for the chain's first entry, return
+    /// addresses after it (a user frame under kernel frames is where the kernel will return to).
+    pub addr: CodeAddress,
     /// Its context.
     pub context: Context,
-    /// True for the first entry of the chain (the sampled instruction, not a return address).
-    pub is_ip: bool,
 }
 
 const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
@@ -45,7 +46,12 @@ pub fn split_callchain(raw: &[u64], default: Context) -> Vec<ChainFrame> {
         if addr == 0 {
             continue;
         }
-        out.push(ChainFrame { addr, context: ctx, is_ip: out.is_empty() });
+        let addr = if out.is_empty() {
+            CodeAddress::InstructionPointer(addr)
+        } else {
+            CodeAddress::ReturnAddress(addr)
+        };
+        out.push(ChainFrame { addr, context: ctx });
     }
     out
 }
@@ -60,7 +66,11 @@ mod tests {
             [PERF_CONTEXT_KERNEL, 0xffff_8000_1000, 0xffff_8000_2000, PERF_CONTEXT_USER, 0x4000, 0, 0x5000];
         let f = split_callchain(&raw, Context::User);
         assert_eq!(f.len(), 4);
-        assert_eq!((f[0].context, f[0].is_ip), (Context::Kernel, true));
-        assert_eq!((f[2].addr, f[2].context, f[2].is_ip), (0x4000, Context::User, false));
+        assert_eq!(
+            (f[0].context, f[0].addr),
+            (Context::Kernel, CodeAddress::InstructionPointer(0xffff_8000_1000))
+        );
+        assert_eq!((f[2].addr, f[2].context), (CodeAddress::ReturnAddress(0x4000), Context::User));
+        assert_eq!(f[2].addr.lookup(), 0x3fff);
     }
 }

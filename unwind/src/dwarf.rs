@@ -28,6 +28,44 @@ impl Arch {
     }
 }
 
+/// Where the registers unwinding needs are in a sample's user registers, by perf's register
+/// numbers for the architecture (`PERF_REG_X86_*`, `PERF_REG_ARM64_*` in the kernel's uapi).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PerfRegs {
+    /// Instruction pointer (x86_64 ip, arm64 pc).
+    pub ip: u64,
+    /// Stack pointer.
+    pub sp: u64,
+    /// Frame pointer (x86_64 bp, arm64 x29).
+    pub fp: u64,
+    /// Link register (arm64 x30); None on x86_64.
+    pub lr: Option<u64>,
+}
+
+impl Arch {
+    /// perf's numbers of the registers unwinding reads.
+    pub fn perf_regs(self) -> PerfRegs {
+        match self {
+            Arch::X86_64 => PerfRegs { ip: 8, sp: 7, fp: 6, lr: None },
+            Arch::Aarch64 => PerfRegs { ip: 32, sp: 31, fp: 29, lr: Some(30) },
+        }
+    }
+}
+
+impl Regs {
+    /// The registers of a sample, read by perf register number through `get`; None without
+    /// an instruction and a stack pointer.
+    pub fn from_perf(arch: Arch, get: impl Fn(u64) -> Option<u64>) -> Option<Regs> {
+        let n = arch.perf_regs();
+        Some(Regs {
+            ip: get(n.ip)?,
+            sp: get(n.sp)?,
+            fp: get(n.fp).unwrap_or(0),
+            lr: n.lr.and_then(&get).unwrap_or(0),
+        })
+    }
+}
+
 /// A code address and what it means: the sampled instruction, or a return address (whose call
 /// instruction is at `addr - 1` for symbol and line lookup).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

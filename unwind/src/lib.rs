@@ -22,4 +22,4 @@ mod callchain;
 mod dwarf;
 
 pub use callchain::{split_callchain, ChainFrame, Context};
-pub use dwarf::{Arch, CodeAddress, ProcessUnwinder, Regs, UnwindCache, UnwindSections, Unwound};
+pub use dwarf::{Arch, CodeAddress, PerfRegs, ProcessUnwinder, Regs, UnwindCache, UnwindSections, Unwound};

@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use prost::Message;
 
 use crate::options::ReportOptions;
-use crate::run::Profile;
+use crate::profile::Profile;
 
 /// The messages of profile.proto that rperf writes (field numbers as in the schema).
 mod proto {
@@ -165,43 +165,75 @@ fn value_type(name: &str, time_in_ns: bool) -> (&str, &'static str) {
 fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
     let mut st = Strings::new();
     let mut out = proto::Profile::default();
-    let events: Vec<_> = p.events.iter().filter(|e| e.agg.samples > 0 || p.events.len() == 1).collect();
+    let events: Vec<_> = p.shown_sections().collect();
     for e in &events {
-        let (name, unit) = value_type(&e.name, e.time_in_ns);
+        let (name, unit) = value_type(&e.name, e.time_in_ns());
         out.sample_type.push(proto::ValueType { r#type: st.id("samples"), unit: st.id("count") });
         out.sample_type.push(proto::ValueType { r#type: st.id(name), unit: st.id(unit) });
     }
     if let Some(e) = events.first() {
-        let (name, unit) = value_type(&e.name, e.time_in_ns);
+        let (name, unit) = value_type(&e.name, e.time_in_ns());
         out.period_type = Some(proto::ValueType { r#type: st.id(name), unit: st.id(unit) });
-        out.period = (e.agg.period / e.agg.samples.max(1)) as i64;
+        out.period = (e.weight / e.samples.max(1)) as i64;
         out.default_sample_type = st.id(name);
     }
     let (pid_key, tid_key, thread_key) = (st.id("pid"), st.id("tid"), st.id("thread"));
-    let funcs = &p.resolver.funcs;
+    let funcs = &p.names.funcs;
     let mut mappings: HashMap<u32, u64> = HashMap::new();
     let mut locations: HashMap<u32, u64> = HashMap::new();
     let mut functions: HashMap<u32, u64> = HashMap::new();
     let n = out.sample_type.len();
     for (ei, e) in events.iter().enumerate() {
-        for (&(comm, pid, tid), stacks) in &e.stacks {
-            for (addrs, &(samples, period)) in stacks {
-                let Some(&leaf) = addrs.first().and_then(|a| p.symbolized.funcs(*a).first()) else {
-                    continue;
-                };
-                if !crate::run::leaf_matches(opts, &p.model, &p.resolver, leaf) {
-                    continue;
-                }
+        for c in &e.stacks {
+            let (comm, pid, tid) = (c.thread.comm, c.thread.pid, c.thread.tid);
+            {
                 let mut sample = proto::Sample { value: vec![0; n], ..Default::default() };
-                sample.value[2 * ei] = samples as i64;
-                sample.value[2 * ei + 1] = period as i64;
-                for &a in addrs {
+                sample.value[2 * ei] = c.samples as i64;
+                sample.value[2 * ei + 1] = c.weight as i64;
+                // Off-CPU time ends in a frame of its own, as in the stack outputs.
+                let marker = if c.off_cpu { p.off_cpu_marker } else { None };
+                if let Some(m) = marker {
+                    let next = locations.len() as u64 + 1;
+                    let id = *locations.entry(u32::MAX).or_insert_with(|| {
+                        let next_map = mappings.len() as u64 + 1;
+                        let dso = funcs[m as usize].dso;
+                        let mapping_id = *mappings.entry(dso).or_insert_with(|| {
+                            out.mapping.push(proto::Mapping {
+                                id: next_map,
+                                filename: st.id("[off-cpu]"),
+                                has_functions: true,
+                                ..Default::default()
+                            });
+                            next_map
+                        });
+                        let next_fn = functions.len() as u64 + 1;
+                        let function_id = *functions.entry(m).or_insert_with(|| {
+                            let name = st.id("[off-cpu]");
+                            out.function.push(proto::Function {
+                                id: next_fn,
+                                name,
+                                system_name: name,
+                                filename: 0,
+                            });
+                            next_fn
+                        });
+                        out.location.push(proto::Location {
+                            id: next,
+                            mapping_id,
+                            address: 0,
+                            line: vec![proto::Line { function_id, line: 0 }],
+                        });
+                        next
+                    });
+                    sample.location_id.push(id);
+                }
+                for &a in &p.stacks[c.stack as usize] {
                     let next = locations.len() as u64 + 1;
                     let id = *locations.entry(a).or_insert_with(|| {
-                        let (dso, address) = p.resolver.place_of(a);
+                        let (dso, address) = p.symbols.location(a);
                         let next_map = mappings.len() as u64 + 1;
                         let mapping_id = *mappings.entry(dso).or_insert_with(|| {
-                            let d = &p.model.dsos[dso as usize];
+                            let d = &p.names.dsos[dso as usize];
                             let build_id: String =
                                 d.build_id.iter().flatten().map(|b| format!("{b:02x}")).collect();
                             out.mapping.push(proto::Mapping {
@@ -218,9 +250,9 @@ fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
                             });
                             next_map
                         });
-                        let places = p.symbolized.places(a);
+                        let places = p.symbols.places(a);
                         let line = p
-                            .symbolized
+                            .symbols
                             .funcs(a)
                             .iter()
                             .enumerate()
@@ -231,7 +263,7 @@ fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
                                     let func = &funcs[f as usize];
                                     let filename = match file {
                                         0 => 0,
-                                        id => st.id(&p.resolver.files[id as usize - 1]),
+                                        id => st.id(&p.names.files[id as usize - 1]),
                                     };
                                     let name = st.id(&func.name);
                                     out.function.push(proto::Function {
@@ -253,11 +285,7 @@ fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
                 sample.label = vec![
                     proto::Label { key: pid_key, num: i64::from(pid), ..Default::default() },
                     proto::Label { key: tid_key, num: i64::from(tid), ..Default::default() },
-                    proto::Label {
-                        key: thread_key,
-                        str: st.id(&p.model.strings[comm as usize]),
-                        ..Default::default()
-                    },
+                    proto::Label { key: thread_key, str: st.id(p.names.comm(comm)), ..Default::default() },
                 ];
                 out.sample.push(sample);
             }
@@ -267,14 +295,13 @@ fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
     out.sample.sort_by(|a, b| {
         b.value.iter().sum::<i64>().cmp(&a.value.iter().sum::<i64>()).then(a.location_id.cmp(&b.location_id))
     });
-    let (first, last) = p.time_range;
+    let (first, last) = p.info.time_range;
     out.duration_nanos = last.saturating_sub(first) as i64;
     // perf.data has no wall-clock start; the recording ended about when the file was written.
-    let written = std::fs::metadata(&opts.input).and_then(|m| m.modified()).ok();
-    if let Some(t) = written.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()) {
+    if let Some(t) = p.info.written.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()) {
         out.time_nanos = (t.as_nanos() as i64).saturating_sub(out.duration_nanos);
     }
-    if let Some(cmd) = &p.header.cmdline {
+    if let Some(cmd) = &p.info.cmdline {
         out.comment.push(st.id(&format!("recorded with: {cmd}")));
     }
     out.string_table = st.table;

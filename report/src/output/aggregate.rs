@@ -1,9 +1,10 @@
-//! Streaming aggregation: each sample is folded into per-entry counts and call trees at once,
-//! so memory grows with distinct entries and stacks, not with samples.
+//! The text report's view of a section: its counted stacks folded into entries (by the sort
+//! keys) with self and children counts and call trees.
 
 use std::collections::HashMap;
 
 use crate::options::{CallOrder, ReportOptions, SortKey};
+use crate::profile::{Profile, Section};
 use crate::resolve::{Func, FuncId};
 
 /// A sample after unwinding and symbolization.
@@ -108,21 +109,6 @@ pub struct EventAggregate {
     pub period: u64,
     /// Entries.
     pub entries: HashMap<EntryKey, Entry>,
-    /// Whole stacks with their event counts and samples, for stack-based outputs.
-    pub stacks: HashMap<StackKey, (u64, u64)>,
-}
-
-/// A whole stack of one thread.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct StackKey {
-    /// Thread name (interned).
-    pub comm: u32,
-    /// Process id.
-    pub pid: i32,
-    /// Thread id.
-    pub tid: i32,
-    /// Functions, innermost first.
-    pub frames: Vec<FuncId>,
 }
 
 /// What aggregation needs to know of the options.
@@ -131,7 +117,6 @@ pub struct AggregateConfig {
     keys: [bool; 6],
     children: bool,
     call_graph: Option<CallOrder>,
-    stacks: bool,
 }
 
 impl AggregateConfig {
@@ -149,7 +134,6 @@ impl AggregateConfig {
             ],
             children: opts.children,
             call_graph: opts.call_graph,
-            stacks: opts.format.uses_stacks(),
         }
     }
 
@@ -168,19 +152,34 @@ impl AggregateConfig {
 }
 
 impl EventAggregate {
+    /// The entries of one section of a profile.
+    pub fn of_section(p: &Profile, section: &Section, opts: &ReportOptions) -> EventAggregate {
+        let cfg = AggregateConfig::new(opts);
+        let mut agg = EventAggregate::default();
+        for c in &section.stacks {
+            let frames = &p.stack_funcs[c.stack as usize];
+            let srcline = p.stacks[c.stack as usize].first().map_or(0, |a| p.symbols.srcline[*a as usize]);
+            let t = c.thread;
+            let sample = ResolvedSample {
+                comm: t.comm,
+                pid: t.pid,
+                tid: t.tid,
+                period: c.weight,
+                samples: c.samples,
+                srcline,
+                frames,
+            };
+            agg.add(&cfg, &sample, &p.names.funcs);
+        }
+        agg
+    }
+
     /// Folds one sample in. Counts come from the file, so sums saturate instead of overflowing
     /// on corrupt periods (a regression found by tests/damaged_files.rs).
     pub fn add(&mut self, cfg: &AggregateConfig, s: &ResolvedSample<'_>, funcs: &[Func]) {
         let Some(&leaf) = s.frames.first() else { return };
         self.samples = self.samples.saturating_add(s.samples);
         self.period = self.period.saturating_add(s.period);
-        if cfg.stacks {
-            let key = StackKey { comm: s.comm, pid: s.pid, tid: s.tid, frames: s.frames.to_vec() };
-            let st = self.stacks.entry(key).or_default();
-            st.0 = st.0.saturating_add(s.period);
-            st.1 = st.1.saturating_add(s.samples);
-            return;
-        }
         let key = cfg.key(s, leaf, funcs);
         let e = self.entries.entry(key).or_default();
         e.samples = e.samples.saturating_add(s.samples);

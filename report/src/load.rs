@@ -1,66 +1,141 @@
-//! Opening recordings: the parts of the file header linux-perf-data does not hand out, and
-//! event names.
+//! Loading a recording: the file is opened and its header and sections checked against its
+//! length (repairing what can be repaired, with warnings), then what the reader needs before
+//! the first record is gathered: the events, the architecture, build ids, the symbols and
+//! rperf sections the file carries, and whether it is an off-CPU recording.
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
-/// (type, config) of each attribute, in file order, read from the attribute section.
-pub fn raw_attrs(path: &Path) -> Vec<(u32, u64)> {
-    let mut head = [0u8; 40];
-    let Ok(mut f) = std::fs::File::open(path) else { return Vec::new() };
-    if f.read_exact(&mut head).is_err() || &head[..8] != b"PERFILE2" {
-        return Vec::new();
-    }
-    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
-    let attr_size = u64_at(&head, 16);
-    let (off, size) = (u64_at(&head, 24), u64_at(&head, 32));
-    if attr_size < 16 || size > (1 << 24) {
-        return Vec::new();
-    }
-    use std::io::{Seek, SeekFrom};
-    let mut buf = vec![0u8; size as usize];
-    if f.seek(SeekFrom::Start(off)).is_err() || f.read_exact(&mut buf).is_err() {
-        return Vec::new();
-    }
-    buf.chunks(attr_size as usize)
-        .filter(|c| c.len() >= 16)
-        .map(|c| (u32::from_le_bytes(c[0..4].try_into().unwrap()), u64_at(c, 8)))
-        .collect()
+use linux_perf_data::{Feature, PerfFile, PerfFileReader, PerfRecordIter, SimpleperfFileRecord};
+use rperf_perfdata::feature;
+use rperf_perfdata::header::{
+    FileHeader, DATA_SIZE_AT, EVENT_TYPES_AT, FEATURES_AT, FEATURE_ENTRY_SIZE, HEADER_SIZE,
+};
+use rperf_unwind::Arch;
+
+use crate::options::ReportOptions;
+use crate::profile::EventDesc;
+use crate::Error;
+
+/// A recording opened for reading, with what was learnt from its header.
+pub struct Recording {
+    /// The file's metadata sections.
+    pub perf_file: PerfFile,
+    /// Its records, in time order.
+    pub records: PerfRecordIter<PatchedFile>,
+    /// Its events, in file order.
+    pub events: Vec<EventDesc>,
+    /// The architecture it was recorded on.
+    pub arch: Arch,
+    /// The architecture's name as recorded.
+    pub arch_name: Option<String>,
+    /// The recording command line.
+    pub cmdline: Option<String>,
+    /// Build ids by path.
+    pub build_ids: HashMap<String, Vec<u8>>,
+    /// simpleperf's stored symbol tables.
+    pub stored_symbols: Vec<SimpleperfFileRecord>,
+    /// Made for off-CPU weighting (rperf's or simpleperf's `--trace-offcpu`).
+    pub off_cpu: bool,
+    /// How far the reader is into the file, for progress.
+    pub position: crate::progress::ReadPosition,
+    /// The file's length.
+    pub len: u64,
+    /// Repairs made and other problems of the header.
+    pub warnings: Vec<String>,
 }
 
-/// A printable name for a generic event when the file does not name it.
-pub fn event_name(type_: u32, config: u64) -> String {
-    const HW: [&str; 10] = [
-        "cpu-cycles",
-        "instructions",
-        "cache-references",
-        "cache-misses",
-        "branch-instructions",
-        "branch-misses",
-        "bus-cycles",
-        "stalled-cycles-frontend",
-        "stalled-cycles-backend",
-        "ref-cycles",
-    ];
-    const SW: [&str; 10] = [
-        "cpu-clock",
-        "task-clock",
-        "page-faults",
-        "context-switches",
-        "cpu-migrations",
-        "minor-faults",
-        "major-faults",
-        "alignment-faults",
-        "emulation-faults",
-        "dummy",
-    ];
-    match (type_, config) {
-        (0, c) if (c as usize) < HW.len() => HW[c as usize].into(),
-        (1, c) if (c as usize) < SW.len() => SW[c as usize].into(),
-        (2, c) => format!("tracepoint:{c}"),
-        (4, c) => format!("r{c:x}"),
-        (t, c) => format!("event(type {t}, config {c:#x})"),
+/// Opens `opts.input` and reads its header and metadata.
+pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
+    let path = &opts.input;
+    let meta = std::fs::metadata(path).map_err(|e| Error::Open { path: path.clone(), source: e })?;
+    let (reader, warnings) =
+        open_checked(path).map_err(|reason| Error::Format { path: path.clone(), reason })?;
+    let position = reader.shared_pos.clone();
+    let PerfFileReader { perf_file, record_iter } = PerfFileReader::parse_file(reader)
+        .map_err(|e| Error::Format { path: path.clone(), reason: e.to_string() })?;
+    let raw = raw_attrs(path);
+    let events = perf_file
+        .event_attributes()
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let (type_, config) = raw.get(i).copied().unwrap_or((u32::MAX, 0));
+            let name = a
+                .name()
+                .map(str::to_string)
+                .unwrap_or_else(|| rperf_perfdata::events::name_of(type_, config));
+            EventDesc { name, type_, config }
+        })
+        .collect();
+    let arch_name = perf_file.arch().ok().flatten().map(str::to_string);
+    let arch = arch_name.as_deref().and_then(Arch::from_name).unwrap_or(if cfg!(target_arch = "aarch64") {
+        Arch::Aarch64
+    } else {
+        Arch::X86_64
+    });
+    let cmdline = perf_file.cmdline().ok().flatten().map(|v| v.join(" "));
+    let build_ids = perf_file
+        .build_ids()
+        .map(|m| {
+            m.into_values().map(|d| (String::from_utf8_lossy(&d.path).into_owned(), d.build_id)).collect()
+        })
+        .unwrap_or_default();
+    let stored_symbols = perf_file.simpleperf_symbol_tables().ok().flatten().unwrap_or_default();
+    let rperf_info = perf_file
+        .feature_section_data(Feature(feature::RPERF_INFO))
+        .map(rperf_perfdata::RecordingInfo::decode);
+    let simpleperf_offcpu = perf_file
+        .simpleperf_meta_info()
+        .ok()
+        .flatten()
+        .is_some_and(|m| m.get("trace_offcpu").is_some_and(|v| *v == "true"));
+    // rperf's recordings from before the info section say so on their command line.
+    let old_rperf_offcpu = rperf_info.is_none()
+        && perf_file.feature_section_data(Feature(feature::RPERF_KALLSYMS)).is_some()
+        && cmdline.as_deref().is_some_and(|c| c.split(' ').any(|a| a == "--trace-offcpu"));
+    let off_cpu = rperf_info.is_some_and(|i| i.trace_offcpu) || simpleperf_offcpu || old_rperf_offcpu;
+    Ok(Recording {
+        perf_file,
+        records: record_iter,
+        events,
+        arch,
+        arch_name,
+        cmdline,
+        build_ids,
+        stored_symbols,
+        off_cpu,
+        position,
+        len: meta.len(),
+        warnings,
+    })
+}
+
+/// The header of the file at `path`, when it has one.
+pub fn file_header(path: &Path) -> Option<FileHeader> {
+    let mut head = [0u8; HEADER_SIZE as usize];
+    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+    FileHeader::parse(&head)
+}
+
+/// (type, config) of each attribute, in file order, read from the attribute section.
+fn raw_attrs(path: &Path) -> Vec<(u32, u64)> {
+    let Some(h) = file_header(path) else { return Vec::new() };
+    let (off, size) = h.attrs;
+    if h.attr_size < 16 || size > (1 << 24) {
+        return Vec::new();
     }
+    let Ok(f) = std::fs::File::open(path) else { return Vec::new() };
+    let mut buf = vec![0u8; size as usize];
+    if read_at(&f, off, &mut buf).is_err() {
+        return Vec::new();
+    }
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
+    buf.chunks(h.attr_size as usize)
+        .filter(|c| c.len() >= 16)
+        .map(|c| (u32::from_le_bytes(c[0..4].try_into().expect("4 bytes")), u64_at(c, 8)))
+        .collect()
 }
 
 /// A file read through byte patches: corrections to header fields, so that the reader never
@@ -115,38 +190,36 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
         f.read_exact(&mut head)
             .map_err(|_| format!("the file is {len} bytes, shorter than a perf.data header (104)"))?;
     }
-    if &head[..8] != b"PERFILE2" {
+    let Some(header) = FileHeader::parse(&head) else {
         // Other magic values (big-endian, pipe mode, not perf.data) are left to the reader's
         // own error.
         let inner = std::io::BufReader::with_capacity(1 << 20, file);
         return Ok((PatchedFile { inner, patches, pos: 0, shared_pos: Default::default() }, warnings));
-    }
-    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+    };
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
     let fits = |off: u64, size: u64| off.checked_add(size).is_some_and(|end| end <= len);
-    let (attr_off, attr_size) = (u64_at(&head, 24), u64_at(&head, 32));
+    let (attr_off, attr_size) = header.attrs;
     if !fits(attr_off, attr_size) {
         return Err(format!(
             "the attribute section (header offset 24) claims {attr_size} bytes at file offset {attr_off}, past the end of the {len}-byte file"
         ));
     }
-    let (ev_off, ev_size) = (u64_at(&head, 56), u64_at(&head, 64));
+    let (ev_off, ev_size) = header.event_types;
     if !fits(ev_off, ev_size) {
-        patches.push((56, vec![0; 16]));
+        patches.push((EVENT_TYPES_AT, vec![0; 16]));
         warnings.push(
             "the event-types section (header offset 56) reaches past the end of the file; ignored"
                 .to_string(),
         );
     }
-    let data_off = u64_at(&head, 40);
-    let mut data_size = u64_at(&head, 48);
+    let (data_off, mut data_size) = header.data;
     if data_off > len {
         return Err(format!(
             "the data section starts at file offset {data_off}, past the end of the {len}-byte file"
         ));
     }
-    let mut features: Vec<u32> =
-        (0..256u32).filter(|b| head[72 + (*b / 8) as usize] & (1 << (b % 8)) != 0).collect();
-    let table_fits = |size: u64, n: usize| fits(data_off.saturating_add(size), 16 * n as u64);
+    let mut features = header.features.clone();
+    let table_fits = |size: u64, n: usize| fits(data_off.saturating_add(size), FEATURE_ENTRY_SIZE * n as u64);
     if data_size == 0 || !fits(data_off, data_size) {
         // A crashed recording: the size was never written (0) or the file ends early.
         let present = len - data_off;
@@ -157,7 +230,7 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
             "the data section (header offset 48) claims {data_size} bytes but the file holds {present} after offset {data_off}: the recording was cut short; reading what is there ({whole} bytes of whole records)"
         ));
         data_size = whole;
-        patches.push((48, data_size.to_le_bytes().to_vec()));
+        patches.push((DATA_SIZE_AT, data_size.to_le_bytes().to_vec()));
         features.clear();
     } else if !table_fits(data_size, features.len()) {
         warnings.push(format!(
@@ -167,11 +240,12 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
         features.clear();
     }
     if features.is_empty() {
-        patches.push((72, vec![0; 32]));
+        patches.push((FEATURES_AT, vec![0; 32]));
     }
     // Each feature section must fit in the file.
     let table_at = data_off + data_size;
-    let mut table = vec![0u8; 16 * features.len()];
+    const ENTRY: usize = FEATURE_ENTRY_SIZE as usize;
+    let mut table = vec![0u8; ENTRY * features.len()];
     if !table.is_empty() {
         use std::io::{Seek, SeekFrom};
         let mut f = &file;
@@ -183,8 +257,8 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
     // header's bitmap and table.
     let mut keep = Vec::new();
     for (i, feat) in features.iter().enumerate() {
-        let (off, size) = (u64_at(&table, 16 * i), u64_at(&table, 16 * i + 8));
-        let entry_at = table_at + 16 * i as u64;
+        let (off, size) = (u64_at(&table, ENTRY * i), u64_at(&table, ENTRY * i + 8));
+        let entry_at = table_at + FEATURE_ENTRY_SIZE * i as u64;
         let problem = if !fits(off, size) {
             Some(format!("claims {size} bytes at offset {off}, past the end of the file"))
         } else {
@@ -198,18 +272,18 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
         }
     }
     if keep.len() != features.len() {
-        let mut bitmap = vec![0u8; 32];
         let mut new_table = Vec::with_capacity(table.len());
+        let kept: Vec<u32> = keep.iter().map(|&i| features[i]).collect();
+        let bitmap = rperf_perfdata::header::feature_bitmap(&kept).to_vec();
         for &i in &keep {
-            bitmap[(features[i] / 8) as usize] |= 1 << (features[i] % 8);
-            new_table.extend_from_slice(&table[16 * i..16 * i + 16]);
+            new_table.extend_from_slice(&table[ENTRY * i..ENTRY * (i + 1)]);
         }
-        patches.push((72, bitmap));
+        patches.push((FEATURES_AT, bitmap));
         patches.push((table_at, new_table));
     }
     // The attribute size divides section sizes; the event-types section's id lists are
     // allocated by their sizes.
-    let attr_size = u64_at(&head, 16);
+    let attr_size = header.attr_size;
     if !(64..=4096).contains(&attr_size) {
         return Err(format!(
             "the attribute size (header offset 16) is {attr_size}; perf_event_attr is 64 to 4096 bytes"
@@ -248,10 +322,8 @@ fn read_at(file: &std::fs::File, off: u64, buf: &mut [u8]) -> std::io::Result<()
 /// Why a feature section cannot be handed to the reader, for the sections whose counts the
 /// reader trusts: strings, string lists, event descriptions, PMU mappings.
 fn section_problem(file: &std::fs::File, feat: u32, off: u64, size: u64) -> Option<String> {
-    const STRINGS: &[u32] = &[3, 4, 5, 6, 8, 9]; // hostname, osrelease, version, arch, cpudesc, cpuid
-    const CMDLINE: u32 = 11;
-    const EVENT_DESC: u32 = 12;
-    const PMU_MAPPINGS: u32 = 16;
+    use feature::{ARCH, CMDLINE, CPUDESC, CPUID, EVENT_DESC, HOSTNAME, OSRELEASE, PMU_MAPPINGS, VERSION};
+    const STRINGS: &[u32] = &[HOSTNAME, OSRELEASE, VERSION, ARCH, CPUDESC, CPUID];
     if !STRINGS.contains(&feat) && ![CMDLINE, EVENT_DESC, PMU_MAPPINGS].contains(&feat) {
         return None;
     }

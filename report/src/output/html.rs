@@ -12,12 +12,12 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
-use crate::flame::FoldStyle;
+use super::flame::FoldStyle;
 use crate::model::DsoKind;
 use crate::options::ReportOptions;
-use crate::run::Profile;
+use crate::profile::Profile;
 
-const PAGE: &str = include_str!("../assets/report.html");
+const PAGE: &str = include_str!("../../assets/report.html");
 
 /// Functions and threads shared by the profile and its diff base.
 #[derive(Default)]
@@ -32,42 +32,34 @@ struct Tables {
 
 impl Tables {
     fn add(&mut self, p: &Profile, opts: &ReportOptions, base: bool) {
-        let names = p.names();
-        let Some(e) = p.main_event() else { return };
-        let style = FoldStyle::new(opts, e.time_in_ns);
-        let total = if style.by_period { e.agg.period } else { e.agg.samples };
+        let names = &p.names;
+        let Some(section) = p.main_section() else { return };
+        let style = FoldStyle::new(opts, section);
+        let total = if style.by_period { section.weight } else { section.samples };
         let min = (opts.percent_limit / 100.0 * total as f64).ceil() as u64;
-        for (key, (period, samples)) in &e.agg.stacks {
-            let weight = if style.by_period { *period } else { *samples };
+        for c in &section.stacks {
+            let weight = if style.by_period { c.weight } else { c.samples };
             if weight == 0 || weight < min {
                 continue;
             }
-            let comm = names.comm(key.comm).to_string();
-            let tkey = (key.pid, key.tid, comm);
+            let comm = names.comm(c.thread.comm).to_string();
+            let tkey = (c.thread.pid, c.thread.tid, comm);
             let next = self.threads.len();
             let thread = *self.thread_index.entry(tkey.clone()).or_insert_with(|| {
                 self.threads.push(json!([tkey.0, tkey.1, tkey.2]));
                 next
             });
-            let frames: Vec<usize> = key
-                .frames
-                .iter()
-                .rev()
-                .map(|&f| {
-                    let func = &p.resolver.funcs[f as usize];
-                    let dso = &p.model.dsos[func.dso as usize];
+            let mut frames: Vec<usize> = p
+                .frames(c.stack, c.off_cpu, true)
+                .map(|f| {
+                    let dso = names.dso_of(f);
                     let name = names.func_name(f);
                     let next = self.funcs.len();
                     *self.func_index.entry((name.clone(), dso.display_name().to_string())).or_insert_with(
                         || {
                             let kind = match dso.kind {
                                 DsoKind::Kernel => "k",
-                                DsoKind::Anon => "j",
-                                _ if dso.display_name().starts_with("[JIT")
-                                    || dso.path.starts_with("/tmp/perf-") =>
-                                {
-                                    "j"
-                                }
+                                k if k.is_jit() => "j",
                                 _ => "u",
                             };
                             self.funcs.push(json!([name, dso.display_name(), kind]));
@@ -76,6 +68,7 @@ impl Tables {
                     )
                 })
                 .collect();
+            frames.reverse();
             let w = self.stacks.entry((thread, frames)).or_default();
             if base {
                 w.1 += weight;
@@ -102,10 +95,10 @@ pub fn write(
     stacks.sort();
     let stacks: Vec<Value> =
         stacks.into_iter().map(|((th, frames), (w, b))| json!([th, w, frames, b])).collect();
-    let title = p.title(opts);
+    let title = super::title(p, opts);
     let data = json!({
         "title": title,
-        "unit": p.count_name(opts),
+        "unit": super::count_name(p, opts),
         "diff": base.is_some(),
         "threads": t.threads,
         "funcs": t.funcs,

@@ -1,92 +1,36 @@
 //! The simpleperf-style text report: a header, then per event a table of entries sorted by
 //! overhead, each optionally followed by its call graph.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 
-use crate::aggregate::{CallTree, Entry, EntryKey, EventAggregate};
-use crate::model::Model;
+use super::aggregate::{CallTree, Entry, EntryKey, EventAggregate};
 use crate::options::{ReportOptions, SortKey};
-use crate::resolve::Func;
+use crate::profile::{Names, Profile};
 
-/// Facts about the recording printed above the tables.
-pub struct Header {
-    /// The recording command line.
-    pub cmdline: Option<String>,
-    /// Architecture.
-    pub arch: Option<String>,
+/// A report column for an entry.
+fn column(names: &Names, key: SortKey, k: &EntryKey) -> String {
+    match key {
+        SortKey::Comm => names.comm(k.comm).to_string(),
+        SortKey::Pid => k.pid.to_string(),
+        SortKey::Tid => k.tid.to_string(),
+        SortKey::Dso => {
+            names.dsos.get(k.dso as usize).map_or("[unknown]".into(), |d| d.display_name().to_string())
+        }
+        SortKey::Symbol => func_label(names, k.func),
+        SortKey::Srcline => match k.srcline {
+            0 => "[unknown]".into(),
+            l => names.srclines.get(l as usize - 1).cloned().unwrap_or_else(|| "[unknown]".into()),
+        },
+    }
 }
 
-/// One event's section.
-pub struct Section<'a> {
-    /// Event name.
-    pub name: String,
-    /// perf_event_attr type.
-    pub type_: u32,
-    /// perf_event_attr config.
-    pub config: u64,
-    /// Aggregated samples.
-    pub agg: &'a EventAggregate,
-    /// Samples the kernel reported lost.
-    pub lost: u64,
-    /// Samples whose stack could not be unwound to its end.
-    pub truncated: u64,
-    /// The event count is time in nanoseconds (off-CPU recordings).
-    pub time_in_ns: bool,
-}
-
-/// Names the report prints.
-pub struct Names<'a> {
-    /// The model (strings, DSOs).
-    pub model: &'a Model,
-    /// Functions.
-    pub funcs: &'a [Func],
-    /// Source lines.
-    pub srclines: &'a [String],
-}
-
-impl Names<'_> {
-    fn column(&self, key: SortKey, k: &EntryKey) -> String {
-        match key {
-            SortKey::Comm => self.model.strings[k.comm as usize].clone(),
-            SortKey::Pid => k.pid.to_string(),
-            SortKey::Tid => k.tid.to_string(),
-            SortKey::Dso => self
-                .model
-                .dsos
-                .get(k.dso as usize)
-                .map_or("[unknown]".into(), |d| d.display_name().to_string()),
-            SortKey::Symbol => self.func(k.func),
-            SortKey::Srcline => match k.srcline {
-                0 => "[unknown]".into(),
-                l => self.srclines.get(l as usize - 1).cloned().unwrap_or_else(|| "[unknown]".into()),
-            },
-        }
-    }
-
-    /// A function's name for the text report: inlined calls are marked.
-    fn func(&self, id: u32) -> String {
-        match self.funcs.get(id as usize) {
-            Some(f) if f.inlined => format!("{} (inlined)", f.name),
-            Some(f) => f.name.clone(),
-            None => "[unknown]".into(),
-        }
-    }
-
-    /// A function's name for stack outputs; unknown code keeps its binary's name.
-    pub fn func_name(&self, id: u32) -> String {
-        match self.funcs.get(id as usize) {
-            Some(f) if f.name == "[unknown]" => {
-                let dso = self.model.dsos.get(f.dso as usize).map_or("?", |d| d.display_name());
-                format!("[unknown] ({})", dso.rsplit('/').next().unwrap_or(dso))
-            }
-            Some(f) => f.name.clone(),
-            None => "[unknown]".into(),
-        }
-    }
-
-    /// A thread name.
-    pub fn comm(&self, id: u32) -> &str {
-        &self.model.strings[id as usize]
+/// A function's name for the text report: inlined calls are marked.
+fn func_label(names: &Names, id: u32) -> String {
+    match names.funcs.get(id as usize) {
+        Some(f) if f.inlined => format!("{} (inlined)", f.name),
+        Some(f) => f.name.clone(),
+        None => "[unknown]".into(),
     }
 }
 
@@ -98,48 +42,100 @@ fn pct(part: u64, total: u64) -> f64 {
     }
 }
 
-/// Writes the whole text report.
-pub fn write(
-    out: &mut dyn Write,
-    header: &Header,
-    sections: &[Section<'_>],
-    names: &Names<'_>,
-    opts: &ReportOptions,
-) -> io::Result<()> {
-    if let Some(c) = &header.cmdline {
+fn write_header(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
+    if let Some(c) = &p.info.cmdline {
         writeln!(out, "Cmdline: {c}")?;
     }
-    if let Some(a) = &header.arch {
+    if let Some(a) = &p.info.arch {
         writeln!(out, "Arch: {a}")?;
     }
-    for s in sections {
-        write_section(out, s, names, opts)?;
+    Ok(())
+}
+
+/// Writes the whole text report: the header, then a table per event section.
+pub fn write(out: &mut dyn Write, p: &Profile, opts: &ReportOptions) -> io::Result<()> {
+    write_header(out, p)?;
+    for s in p.shown_sections() {
+        let agg = EventAggregate::of_section(p, s, opts);
+        writeln!(out, "Event: {} (type {}, config {})", s.name, s.type_, s.config)?;
+        writeln!(out, "Samples: {}", s.samples)?;
+        if s.time_in_ns() {
+            writeln!(out, "Time in ns: {}", s.weight)?;
+        } else {
+            writeln!(out, "Event count: {}", s.weight)?;
+        }
+        if s.lost > 0 {
+            writeln!(out, "Lost samples: {}", s.lost)?;
+        }
+        if s.truncated > 0 {
+            writeln!(out, "Truncated stacks: {}", s.truncated)?;
+        }
+        writeln!(out)?;
+        write_section(out, &agg, s.weight, &p.names, opts)?;
     }
+    Ok(())
+}
+
+/// Self weight per (binary, function) of the main section, and the section's total.
+fn self_weights(p: &Profile) -> (HashMap<(String, String), u64>, u64) {
+    let mut by = HashMap::new();
+    let Some(s) = p.main_section() else { return (by, 0) };
+    for c in &s.stacks {
+        let leaf = p.frames(c.stack, c.off_cpu, false).next().expect("stacks are not empty");
+        let key = (p.names.dso_of(leaf).display_name().to_string(), func_label(&p.names, leaf));
+        *by.entry(key).or_default() += c.weight;
+    }
+    (by, s.weight)
+}
+
+/// Writes a comparison of `p` with `base`, as `perf diff` shows one: each function's share of
+/// the samples (self) in the base and now, and the change, largest change first.
+pub fn write_diff(out: &mut dyn Write, p: &Profile, base: &Profile, opts: &ReportOptions) -> io::Result<()> {
+    write_header(out, p)?;
+    let (new, new_total) = self_weights(p);
+    let (old, old_total) = self_weights(base);
+    let mut keys: Vec<&(String, String)> = new.keys().chain(old.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let mut rows: Vec<(f64, f64, &(String, String))> = keys
+        .into_iter()
+        .map(|k| (pct(*old.get(k).unwrap_or(&0), old_total), pct(*new.get(k).unwrap_or(&0), new_total), k))
+        .filter(|(b, n, _)| b.max(*n) >= opts.percent_limit)
+        .collect();
+    rows.sort_by(|a, b| (b.1 - b.0).abs().total_cmp(&(a.1 - a.0).abs()).then_with(|| a.2.cmp(b.2)));
+    writeln!(
+        out,
+        "Baseline: {} ({} samples)",
+        base.info.input.display(),
+        base.main_section().map_or(0, |s| s.samples)
+    )?;
+    writeln!(out, "New: {} ({} samples)", p.info.input.display(), p.main_section().map_or(0, |s| s.samples))?;
+    writeln!(out)?;
+    if opts.csv {
+        writeln!(out, "Baseline,New,Delta,Shared Object,Symbol")?;
+        for (b, n, (dso, sym)) in rows {
+            writeln!(out, "{b:.2}%,{n:.2}%,{:+.2}%,{},{}", n - b, csv_field(dso), csv_field(sym))?;
+        }
+        return Ok(());
+    }
+    let dso_w = rows.iter().map(|r| r.2 .0.chars().count()).max().unwrap_or(0).max("Shared Object".len());
+    writeln!(out, "{:<9} {:<9} {:<9} {:<dso_w$}  Symbol", "Baseline", "New", "Delta", "Shared Object")?;
+    for (b, n, (dso, sym)) in rows {
+        let delta = format!("{:+.2}%", n - b);
+        writeln!(out, "{:<9} {:<9} {delta:<9} {dso:<dso_w$}  {sym}", format!("{b:.2}%"), format!("{n:.2}%"))?;
+    }
+    writeln!(out)?;
     Ok(())
 }
 
 fn write_section(
     out: &mut dyn Write,
-    s: &Section<'_>,
-    names: &Names<'_>,
+    agg: &EventAggregate,
+    total: u64,
+    names: &Names,
     opts: &ReportOptions,
 ) -> io::Result<()> {
-    writeln!(out, "Event: {} (type {}, config {})", s.name, s.type_, s.config)?;
-    writeln!(out, "Samples: {}", s.agg.samples)?;
-    if s.time_in_ns {
-        writeln!(out, "Time in ns: {}", s.agg.period)?;
-    } else {
-        writeln!(out, "Event count: {}", s.agg.period)?;
-    }
-    if s.lost > 0 {
-        writeln!(out, "Lost samples: {}", s.lost)?;
-    }
-    if s.truncated > 0 {
-        writeln!(out, "Truncated stacks: {}", s.truncated)?;
-    }
-    writeln!(out)?;
-    let total = s.agg.period;
-    let mut entries: Vec<(&EntryKey, &Entry)> = s.agg.entries.iter().collect();
+    let mut entries: Vec<(&EntryKey, &Entry)> = agg.entries.iter().collect();
     let weight = |e: &Entry| if opts.children { e.children } else { e.period };
     entries.sort_by(|a, b| weight(b.1).cmp(&weight(a.1)).then_with(|| a.0.cmp(b.0)));
     entries.retain(|(_, e)| weight(e) > 0 && pct(weight(e), total) >= opts.percent_limit);
@@ -173,7 +169,7 @@ fn write_section(
             if opts.print_event_count {
                 r.push(e.period.to_string());
             }
-            r.extend(opts.sort.iter().map(|key| names.column(*key, k)));
+            r.extend(opts.sort.iter().map(|key| column(names, *key, k)));
             r
         })
         .collect();
@@ -226,7 +222,7 @@ fn csv_field(s: &str) -> String {
 fn write_tree(
     out: &mut dyn Write,
     tree: &CallTree,
-    names: &Names<'_>,
+    names: &Names,
     total: u64,
     limit: f64,
     raw: bool,
@@ -242,7 +238,7 @@ fn write_children(
     tree: &CallTree,
     node: usize,
     indent: &str,
-    names: &Names<'_>,
+    names: &Names,
     total: u64,
     limit: f64,
     raw: bool,
@@ -254,7 +250,7 @@ fn write_children(
     let parent = tree.nodes[node].period;
     if kids.len() == 1 && tree.nodes[kids[0]].period == parent && !top {
         let k = kids[0];
-        writeln!(out, "{indent}{}", names.func(tree.nodes[k].func))?;
+        writeln!(out, "{indent}{}", func_label(names, tree.nodes[k].func))?;
         return write_children(out, tree, k, indent, names, total, limit, raw, false);
     }
     let n = kids.len();
@@ -267,7 +263,7 @@ fn write_children(
         let last = i + 1 == n;
         let marker = if last { "--" } else { "|--" };
         let label = format!("{marker}{share}-- ");
-        writeln!(out, "{indent}{label}{}", names.func(tree.nodes[k].func))?;
+        writeln!(out, "{indent}{label}{}", func_label(names, tree.nodes[k].func))?;
         let pad = if last { " ".repeat(label.len()) } else { format!("|{}", " ".repeat(label.len() - 1)) };
         let child_indent = format!("{indent}{pad}");
         write_children(out, tree, k, &child_indent, names, total, limit, raw, false)?;

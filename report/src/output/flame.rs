@@ -3,10 +3,9 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
-use crate::aggregate::EventAggregate;
 use crate::model::DsoKind;
 use crate::options::{ReportOptions, StackPrefix};
-use crate::text::Names;
+use crate::profile::{Names, Profile, Section};
 
 /// How stacks become folded lines.
 #[derive(Clone, Copy, Debug)]
@@ -22,10 +21,10 @@ pub struct FoldStyle {
 }
 
 impl FoldStyle {
-    /// The style the options ask for; `time` weights are always event counts.
-    pub fn new(opts: &ReportOptions, time: bool) -> FoldStyle {
+    /// The style the options ask for; weights of time-weighted sections are always time.
+    pub fn new(opts: &ReportOptions, section: &Section) -> FoldStyle {
         FoldStyle {
-            by_period: opts.event_counts || time,
+            by_period: opts.event_counts || section.time_in_ns(),
             prefix: opts.prefix,
             annotate: opts.annotate,
             percent_limit: opts.percent_limit,
@@ -35,42 +34,39 @@ impl FoldStyle {
 
 /// A frame's name in stack outputs: `;` (the separator) replaced, kernel and JIT code tagged
 /// when asked.
-fn frame_name(names: &Names<'_>, id: u32, annotate: bool) -> String {
+fn frame_name(names: &Names, id: u32, annotate: bool) -> String {
     let name = names.func_name(id).replace(';', ":");
     if !annotate {
         return name;
     }
-    let Some(f) = names.funcs.get(id as usize) else { return name };
-    let dso = &names.model.dsos[f.dso as usize];
-    let jit = matches!(dso.kind, DsoKind::Anon)
-        || dso.display_name().starts_with("[JIT")
-        || dso.path.starts_with("/tmp/perf-")
-        || crate::resolve::jitdump_pid(&dso.path).is_some();
-    match dso.kind {
+    match names.dso_of(id).kind {
         DsoKind::Kernel => format!("{name}_[k]"),
-        _ if jit => format!("{name}_[j]"),
+        k if k.is_jit() => format!("{name}_[j]"),
         _ => name,
     }
 }
 
-/// Folded lines, root first and leaf last, prefixed by the thread name (and pid or tid), with
-/// their weights; identical lines are merged and the result is sorted.
-pub fn folded_lines(agg: &EventAggregate, names: &Names<'_>, style: FoldStyle) -> Vec<(String, u64)> {
+/// Folded lines of a section, root first and leaf last, prefixed by the thread name (and pid
+/// or tid), with their weights; off-CPU time ends in an `[off-cpu]` frame; identical lines are
+/// merged and the result is sorted.
+pub fn folded_lines(p: &Profile, section: &Section, style: FoldStyle) -> Vec<(String, u64)> {
     let mut merged: BTreeMap<String, u64> = BTreeMap::new();
-    let total = if style.by_period { agg.period } else { agg.samples };
+    let total = if style.by_period { section.weight } else { section.samples };
     let min = (style.percent_limit / 100.0 * total as f64).ceil() as u64;
-    for (key, (period, samples)) in &agg.stacks {
-        let weight = if style.by_period { *period } else { *samples };
+    let names = &p.names;
+    for c in &section.stacks {
+        let weight = if style.by_period { c.weight } else { c.samples };
         if weight == 0 || weight < min {
             continue;
         }
-        let comm = names.comm(key.comm).replace(';', ":");
+        let comm = names.comm(c.thread.comm).replace(';', ":");
         let mut line = match style.prefix {
             StackPrefix::Comm => comm,
-            StackPrefix::Pid => format!("{comm}-{}", key.pid),
-            StackPrefix::Tid => format!("{comm}-{}/{}", key.pid, key.tid),
+            StackPrefix::Pid => format!("{comm}-{}", c.thread.pid),
+            StackPrefix::Tid => format!("{comm}-{}/{}", c.thread.pid, c.thread.tid),
         };
-        for f in key.frames.iter().rev() {
+        let frames: Vec<u32> = p.frames(c.stack, c.off_cpu, true).collect();
+        for f in frames.iter().rev() {
             line.push(';');
             line.push_str(&frame_name(names, *f, style.annotate));
         }
@@ -80,17 +76,33 @@ pub fn folded_lines(agg: &EventAggregate, names: &Names<'_>, style: FoldStyle) -
     merged.into_iter().collect()
 }
 
-/// Writes folded stacks.
-pub fn write_folded(
-    out: &mut dyn Write,
-    agg: &EventAggregate,
-    names: &Names<'_>,
-    style: FoldStyle,
-) -> io::Result<()> {
-    for (line, weight) in folded_lines(agg, names, style) {
-        writeln!(out, "{line} {weight}")?;
+/// Folded lines of the section stack outputs show.
+pub fn main_lines(p: &Profile, opts: &ReportOptions) -> Vec<(String, u64)> {
+    match p.main_section() {
+        Some(s) => folded_lines(p, s, FoldStyle::new(opts, s)),
+        None => Vec::new(),
+    }
+}
+
+/// Writes folded stacks, every section's.
+pub fn write_folded(out: &mut dyn Write, p: &Profile, opts: &ReportOptions) -> io::Result<()> {
+    for s in p.shown_sections() {
+        for (line, weight) in folded_lines(p, s, FoldStyle::new(opts, s)) {
+            writeln!(out, "{line} {weight}")?;
+        }
     }
     Ok(())
+}
+
+/// Writes differential folded stacks, `stack base_count new_count` (the input of
+/// flamegraph.pl and inferno for differential flamegraphs), normalized to the same total.
+pub fn write_diff_folded(
+    out: &mut dyn Write,
+    p: &Profile,
+    base: &Profile,
+    opts: &ReportOptions,
+) -> io::Result<()> {
+    out.write_all(diff_lines(&main_lines(base, opts), &main_lines(p, opts))?.as_bytes())
 }
 
 /// Flamegraph settings.

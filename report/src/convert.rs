@@ -1,0 +1,285 @@
+//! The converter: the records of a recording, in time order, turned into the process model
+//! and into samples with address stacks for the profile. One handler per record kind.
+
+use linux_perf_data::linux_perf_event_reader::{
+    CommOrExecRecord, CpuMode, EventRecord, ForkOrExitRecord, LostRecord, Mmap2FileId, Mmap2Record,
+    MmapRecord, SampleRecord,
+};
+use linux_perf_data::{PerfFileRecord, SimpleperfFileRecord};
+use rperf_symbols::{BinaryFinder, KernelSymbols, SymbolTable};
+use rperf_unwind::{split_callchain, Arch, ChainFrame, CodeAddress, Context, Regs};
+
+use crate::load::Recording;
+use crate::model::Model;
+use crate::options::ReportOptions;
+use crate::profile::{Info, Profile, ProfileBuilder, Sample, Thread};
+use crate::resolve::{AddrId, KernelSource, Resolver};
+use crate::Error;
+
+const MAX_UNWIND_FRAMES: usize = 1024;
+
+/// Turns records into the model and the profile.
+pub struct Converter {
+    model: Model,
+    resolver: Resolver,
+    profile: ProfileBuilder,
+    build_ids: std::collections::HashMap<String, Vec<u8>>,
+    arch: Arch,
+    /// Frame addresses of the sample at hand, reused from sample to sample.
+    frames: Vec<AddrId>,
+    raw_chain: Vec<u64>,
+}
+
+/// Reads every record of `rec` and returns the profile.
+pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Error> {
+    let path = &opts.input;
+    let profile = ProfileBuilder::new(&rec.events, rec.off_cpu, opts, opts.format.shows_samples())
+        .map_err(Error::Usage)?;
+    let kernel = kernel_symbols(opts, &rec.perf_file, &rec.stored_symbols)?;
+    let mut finder = BinaryFinder::new(opts.symfs.as_deref());
+    let section = |id| rec.perf_file.feature_section_data(linux_perf_data::Feature(id));
+    if let Some(image) = section(rperf_perfdata::feature::RPERF_VDSO) {
+        finder.set_recorded_vdso(image.to_vec());
+    }
+    let mut resolver = Resolver::new(finder, kernel, std::mem::take(&mut rec.stored_symbols), rec.arch);
+    resolver.dwarf_inline = opts.inline;
+    resolver.want_srclines = opts.sort.contains(&crate::SortKey::Srcline);
+    resolver.want_lines = opts.format.shows_lines();
+    if let Some(d) = section(rperf_perfdata::feature::RPERF_PERF_MAPS) {
+        resolver.embedded_perf_maps = rperf_perfdata::sections::decode_perf_maps(d);
+    }
+    if let Some(d) = section(rperf_perfdata::feature::RPERF_JITDUMPS) {
+        resolver.embedded_jitdumps = rperf_perfdata::sections::decode_jitdumps(d);
+    }
+    let mut c = Converter {
+        model: Model::default(),
+        resolver,
+        profile,
+        build_ids: std::mem::take(&mut rec.build_ids),
+        arch: rec.arch,
+        frames: Vec::new(),
+        raw_chain: Vec::new(),
+    };
+    let mut warnings = std::mem::take(&mut rec.warnings);
+    let mut progress = crate::progress::Progress::new(rec.len, rec.position.clone());
+    let mut records = 0u64;
+    let mut undecodable = 0u64;
+    let mut patched: Vec<u8> = Vec::new();
+    loop {
+        if records & 0xfff == 1 {
+            progress.tick();
+        }
+        let record = match rec.records.next_record(&mut rec.perf_file) {
+            Ok(Some(PerfFileRecord::EventRecord { attr_index, record })) => (attr_index, record),
+            Ok(Some(PerfFileRecord::UserRecord(_))) => {
+                records += 1;
+                continue;
+            }
+            Ok(None) => break,
+            Err(e) => {
+                let reason = crate::decode::first_malformed(path, &e.to_string());
+                if records == 0 {
+                    return Err(Error::Format { path: path.clone(), reason });
+                }
+                warnings.push(format!(
+                    "{}: stopped reading after {records} records: {reason}; the report shows what was readable",
+                    path.display()
+                ));
+                break;
+            }
+        };
+        records += 1;
+        let (attr, raw) = record;
+        match crate::decode::parse(&raw, &mut patched) {
+            Some(EventRecord::Sample(s)) => c.handle_sample(attr, &s, opts.max_stack),
+            Some(EventRecord::Comm(r)) => c.handle_comm(&r),
+            Some(EventRecord::Fork(r)) => c.handle_fork(&r),
+            Some(EventRecord::Exit(r)) => c.handle_exit(&r),
+            Some(EventRecord::Mmap(r)) => c.handle_mmap(&r),
+            Some(EventRecord::Mmap2(r)) => c.handle_mmap2(&r),
+            Some(EventRecord::Lost(r)) => c.handle_lost(attr, &r),
+            Some(_) => {}
+            None => undecodable += 1,
+        }
+    }
+    if undecodable > 0 {
+        warnings.push(format!("{undecodable} records could not be decoded and were skipped"));
+    }
+    progress.stage("symbolizing");
+    let Converter { model, mut resolver, profile, .. } = c;
+    let info = Info {
+        input: path.clone(),
+        cmdline: rec.cmdline.clone(),
+        arch: rec.arch_name.clone(),
+        written: std::fs::metadata(path).and_then(|m| m.modified()).ok(),
+        time_range: (0, 0),
+    };
+    let profile = profile.finish(
+        model,
+        |model| {
+            let tables = resolver.finish_symbols(model);
+            warnings.append(&mut resolver.warnings);
+            tables
+        },
+        info,
+        Vec::new(),
+    );
+    progress.finish();
+    Ok(Profile { warnings, ..profile })
+}
+
+impl Converter {
+    fn handle_sample(&mut self, attr: usize, s: &SampleRecord<'_>, max_stack: usize) {
+        let pid = s.pid.unwrap_or(-1);
+        let tid = s.tid.unwrap_or(pid);
+        let truncated = self.stack_frames(s, pid, max_stack);
+        let comm = self.model.comm_of(pid, tid);
+        let sample = Sample {
+            attr,
+            time: s.timestamp.unwrap_or(0),
+            thread: Thread { comm, pid, tid },
+            cpu: s.cpu.unwrap_or(0),
+            period: s.period.unwrap_or(1),
+            addrs: &self.frames,
+            truncated,
+        };
+        self.profile.add_sample(&self.model, &sample);
+    }
+
+    fn handle_comm(&mut self, r: &CommOrExecRecord<'_>) {
+        let name = String::from_utf8_lossy(&r.name.as_slice()).into_owned();
+        self.model.comm(r.pid, r.tid, &name, r.is_execve);
+    }
+
+    fn handle_fork(&mut self, r: &ForkOrExitRecord) {
+        self.model.fork(r.pid, r.ppid, r.tid, r.ptid);
+    }
+
+    fn handle_exit(&mut self, r: &ForkOrExitRecord) {
+        self.profile.thread_exit(&self.model, r.tid, r.timestamp);
+    }
+
+    fn handle_mmap(&mut self, m: &MmapRecord<'_>) {
+        let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
+        let build_id = self.build_ids.get(&path).cloned();
+        let kernel = matches!(m.cpu_mode, CpuMode::Kernel) || m.pid == -1;
+        self.model.mmap(
+            m.pid,
+            (m.address, m.length, m.page_offset),
+            &path,
+            build_id,
+            m.is_executable,
+            kernel,
+        );
+    }
+
+    fn handle_mmap2(&mut self, m: &Mmap2Record<'_>) {
+        let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
+        let build_id = match &m.file_id {
+            Mmap2FileId::BuildId(b) => Some(b.clone()),
+            _ => self.build_ids.get(&path).cloned(),
+        };
+        let kernel = matches!(m.cpu_mode, CpuMode::Kernel) || m.pid == -1;
+        let exec = m.protection & libc::PROT_EXEC as u32 != 0;
+        self.model.mmap(m.pid, (m.address, m.length, m.page_offset), &path, build_id, exec, kernel);
+    }
+
+    fn handle_lost(&mut self, attr: usize, r: &LostRecord) {
+        self.profile.lost(attr, r.count);
+    }
+
+    /// Unwinds one sample into frame addresses in `self.frames` (innermost first); returns true
+    /// when the stack was cut short.
+    fn stack_frames(&mut self, s: &SampleRecord<'_>, pid: i32, max_stack: usize) -> bool {
+        self.frames.clear();
+        let default_ctx = match s.cpu_mode {
+            CpuMode::Kernel => Context::Kernel,
+            CpuMode::User => Context::User,
+            _ => Context::Other,
+        };
+        let mut chain: Vec<ChainFrame> = match &s.callchain {
+            Some(cc) if !cc.is_empty() => {
+                self.raw_chain.clear();
+                self.raw_chain.extend((0..cc.len()).filter_map(|i| cc.get(i)));
+                split_callchain(&self.raw_chain, default_ctx)
+            }
+            _ => {
+                s.ip.map(|ip| {
+                    vec![ChainFrame { addr: CodeAddress::InstructionPointer(ip), context: default_ctx }]
+                })
+                .unwrap_or_default()
+            }
+        };
+        let mut truncated = false;
+        let stack = s.user_stack.as_ref().filter(|(d, dyn_size)| !d.is_empty() && *dyn_size > 0);
+        let regs = s.user_regs.as_ref().and_then(|r| Regs::from_perf(self.arch, |n| r.get(n)));
+        if let (Some(regs), Some((data, dyn_size))) = (regs, stack) {
+            // DWARF mode: the kernel part from the record, the user part unwound here.
+            let bytes = data.as_slice();
+            let len = (*dyn_size as usize).min(bytes.len());
+            let unwound = self.resolver.unwind(&self.model, pid, regs, &bytes[..len], MAX_UNWIND_FRAMES);
+            truncated = unwound.truncated;
+            chain.retain(|f| f.context == Context::Kernel);
+            // Under kernel frames, the user instruction pointer is where the kernel returns to.
+            let under_kernel = !chain.is_empty();
+            chain.extend(unwound.frames.iter().map(|&f| {
+                let addr = match f {
+                    CodeAddress::InstructionPointer(a) if under_kernel => CodeAddress::ReturnAddress(a),
+                    other => other,
+                };
+                ChainFrame { addr, context: Context::User }
+            }));
+        }
+        for f in chain.iter().take(max_stack) {
+            self.frames.push(self.resolver.frame(&mut self.model, pid, f.addr.lookup(), f.context));
+        }
+        truncated
+    }
+}
+
+/// Where kernel symbols come from: `--kallsyms`, rperf's snapshot, simpleperf's stored kernel
+/// symbols, or this machine's kernel when the recording was made on it.
+fn kernel_symbols(
+    opts: &ReportOptions,
+    perf_file: &linux_perf_data::PerfFile,
+    stored: &[SimpleperfFileRecord],
+) -> Result<KernelSource, Error> {
+    let ready = |k| Ok(KernelSource::Ready(k));
+    if let Some(p) = &opts.kallsyms {
+        let text = std::fs::read_to_string(p).map_err(|e| Error::Open { path: p.clone(), source: e })?;
+        return ready(KernelSymbols::from_kallsyms(&text));
+    }
+    let snapshot = linux_perf_data::Feature(rperf_perfdata::feature::RPERF_KALLSYMS);
+    if let Some(d) = perf_file.feature_section_data(snapshot) {
+        let text = String::from_utf8_lossy(d).into_owned();
+        return Ok(KernelSource::Pending(Box::new(move || (KernelSymbols::from_kallsyms(&text), None))));
+    }
+    let stored_kernel: Vec<(u64, u64, String)> = stored
+        .iter()
+        .filter(|r| r.r#type == linux_perf_data::simpleperf_dso_type::DSO_KERNEL)
+        .flat_map(|r| r.symbol.iter().map(|s| (s.vaddr, s.len as u64, s.name.clone())))
+        .collect();
+    if !stored_kernel.is_empty() {
+        return ready(KernelSymbols::from_table(SymbolTable::new(stored_kernel)));
+    }
+    // The running kernel's symbols fit a recording made on this kernel.
+    let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let recorded = perf_file.os_release().ok().flatten().unwrap_or_default();
+    if !recorded.is_empty() && recorded == running.trim() {
+        // The kernel formats /proc/kallsyms slowly (~50 ms); read it beside the records.
+        let mut loading = Some(std::thread::spawn(|| {
+            let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+            KernelSymbols::from_kallsyms(&text)
+        }));
+        return Ok(KernelSource::Pending(Box::new(move || {
+            let k = loading.take().and_then(|h| h.join().ok()).unwrap_or_default();
+            let warning = k.table.is_empty().then(|| {
+                "kernel addresses in /proc/kallsyms are hidden (kptr_restrict); kernel frames stay [unknown]: \
+                 run as root or set kernel.kptr_restrict=0"
+                    .to_string()
+            });
+            (k, warning)
+        })));
+    }
+    ready(KernelSymbols::default())
+}

@@ -1,0 +1,161 @@
+//! Decoding records, around the reader's limits: records its parser would panic on are
+//! refused, and samples of counter groups it misreads are rewritten first.
+
+use linux_perf_data::linux_perf_event_reader::{EventRecord, RawEventRecord};
+
+/// Parses a record; None when it cannot be decoded. `buf` holds a rewritten copy of the record
+/// when it needs one.
+pub fn parse<'a>(record: &'a RawEventRecord<'_>, buf: &'a mut Vec<u8>) -> Option<EventRecord<'a>> {
+    if !record_is_sane(record) {
+        return None;
+    }
+    match record.parse() {
+        Ok(p) => Some(p),
+        Err(_) => reparse_read_group_sample(record, buf).map(EventRecord::Sample),
+    }
+}
+
+/// Why reading stopped: the reader's error, with the first malformed record's file offset when
+/// a walk over the record headers finds one.
+pub fn first_malformed(path: &std::path::Path, error: &str) -> String {
+    let data = crate::load::file_header(path).map(|h| h.data);
+    match data.map(|(off, size)| crate::load::walk_records(path, off, size)) {
+        Some((_, Some((_, why)))) => format!("{error}: {why}"),
+        _ => error.to_string(),
+    }
+}
+
+/// Checks that the reader's parser may be given this record: it asserts (panics) on an MMAP2
+/// record whose build-id length is over 20.
+fn record_is_sane(record: &RawEventRecord<'_>) -> bool {
+    const MMAP_BUILD_ID: u16 = 1 << 14;
+    if record.record_type == linux_perf_data::linux_perf_event_reader::RecordType::MMAP2
+        && record.misc & MMAP_BUILD_ID != 0
+    {
+        // pid, tid (u32), addr, len, pgoff (u64), then the build id's length byte.
+        return record.data.get(32..33).is_some_and(|b| b.as_slice()[0] <= 20);
+    }
+    true
+}
+
+/// linux-perf-event-reader reads a PERF_SAMPLE_READ block with the group and single layouts
+/// swapped, so samples of counter groups (simpleperf's `--add-counter`) fail to parse. This
+/// rewrites the block into the shape that reader expects (the counter values themselves are not
+/// used by reports) and parses again.
+fn reparse_read_group_sample<'a>(
+    record: &RawEventRecord<'_>,
+    buf: &'a mut Vec<u8>,
+) -> Option<linux_perf_data::linux_perf_event_reader::SampleRecord<'a>> {
+    use linux_perf_data::linux_perf_event_reader::{
+        RawData, ReadFormat, RecordType, SampleFormat, SampleRecord,
+    };
+    let info = record.parse_info;
+    if record.record_type != RecordType::SAMPLE
+        || !info.sample_format.contains(SampleFormat::READ)
+        || !info.read_format.contains(ReadFormat::GROUP)
+        || info.endian != linux_perf_data::Endianness::LittleEndian
+    {
+        return None;
+    }
+    let bytes = record.data.as_slice();
+    let before = [
+        SampleFormat::IDENTIFIER,
+        SampleFormat::IP,
+        SampleFormat::TID,
+        SampleFormat::TIME,
+        SampleFormat::ADDR,
+        SampleFormat::ID,
+        SampleFormat::STREAM_ID,
+        SampleFormat::CPU,
+        SampleFormat::PERIOD,
+    ]
+    .iter()
+    .filter(|f| info.sample_format.contains(**f))
+    .count();
+    let start = before * 8;
+    let word =
+        |at: usize| -> Option<u64> { Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?)) };
+    let nr = word(start)? as usize;
+    let te = usize::from(info.read_format.contains(ReadFormat::TOTAL_TIME_ENABLED));
+    let tr = usize::from(info.read_format.contains(ReadFormat::TOTAL_TIME_RUNNING));
+    let id = usize::from(info.read_format.contains(ReadFormat::ID));
+    // PERF_FORMAT_LOST (1 << 4) adds a lost count per value; the reader has no name for it.
+    let lost = usize::from(info.read_format.bits() & (1 << 4) != 0);
+    let real = 8 * (1 + te + tr + nr.checked_mul(1 + id + lost)?);
+    let expected = 8 * (1 + te + tr + id);
+    let end = start.checked_add(real)?;
+    if end > bytes.len() {
+        return None;
+    }
+    buf.clear();
+    buf.extend_from_slice(&bytes[..start]);
+    buf.resize(start + expected, 0);
+    buf.extend_from_slice(&bytes[end..]);
+    SampleRecord::parse::<byteorder::LittleEndian>(RawData::from(&buf[..]), record.misc, &info).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use linux_perf_data::linux_perf_event_reader::{
+        BranchSampleFormat, Endianness, RawData, ReadFormat, RecordIdParseInfo, RecordParseInfo, RecordType,
+        SampleFormat,
+    };
+
+    fn info(sample_format: SampleFormat, read_format: ReadFormat) -> RecordParseInfo {
+        RecordParseInfo {
+            endian: Endianness::LittleEndian,
+            sample_format,
+            branch_sample_format: BranchSampleFormat::empty(),
+            read_format,
+            common_data_offset_from_end: None,
+            sample_regs_user: 0,
+            user_regs_count: 0,
+            sample_regs_intr: 0,
+            intr_regs_count: 0,
+            id_parse_info: RecordIdParseInfo {
+                nonsample_record_id_offset_from_end: None,
+                sample_record_id_offset_from_start: None,
+            },
+            nonsample_record_time_offset_from_end: None,
+            sample_record_time_offset_from_start: None,
+        }
+    }
+
+    /// A sample of a two-counter group with ip, tid and the group read, as simpleperf's
+    /// `--add-counter` writes them: the values of both counters follow `nr`.
+    #[test]
+    fn read_group_samples_are_rewritten_for_the_reader() {
+        let info = info(
+            SampleFormat::IP | SampleFormat::TID | SampleFormat::READ,
+            ReadFormat::GROUP | ReadFormat::ID,
+        );
+        let mut d = Vec::new();
+        for v in [0x4000u64, 7 | (8 << 32), 2, 100, 1, 200, 2] {
+            d.extend_from_slice(&v.to_le_bytes());
+        }
+        let raw = RawEventRecord {
+            record_type: RecordType::SAMPLE,
+            misc: 2,
+            data: RawData::from(&d[..]),
+            parse_info: info,
+        };
+        let mut buf = Vec::new();
+        let Some(EventRecord::Sample(s)) = parse(&raw, &mut buf) else { panic!("not decoded") };
+        assert_eq!((s.ip, s.pid, s.tid), (Some(0x4000), Some(7), Some(8)));
+    }
+
+    #[test]
+    fn mmap2_with_an_impossible_build_id_length_is_refused() {
+        let info = info(SampleFormat::empty(), ReadFormat::empty());
+        let mut d = vec![0u8; 64];
+        d[32] = 200;
+        let raw = RawEventRecord {
+            record_type: RecordType::MMAP2,
+            misc: 1 << 14,
+            data: RawData::from(&d[..]),
+            parse_info: info,
+        };
+        assert!(parse(&raw, &mut Vec::new()).is_none());
+    }
+}

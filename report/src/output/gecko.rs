@@ -1,0 +1,81 @@
+//! The Firefox Profiler's processed format (built by fxprof-processed-profile): one process per
+//! recorded process, one thread per recorded thread, every sample with its time and its
+//! symbolized stack. Open the file at https://profiler.firefox.com ("Load a profile from file").
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::time::{Duration, SystemTime};
+
+use fxprof_processed_profile::{
+    CategoryColor, CpuDelta, Frame, FrameFlags, FrameInfo, Profile as Gecko, ReferenceTimestamp,
+    SamplingInterval, Timestamp,
+};
+
+use crate::model::DsoKind;
+use crate::profile::Profile;
+
+/// Writes the profile as JSON.
+pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
+    let names = &p.names;
+    let (first, last) = p.info.time_range;
+    let ended = p.info.written.unwrap_or(SystemTime::UNIX_EPOCH);
+    let started = ended.checked_sub(Duration::from_nanos(last.saturating_sub(first))).unwrap_or(ended);
+    let section = p.main_section();
+    let interval = section.filter(|s| s.samples > 0).map_or(1_000_000, |s| (s.weight / s.samples).max(1));
+    let mut g = Gecko::new(
+        p.info.cmdline.as_deref().unwrap_or("rperf"),
+        ReferenceTimestamp::from_system_time(started),
+        SamplingInterval::from_nanos(interval),
+    );
+    g.set_symbolicated(true);
+    let user = g.add_category("User", CategoryColor::Yellow);
+    let kernel = g.add_category("Kernel", CategoryColor::Orange);
+    let waiting = g.add_category("Off-CPU", CategoryColor::Blue);
+    // Timestamps are relative to the first sample; one that lies before it (a damaged file) is
+    // placed at the start rather than wrapped.
+    let at = |t: u64| Timestamp::from_nanos_since_reference(t.saturating_sub(first));
+    let mut processes = HashMap::new();
+    let mut threads = HashMap::new();
+    let mut frames_of: HashMap<(u32, bool), Vec<FrameInfo>> = HashMap::new();
+    for s in &p.sections {
+        let cpu_time = rperf_perfdata::events::counts_cpu_time(&s.name) || s.time_in_ns();
+        for row in &s.rows {
+            let t = row.thread;
+            let process = *processes
+                .entry(t.pid)
+                .or_insert_with(|| g.add_process(names.comm(t.comm), t.pid as u32, at(row.time)));
+            let thread = *threads.entry(t.tid).or_insert_with(|| {
+                let th = g.add_thread(process, t.tid as u32, at(row.time), t.tid == t.pid);
+                g.set_thread_name(th, names.comm(t.comm));
+                th
+            });
+            let frames = frames_of.entry((row.stack, row.off_cpu)).or_insert_with(|| {
+                // Root first, leaf last.
+                let funcs: Vec<u32> = p.frames(row.stack, row.off_cpu, true).collect();
+                funcs
+                    .iter()
+                    .rev()
+                    .map(|&f| {
+                        let category = match names.dso_of(f).kind {
+                            DsoKind::Kernel => kernel,
+                            _ if Some(f) == p.off_cpu_marker => waiting,
+                            _ => user,
+                        };
+                        FrameInfo {
+                            frame: Frame::Label(g.intern_string(&names.func_name(f))),
+                            category_pair: category.into(),
+                            flags: FrameFlags::empty(),
+                        }
+                    })
+                    .collect()
+            });
+            let stack = g.intern_stack_frames(thread, frames.iter().cloned());
+            let cpu =
+                if cpu_time && !row.off_cpu { CpuDelta::from_nanos(row.weight) } else { CpuDelta::ZERO };
+            // Samples count one each; in time-weighted sections each weighs its microseconds.
+            let weight = if s.time_in_ns() { (row.weight / 1000).min(i32::MAX as u64) as i32 } else { 1 };
+            g.add_sample(thread, at(row.time), stack, cpu, weight);
+        }
+    }
+    serde_json::to_writer(out, &g).map_err(io::Error::other)
+}

@@ -1,0 +1,73 @@
+//! The outputs: each format renders a profile (and, for comparisons, a base profile) and
+//! decides nothing about which samples count or how much they weigh.
+
+mod aggregate;
+mod flame;
+mod gecko;
+mod html;
+mod json;
+mod pprof;
+mod text;
+
+use std::io::{self, Write};
+
+use crate::options::{Format, ReportOptions};
+use crate::profile::Profile;
+
+/// Writes `p` in the format `opts` asks for; with `base`, a comparison against it.
+pub fn write(
+    out: &mut dyn Write,
+    p: &Profile,
+    opts: &ReportOptions,
+    base: Option<&Profile>,
+) -> io::Result<()> {
+    match (opts.format, base) {
+        (Format::Text, None) => text::write(out, p, opts),
+        (Format::Text, Some(b)) => text::write_diff(out, p, b, opts),
+        (Format::Folded, None) => flame::write_folded(out, p, opts),
+        (Format::Folded, Some(b)) => flame::write_diff_folded(out, p, b, opts),
+        (Format::Svg, base) => {
+            let title = title(p, opts);
+            let style = flame::SvgStyle {
+                title: &title,
+                count_name: count_name(p, opts),
+                inverted: opts.inverted,
+                reverse: opts.reverse,
+            };
+            let lines = flame::main_lines(p, opts);
+            match base {
+                Some(b) => flame::write_diff_svg(out, &flame::main_lines(b, opts), &lines, &style),
+                None => flame::write_svg(out, &lines, &style),
+            }
+        }
+        (Format::Html, base) => html::write(out, p, opts, base),
+        (Format::Pprof, None) => pprof::write(out, p, opts),
+        (Format::Gecko, None) => gecko::write(out, p),
+        (Format::Json, None) => json::write(out, p),
+        (f, Some(_)) => {
+            Err(io::Error::other(format!("--diff compares in text, folded, svg or html output, not {f:?}")))
+        }
+    }
+}
+
+/// What the weights of stack outputs count.
+fn count_name(p: &Profile, opts: &ReportOptions) -> &'static str {
+    if p.main_section().is_some_and(|s| s.time_in_ns()) {
+        "ns"
+    } else if opts.event_counts {
+        "events"
+    } else {
+        "samples"
+    }
+}
+
+/// The title of flamegraphs.
+fn title(p: &Profile, opts: &ReportOptions) -> String {
+    opts.title.clone().unwrap_or_else(|| {
+        let event = p.main_section().map_or("no samples", |s| s.name.as_str());
+        match &opts.diff_base {
+            Some(base) => format!("rperf: {event}, {} against {}", opts.input.display(), base.display()),
+            None => format!("rperf: {event}"),
+        }
+    })
+}
