@@ -58,7 +58,7 @@ fn load_survives(dir: &std::path::Path, bytes: Vec<u8>, what: &str) -> Result<()
             match rperf_report::load(&opts) {
                 Ok(profile) => {
                     let mut out = Vec::new();
-                    profile.write(&mut out, &opts).map_err(|e| e.to_string())
+                    profile.write(&mut out, &opts, None).map_err(|e| e.to_string())
                 }
                 Err(e) => Err(e.to_string()),
             }

@@ -308,12 +308,62 @@ fn differential_flamegraph_shows_the_hot_function_that_changed() {
     let frame =
         dom.split("<div").find(|d| d.contains("data-name=\"func_beta\"")).expect("func_beta rendered");
     assert!(frame.contains("data-delta=\"grew\""), "{frame}");
-    // A diff needs a flamegraph format.
+    // Folded output gives differential folded stacks: `stack base new`, normalized.
     let o = run(rperf()
         .args(["report", "--diff"])
         .arg(&before)
         .arg("-i")
         .arg(&after)
         .args(["--format", "folded"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let counts = |leaf: &str| -> (u64, u64) {
+        stdout(&o)
+            .lines()
+            .filter(|l| l.split(' ').next().is_some_and(|s| s.ends_with(leaf)))
+            .map(|l| {
+                let f: Vec<&str> = l.rsplitn(3, ' ').collect();
+                (f[1].parse::<u64>().unwrap(), f[0].parse::<u64>().unwrap())
+            })
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    };
+    let (alpha_before, alpha_after) = counts(";func_alpha");
+    let (beta_before, beta_after) = counts(";func_beta");
+    assert!(alpha_before > 10 * alpha_after.max(1) && beta_after > 10 * beta_before.max(1), "{}", stdout(&o));
+    // pprof has no comparison.
+    let o = run(rperf()
+        .args(["report", "--diff"])
+        .arg(&before)
+        .arg("-i")
+        .arg(&after)
+        .args(["--format", "pprof"]));
     assert!(!o.status.success() && stderr(&o).contains("--diff"), "{}", stderr(&o));
+}
+
+#[test]
+fn text_diff_lists_functions_by_change() {
+    let before = record_fp("out_tdiff_before", &programs().phases, &["before", "1"]);
+    let after = record_fp("out_tdiff_after", &programs().phases, &["after", "1"]);
+    let o = run(rperf().args(["report", "--diff"]).arg(&before).arg("-i").arg(&after));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    // Baseline, New and Delta shares per function, the largest change first.
+    let rows: Vec<(f64, f64, f64, String)> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Baseline "))
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let p = |s: &str| s.trim_end_matches('%').parse::<f64>().unwrap();
+            (p(f[0]), p(f[1]), p(f[2]), f.last().unwrap().to_string())
+        })
+        .collect();
+    assert!(rows.len() >= 2, "{text}");
+    let top: Vec<&str> = rows[..2].iter().map(|r| r.3.as_str()).collect();
+    assert!(top.contains(&"func_alpha") && top.contains(&"func_beta"), "{text}");
+    for (b, n, d, name) in &rows {
+        assert!((n - b - d).abs() < 0.011, "{name}: {b} {n} {d}");
+    }
+    let alpha = rows.iter().find(|r| r.3 == "func_alpha").unwrap();
+    assert!(alpha.0 > 50.0 && alpha.1 < 5.0 && alpha.2 < -45.0, "{text}");
 }

@@ -276,7 +276,24 @@ fn kernel_module_frames_are_shown_under_their_module() {
 #[test]
 fn symfs_holds_debug_files_in_build_id_layouts() {
     let dir = scratch("sym_symfs_debug");
-    let full = &programs().inline_cpp;
+    // A build id of its own: stripped_binaries_find_their_debug_files puts a debug file for
+    // inline_cpp's build id under /usr/lib/debug while it runs, which this binary must not find.
+    let mut note = Vec::new();
+    for v in [4u32, 20, 3] {
+        note.extend_from_slice(&v.to_le_bytes());
+    }
+    note.extend_from_slice(b"GNU\0");
+    note.extend_from_slice(&[0x5a; 20]);
+    let note_file = dir.join("build-id.note");
+    std::fs::write(&note_file, note).unwrap();
+    let full = &dir.join("inline_own");
+    tool(
+        Command::new("objcopy")
+            .arg(format!("--update-section=.note.gnu.build-id={}", note_file.display()))
+            .arg(&programs().inline_cpp)
+            .arg(full),
+    );
+    assert_eq!(build_id_hex(full), "5a".repeat(20));
     let bare = dir.join("inline_bare");
     tool(Command::new("objcopy").arg("--strip-all").arg(full).arg(&bare));
     let data = record("sym_symfs_debug_rec", &bare);
