@@ -1,6 +1,7 @@
 //! The Firefox Profiler's processed format (built by fxprof-processed-profile): one process per
-//! recorded process, one thread per recorded thread, every sample with its time and its
-//! symbolized stack. Open the file at https://profiler.firefox.com ("Load a profile from file").
+//! recorded process, one thread per recorded thread, every sample of the main section with its
+//! time and its symbolized stack (off-CPU time in a category of its own, weighed in
+//! microseconds). Open the file at https://profiler.firefox.com ("Load a profile from file").
 
 use std::collections::HashMap;
 use std::io::{self, Write};
@@ -37,7 +38,9 @@ pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
     let mut processes = HashMap::new();
     let mut threads = HashMap::new();
     let mut frames_of: HashMap<(u32, bool), Vec<FrameInfo>> = HashMap::new();
-    for s in &p.sections {
+    // One section, as in the other stack outputs: the Firefox Profiler weighs every sample of
+    // a thread alike.
+    if let Some(s) = p.main_section() {
         let cpu_time = rperf_perfdata::events::counts_cpu_time(&s.name) || s.time_in_ns();
         for row in &s.rows {
             let t = row.thread;
