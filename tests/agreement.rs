@@ -51,17 +51,17 @@ fn report(data: &Path, args: &[&str], extra: &[&str]) -> std::process::Output {
     o
 }
 
-/// json rows: (event, weight, stack innermost first).
-fn json_rows(data: &Path, args: &[&str]) -> Vec<(String, f64, Vec<String>)> {
+/// A json row: event, weight, stack innermost first.
+type Row = (String, f64, Vec<String>);
+
+/// json rows.
+fn json_rows(data: &Path, args: &[&str]) -> Vec<Row> {
     json_rows_and_shared_names(data, args).0
 }
 
 /// json rows, and the names that more than one function carries (in several binaries, or
 /// inlined and not): the text report keeps those apart.
-fn json_rows_and_shared_names(
-    data: &Path,
-    args: &[&str],
-) -> (Vec<(String, f64, Vec<String>)>, HashSet<String>) {
+fn json_rows_and_shared_names(data: &Path, args: &[&str]) -> (Vec<Row>, HashSet<String>) {
     let mut identity: BTreeMap<String, HashSet<(String, bool)>> = BTreeMap::new();
     let rows = stdout(&report(data, args, &["--format", "json"]))
         .lines()

@@ -33,6 +33,7 @@ mod error;
 pub mod event;
 pub mod launch;
 mod options;
+mod plan;
 pub mod procfs;
 mod recorder;
 pub mod records;

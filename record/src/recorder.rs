@@ -9,9 +9,10 @@ use rperf_perfdata::feature;
 use rperf_symbols::{buildid, kallsyms};
 
 use crate::error::open_remedy;
-use crate::event::{parse_event, EventSpec};
+use crate::event::EventSpec;
 use crate::launch::{self, Launched};
 use crate::options::{CallGraph, Rate, RecordOptions, DEFAULT_FREQUENCY};
+use crate::plan::Plan;
 use crate::procfs;
 use crate::records::{RecordBuilder, SampleId};
 use crate::ring::RingBuffer;
@@ -293,7 +294,7 @@ fn regs_count() -> usize {
     sys::USER_REGS_MASK.count_ones() as usize
 }
 
-fn max_sample_rate() -> u64 {
+pub(crate) fn max_sample_rate() -> u64 {
     std::fs::read_to_string("/proc/sys/kernel/perf_event_max_sample_rate")
         .ok()
         .and_then(|s| s.trim().parse().ok())
@@ -316,110 +317,8 @@ pub fn event_supported(spec: &EventSpec) -> Result<(), std::io::Error> {
 impl Session {
     fn open(opts: &RecordOptions, note: &mut dyn FnMut(&str)) -> Result<Session, Error> {
         launch::reset_stop_signal();
-        let mut notes = Vec::new();
-        let mut say = |s: String, notes: &mut Vec<String>| {
-            note(&s);
-            notes.push(s);
-        };
-        let mut specs = opts.events.clone();
-        if specs.is_empty() {
-            let cycles = parse_event("cpu-cycles").expect("built-in event");
-            if event_supported(&cycles).is_ok() {
-                specs.push(cycles);
-            } else {
-                specs.push(parse_event("cpu-clock").expect("built-in event"));
-                say(
-                    "cpu-cycles is not supported on this machine (no PMU); sampling cpu-clock instead".into(),
-                    &mut notes,
-                );
-            }
-        }
-        for s in &specs {
-            if s.is_hardware() {
-                if let Err(e) = event_supported(s) {
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::ENOENT) | Some(libc::EOPNOTSUPP) | Some(libc::ENODEV)
-                    ) {
-                        return Err(Error::Event {
-                            name: s.display_name(),
-                            reason: "not supported on this machine (no PMU access for it, e.g. in a VM)"
-                                .into(),
-                            remedy: "sample a software event instead, e.g. -e cpu-clock".into(),
-                        });
-                    }
-                }
-            }
-        }
-        let mut rate = opts.rate;
-        if let Some(Rate::Frequency(f)) = rate {
-            let max = max_sample_rate();
-            if f > max {
-                say(
-                    format!("-F {f} is above kernel.perf_event_max_sample_rate ({max}); using {max}"),
-                    &mut notes,
-                );
-                rate = Some(Rate::Frequency(max));
-            }
-            if f == 0 {
-                return Err(Error::Usage("-F must be at least 1".into()));
-            }
-        }
-        if let Some(Rate::Period(0)) = rate {
-            return Err(Error::Usage("-c must be at least 1".into()));
-        }
-
-        let mut sample_type =
-            sample::IDENTIFIER | sample::IP | sample::TID | sample::TIME | sample::CPU | sample::PERIOD;
-        match opts.call_graph {
-            CallGraph::None => {}
-            CallGraph::FramePointer => sample_type |= sample::CALLCHAIN,
-            CallGraph::Dwarf { .. } => {
-                sample_type |= sample::CALLCHAIN | sample::REGS_USER | sample::STACK_USER
-            }
-        }
-        let online = sys::online_cpus();
-        let cpus = match &opts.cpus {
-            Some(list) => {
-                if let Some(bad) = list.iter().find(|c| !online.contains(c)) {
-                    return Err(Error::Usage(format!(
-                        "--cpu {bad}: no such online CPU (online: {})",
-                        online.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
-                    )));
-                }
-                list.clone()
-            }
-            None => online,
-        };
-        let (data_pages, side_pages) = {
-            let wanted = data_pages(opts);
-            let (got, side) = fit_mlock_budget(wanted, cpus.len());
-            if got < wanted {
-                say(
-                    format!(
-                        "the locked-memory limit allows only {got} ring-buffer pages per CPU (asked for \
-                         {wanted}); raise kernel.perf_event_mlock_kb or `ulimit -l` if samples are lost"
-                    ),
-                    &mut notes,
-                );
-            }
-            (got, side)
-        };
-        // A sample must fit in half the ring buffer, or the kernel drops every one of them.
-        let mut opts = opts.clone();
-        if let CallGraph::Dwarf { stack_size } = &mut opts.call_graph {
-            let fits = ((data_pages * sys::page_size() / 2).saturating_sub(1024) as u32) & !7;
-            if *stack_size > fits {
-                say(
-                    format!(
-                        "DWARF stack copies cut from {} to {fits} bytes to fit the {}-page ring buffers",
-                        *stack_size, data_pages
-                    ),
-                    &mut notes,
-                );
-                *stack_size = fits.max(8);
-            }
-        }
+        let Plan { opts, specs, rate, sample_type, cpus, data_pages, side_pages, notes } =
+            Plan::new(opts, note)?;
         let opts = &opts;
         let launch_cmd = matches!(opts.target, Target::Command(_));
         let mut events: Vec<OpenEvent> = specs
@@ -492,8 +391,8 @@ impl Session {
                 s.kernel_syms = Some(std::thread::spawn(move || kallsyms::parse(&text)));
             }
             Err(why) => {
-                let why = why.clone();
-                say(why, &mut s.notes);
+                note(why);
+                s.notes.push(why.clone());
             }
         }
         s.write_kernel_mmap()?;
@@ -943,7 +842,7 @@ impl Session {
 /// Sizes the sample and side-band ring buffers (data pages per CPU) to fit the locked-memory
 /// budget of an unprivileged user: kernel.perf_event_mlock_kb per online CPU plus RLIMIT_MEMLOCK,
 /// where each ring also costs its metadata page. Root is not limited.
-fn fit_mlock_budget(wanted: usize, rings: usize) -> (usize, usize) {
+pub(crate) fn fit_mlock_budget(wanted: usize, rings: usize) -> (usize, usize) {
     let side = |p: usize| SIDEBAND_PAGES.min((p / 4).max(1));
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 || rings == 0 {
@@ -1004,7 +903,7 @@ fn describe(pid: i32, cpu: u32) -> String {
     }
 }
 
-fn data_pages(opts: &RecordOptions) -> usize {
+pub(crate) fn data_pages(opts: &RecordOptions) -> usize {
     if let Some(p) = opts.mmap_pages {
         return p.max(1).next_power_of_two();
     }

@@ -148,7 +148,7 @@ mod tests {
     #[test]
     fn mmap2_with_an_impossible_build_id_length_is_refused() {
         let info = info(SampleFormat::empty(), ReadFormat::empty());
-        let mut d = vec![0u8; 64];
+        let mut d = [0u8; 64];
         d[32] = 200;
         let raw = RawEventRecord {
             record_type: RecordType::MMAP2,
