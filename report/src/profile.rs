@@ -286,7 +286,7 @@ impl ProfileBuilder {
             (s, Some(t))
         } else if opts.trace_offcpu.is_some() {
             return Err(
-                "--trace-offcpu needs a recording made for it: record with `rperf record --trace-offcpu` \
+                "--trace-offcpu needs a recording made for it: record it with `rperf record --trace-offcpu` \
                  (or simpleperf's --trace-offcpu)"
                     .into(),
             );
