@@ -6,7 +6,10 @@ at 4000 Hz (at least 25k samples and 200 MB unless --seconds is lowered), then r
 both tools, output to /dev/null, and prints wall time and peak RSS of each (GNU time). With
 samply installed (`cargo install samply`), `samply import --save-only` is timed too.
 
-Usage: scripts/bench_report.py [--seconds 4] [--data FILE]
+With --baseline BIN (an rperf binary built from an earlier commit), the same reports are timed
+with it too, interleaved with this build's over --runs runs (medians), for before/after checks.
+
+Usage: scripts/bench_report.py [--seconds 4] [--data FILE] [--baseline BIN] [--runs 5]
        scripts/bench_report.py --seconds 40   (a multi-GB recording: memory must stay bounded)
 """
 import argparse
@@ -33,6 +36,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=4.0)
     ap.add_argument("--data", help="an existing DWARF recording to report")
+    ap.add_argument("--baseline", help="another rperf binary to time on the same reports")
+    ap.add_argument("--runs", type=int, default=1, help="runs per command (medians are shown)")
     args = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
     rperf = os.path.join(ROOT, "target/release/rperf")
@@ -53,18 +58,32 @@ def main():
         ("rperf report -g", [rperf, "report", "-g", "-i", data]),
         ("rperf report", [rperf, "report", "-i", data]),
     ]
+    if args.baseline:
+        runs.append(("baseline rperf report -g", [args.baseline, "report", "-g", "-i", data]))
+        runs.append(("baseline rperf report", [args.baseline, "report", "-i", data]))
     if shutil.which("samply"):
         runs.append(("samply import --save-only", ["samply", "import", "--save-only", "-o",
                                                     os.path.join(tempfile.mkdtemp(), "p.json"), data]))
-    results = {}
-    for name, cmd in runs:
+    for _, cmd in runs:
         measure(cmd)  # warm the page cache and symbol files
-        results[name] = measure(cmd)
+    # Interleaved runs, so that a busy moment of the machine weighs on every command alike.
+    samples = {name: [] for name, _ in runs}
+    for _ in range(args.runs):
+        for name, cmd in runs:
+            samples[name].append(measure(cmd))
+    results = {}
+    for name, _ in runs:
+        walls = sorted(w for w, _ in samples[name])
+        rsss = sorted(r for _, r in samples[name])
+        results[name] = (walls[len(walls) // 2], rsss[len(rsss) // 2])
         wall, rss = results[name]
-        print(f"{name:28} {wall:8.2f} s  {rss:8.1f} MiB peak RSS", flush=True)
+        print(f"{name:28} {wall:8.3f} s  {rss:8.1f} MiB peak RSS", flush=True)
     pw, prss = results["perf report --stdio"]
     rw, rrss = results["rperf report -g"]
     print(f"rperf report -g is {pw / rw:.1f}x faster than perf report, with {rrss / prss:.2f}x its peak RSS")
+    if args.baseline:
+        bw, brss = results["baseline rperf report -g"]
+        print(f"against the baseline: {rw / bw:.2f}x its time, {rrss / brss:.2f}x its peak RSS")
 
 
 if __name__ == "__main__":
