@@ -281,13 +281,18 @@ fn json_lines_have_one_record_per_sample() {
     assert_eq!(r["stack"][1]["symbol"], "outer_caller");
 }
 
+/// `rperf report --diff BEFORE -i AFTER ARGS...`.
+fn diff_report(before: &Path, after: &Path, args: &[&str]) -> std::process::Output {
+    run(rperf().args(["report", "--diff"]).arg(before).arg("-i").arg(after).args(args))
+}
+
 #[test]
 fn differential_flamegraph_shows_the_hot_function_that_changed() {
     let before = record_fp("out_diff_before", &programs().phases, &["before", "1"]);
     let after = record_fp("out_diff_after", &programs().phases, &["after", "1"]);
     let dir = scratch("out_diff");
     let svg = dir.join("diff.svg");
-    let o = run(rperf().args(["report", "--diff"]).arg(&before).arg("-i").arg(&after).arg("-o").arg(&svg));
+    let o = diff_report(&before, &after, &["-o", svg.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&svg).unwrap();
     let fill = |name: &str| -> (u32, u32, u32) {
@@ -301,7 +306,7 @@ fn differential_flamegraph_shows_the_hot_function_that_changed() {
     assert!(r == 255 && g < 200 && b < 200, "func_beta grew: rgb({r},{g},{b})");
     // The HTML page marks the same frames.
     let page = dir.join("diff.html");
-    let o = run(rperf().args(["report", "--diff"]).arg(&before).arg("-i").arg(&after).arg("-o").arg(&page));
+    let o = diff_report(&before, &after, &["-o", page.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let o = chromium(&["--dump-dom"], &format!("file://{}", page.display()), &dir.join("chrome"));
     let dom = stdout(&o);
@@ -309,12 +314,7 @@ fn differential_flamegraph_shows_the_hot_function_that_changed() {
         dom.split("<div").find(|d| d.contains("data-name=\"func_beta\"")).expect("func_beta rendered");
     assert!(frame.contains("data-delta=\"grew\""), "{frame}");
     // Folded output gives differential folded stacks: `stack base new`, normalized.
-    let o = run(rperf()
-        .args(["report", "--diff"])
-        .arg(&before)
-        .arg("-i")
-        .arg(&after)
-        .args(["--format", "folded"]));
+    let o = diff_report(&before, &after, &["--format", "folded"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let counts = |leaf: &str| -> (u64, u64) {
         stdout(&o)
@@ -330,12 +330,7 @@ fn differential_flamegraph_shows_the_hot_function_that_changed() {
     let (beta_before, beta_after) = counts(";func_beta");
     assert!(alpha_before > 10 * alpha_after.max(1) && beta_after > 10 * beta_before.max(1), "{}", stdout(&o));
     // pprof has no comparison.
-    let o = run(rperf()
-        .args(["report", "--diff"])
-        .arg(&before)
-        .arg("-i")
-        .arg(&after)
-        .args(["--format", "pprof"]));
+    let o = diff_report(&before, &after, &["--format", "pprof"]);
     assert!(!o.status.success() && stderr(&o).contains("--diff"), "{}", stderr(&o));
 }
 
@@ -343,7 +338,7 @@ fn differential_flamegraph_shows_the_hot_function_that_changed() {
 fn text_diff_lists_functions_by_change() {
     let before = record_fp("out_tdiff_before", &programs().phases, &["before", "1"]);
     let after = record_fp("out_tdiff_after", &programs().phases, &["after", "1"]);
-    let o = run(rperf().args(["report", "--diff"]).arg(&before).arg("-i").arg(&after));
+    let o = diff_report(&before, &after, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     // Baseline, New and Delta shares per function, the largest change first.
