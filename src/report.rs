@@ -13,6 +13,7 @@ use rperf_report::{CallOrder, Filters, Format, OffCpuMode, ReportOptions, SortKe
 #[command(after_help = "Examples:\n  rperf report\n  rperf report --sort dso,symbol\n  \
     rperf report -g caller --percent-limit 1\n  rperf report -i app.data --symfs ./binaries --children\n  \
     rperf report -o profile.html\n  rperf report -o cpu.pb.gz && go tool pprof -top cpu.pb.gz\n  \
+    rperf report --diff before.data -i after.data\n  \
     rperf report --diff before.data -i after.data -o diff.svg")]
 pub struct ReportArgs {
     /// The recording.
@@ -109,8 +110,9 @@ pub struct ReportArgs {
     /// Flamegraph with stacks reversed (sampled functions at the root, their callers above).
     #[arg(long = "reverse")]
     reverse: bool,
-    /// A differential flamegraph (svg or html) of -i against this base recording: red where
-    /// time grew, blue where it shrank.
+    /// Compare -i against this base recording: text lists functions by the change of their
+    /// share (as perf diff), folded writes `stack base new` lines, svg and html colour frames
+    /// red where time grew and blue where it shrank.
     #[arg(long = "diff", value_name = "BASE")]
     diff: Option<PathBuf>,
 }

@@ -50,8 +50,6 @@ pub mod record_type {
     pub const SAMPLE: u32 = 9;
     pub const MMAP2: u32 = 10;
     pub const LOST_SAMPLES: u32 = 13;
-    pub const HEADER_BUILD_ID: u32 = 67;
-    pub const FINISHED_ROUND: u32 = 68;
 }
 
 /// `perf_event_header.misc` bits.
@@ -61,7 +59,6 @@ pub mod misc {
     pub const USER: u16 = 2;
     pub const COMM_EXEC: u16 = 1 << 13;
     pub const MMAP_BUILD_ID: u16 = 1 << 14;
-    pub const BUILD_ID_SIZE: u16 = 1 << 15;
 }
 
 /// `PERF_COUNT_SW_DUMMY`: a software event that never counts, opened for its side-band records.

@@ -14,7 +14,6 @@ use rperf_perfdata::encode::{event_desc_feature, put_header, put_u64, EventDesc}
 use rperf_perfdata::feature;
 use rperf_perfdata::header::{FileHeader, HEADER_SIZE};
 
-use crate::sys::record_type;
 use crate::Error;
 
 /// Room for attributes and ids at the front of the file; ids beyond it move the attribute
@@ -93,7 +92,7 @@ impl PerfDataWriter {
     /// sorted and processed, and flushes, so that a crash loses at most the current round.
     pub fn finish_round(&mut self) -> Result<(), Error> {
         let mut r = Vec::with_capacity(8);
-        put_header(&mut r, record_type::FINISHED_ROUND, 0, 8);
+        put_header(&mut r, rperf_perfdata::encode::FINISHED_ROUND, 0, 8);
         self.write_record(&r)?;
         self.flush()
     }
