@@ -365,6 +365,10 @@ fn tracepoints_only() {
     assert!(text.contains("Event: sched:sched_switch (type 2") && text.contains("Event count: "), "{text}");
     assert!(!text.contains("off-cpu"), "{text}");
     check_all_formats("tracepoint", &data, &[]);
+    // perf reads the tracepoint's fields from the recording's tracing data, without a word.
+    let o = run(Command::new("perf").arg("script").arg("-i").arg(&data));
+    assert!(o.status.success() && o.stderr.is_empty(), "perf script: {}", stderr(&o));
+    assert!(stdout(&o).contains("sched:sched_switch: prev_comm="), "{}", stdout(&o));
 }
 
 #[test]
