@@ -20,7 +20,7 @@ pub fn parse<'a>(record: &'a RawEventRecord<'_>, buf: &'a mut Vec<u8>) -> Option
 pub fn first_malformed(path: &std::path::Path, error: &str) -> String {
     let data = crate::load::file_header(path).map(|h| h.data);
     match data.map(|(off, size)| crate::load::walk_records(path, off, size)) {
-        Some((_, Some((_, why)))) => format!("{error}: {why}"),
+        Some((_, Some(bad))) => format!("{error}: {}", bad.why),
         _ => error.to_string(),
     }
 }

@@ -11,12 +11,12 @@ use crate::Error;
 /// Writes the dump of `path` to `out`.
 pub fn dump(path: &Path, out: &mut dyn Write) -> Result<(), Error> {
     let io = |e: std::io::Error| Error::Open { path: path.to_path_buf(), source: e };
-    let file = std::fs::File::open(path).map_err(io)?;
-    let reader = std::io::BufReader::new(file);
-    let PerfFileReader { mut perf_file, mut record_iter } = PerfFileReader::parse_file(reader)
-        .map_err(|e| Error::Format { path: path.to_path_buf(), reason: e.to_string() })?;
+    let (PerfFileReader { mut perf_file, mut record_iter }, _, repairs) = crate::load::open_reader(path)?;
     let w = &mut *out;
     writeln!(w, "file: {}", path.display()).map_err(io)?;
+    for r in &repairs {
+        writeln!(w, "repaired: {r}").map_err(io)?;
+    }
     writeln!(w, "hostname: {:?}", perf_file.hostname().ok().flatten()).map_err(io)?;
     writeln!(w, "os release: {:?}", perf_file.os_release().ok().flatten()).map_err(io)?;
     writeln!(w, "version: {:?}", perf_file.perf_version().ok().flatten()).map_err(io)?;

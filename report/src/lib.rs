@@ -69,7 +69,7 @@ pub enum Error {
     #[error("{0}")]
     Usage(String),
     /// The file is not a readable perf.data file.
-    #[error("{path} is not a readable perf.data file: {reason}; check that it was written completely (rperf dump -i FILE shows what is readable)")]
+    #[error("{path} is not a readable perf.data file: {reason}; check that it is a recording and was written completely (rperf dump -i FILE shows what is readable)")]
     Format {
         /// The file.
         path: std::path::PathBuf,

@@ -49,12 +49,8 @@ pub struct Recording {
 /// Opens `opts.input` and reads its header and metadata.
 pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
     let path = &opts.input;
-    let meta = std::fs::metadata(path).map_err(|e| Error::Open { path: path.clone(), source: e })?;
-    let (reader, warnings) =
-        open_checked(path).map_err(|reason| Error::Format { path: path.clone(), reason })?;
-    let position = reader.shared_pos.clone();
-    let PerfFileReader { perf_file, record_iter } = PerfFileReader::parse_file(reader)
-        .map_err(|e| Error::Format { path: path.clone(), reason: e.to_string() })?;
+    let (PerfFileReader { perf_file, record_iter }, position, warnings) = open_reader(path)?;
+    let len = std::fs::metadata(path).map_or(0, |m| m.len());
     let raw = raw_attrs(path);
     let events = perf_file
         .event_attributes()
@@ -107,9 +103,28 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
         stored_symbols,
         off_cpu,
         position,
-        len: meta.len(),
+        len,
         warnings,
     })
+}
+
+/// Opens a recording for reading, after checking it and repairing what can be repaired (the
+/// warnings say what). `rperf report` and `rperf dump` both read through here.
+pub fn open_reader(
+    path: &Path,
+) -> Result<(PerfFileReader<PatchedFile>, crate::progress::ReadPosition, Vec<String>), Error> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::Open { path: path.to_path_buf(), source: e })?;
+    if meta.is_dir() {
+        return Err(Error::Usage(format!(
+            "{} is a directory, not a recording; give the perf.data file inside it with -i",
+            path.display()
+        )));
+    }
+    let format = |reason: String| Error::Format { path: path.to_path_buf(), reason };
+    let (reader, warnings) = open_checked(path).map_err(format)?;
+    let position = reader.shared_pos.clone();
+    let reader = PerfFileReader::parse_file(reader).map_err(|e| format(e.to_string()))?;
+    Ok((reader, position, warnings))
 }
 
 /// The header of the file at `path`, when it has one.
@@ -187,12 +202,19 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
     let mut patches: Vec<(u64, Vec<u8>)> = Vec::new();
     {
         let mut f = &file;
-        f.read_exact(&mut head)
-            .map_err(|_| format!("the file is {len} bytes, shorter than a perf.data header (104)"))?;
+        f.read_exact(&mut head).map_err(|_| match len {
+            0 => "the file is empty".to_string(),
+            _ => format!("the file is {len} bytes, shorter than a perf.data header (104)"),
+        })?;
     }
     let Some(header) = FileHeader::parse(&head) else {
-        // Other magic values (big-endian, pipe mode, not perf.data) are left to the reader's
-        // own error.
+        if &head[..8] != b"2ELIFREP" {
+            return Err(format!(
+                "it starts with {:02x?} where perf.data files start with PERFILE2",
+                &head[..8]
+            ));
+        }
+        // Big-endian recordings are left to the reader, which knows their layout.
         let inner = std::io::BufReader::with_capacity(1 << 20, file);
         return Ok((PatchedFile { inner, patches, pos: 0, shared_pos: Default::default() }, warnings));
     };
@@ -225,13 +247,36 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
         let present = len - data_off;
         // Read up to the last whole record: anything after it is a record cut in two, or
         // feature sections, not records.
-        let (whole, _) = walk_records(path, data_off, present);
+        let (whole, bad) = walk_records(path, data_off, present);
+        if let Some(b) = bad.filter(|b| b.oversized_trace) {
+            warnings.push(format!("{}; reading the records before it", b.why));
+        }
         warnings.push(format!(
             "the data section (header offset 48) claims {data_size} bytes but the file holds {present} after offset {data_off}: the recording was cut short; reading what is there ({whole} bytes of whole records)"
         ));
         data_size = whole;
         patches.push((DATA_SIZE_AT, data_size.to_le_bytes().to_vec()));
         features.clear();
+    } else if let (_, Some(b)) = walk_records(path, data_off, data_size) {
+        // The reader sizes an AUXTRACE record's buffer by its trace size before reading; one
+        // that claims more than the data section holds is cut to what is there.
+        if b.oversized_trace {
+            let body_end = {
+                let mut size = [0u8; 2];
+                read_at(&file, b.offset + 6, &mut size).map_err(|e| e.to_string())?;
+                b.offset + u64::from(u16::from_le_bytes(size))
+            };
+            let left = (data_off + data_size).saturating_sub(body_end);
+            warnings.push(format!("{}; its trace data is cut to the {left} bytes that follow it", b.why));
+            patches.push((b.offset + 8, left.to_le_bytes().to_vec()));
+        }
+        if !table_fits(data_size, features.len()) {
+            warnings.push(format!(
+                "the feature sections after the data (file offset {}) are missing: the recording was cut short; reading the records only",
+                data_off + data_size
+            ));
+            features.clear();
+        }
     } else if !table_fits(data_size, features.len()) {
         warnings.push(format!(
             "the feature sections after the data (file offset {}) are missing: the recording was cut short; reading the records only",
@@ -382,40 +427,94 @@ fn plausible_type(t: u32) -> bool {
     (1..=32).contains(&t) || (64..=96).contains(&t) || (32768..=32800).contains(&t)
 }
 
+/// A malformed record found by `walk_records`.
+pub struct BadRecord {
+    /// Its file offset.
+    pub offset: u64,
+    /// What is wrong with it.
+    pub why: String,
+    /// It is an AUXTRACE record whose trace data reaches past the data section: the reader
+    /// would allocate that size before reading, so it must never see the record.
+    pub oversized_trace: bool,
+}
+
+/// `PERF_RECORD_AUXTRACE`: its body is followed by `size` bytes of trace data.
+const AUXTRACE: u32 = 71;
+
 /// Walks record headers from `start` for at most `limit` bytes. Returns the length of the run
-/// of well-formed records, and the offset and reason of the first malformed one, if any.
-pub fn walk_records(path: &Path, start: u64, limit: u64) -> (u64, Option<(u64, String)>) {
-    use std::io::{BufReader, Read, Seek, SeekFrom};
+/// of well-formed records, and the first malformed one, if any. AUXTRACE records are walked
+/// with the trace data that follows them.
+pub fn walk_records(path: &Path, start: u64, limit: u64) -> (u64, Option<BadRecord>) {
     let Ok(file) = std::fs::File::open(path) else { return (0, None) };
-    let mut r = BufReader::with_capacity(1 << 20, file);
-    if r.seek(SeekFrom::Start(start)).is_err() {
-        return (0, None);
-    }
-    let mut at = 0u64;
-    let mut head = [0u8; 8];
-    while at + 8 <= limit {
-        if r.read_exact(&mut head).is_err() {
-            break;
-        }
-        let t = u32::from_le_bytes(head[0..4].try_into().unwrap());
-        let size = u16::from_le_bytes([head[6], head[7]]) as u64;
-        let bad = if size < 8 {
-            Some(format!("the record header at file offset {} has size {size}", start + at))
+    let Ok(len) = file.metadata().map(|m| m.len()) else { return (0, None) };
+    let end = start.saturating_add(limit).min(len);
+    let mut window = Window { file: &file, len, at: 0, map: None };
+    let mut at = start;
+    while at.saturating_add(8) <= end {
+        let Some(head) = window.bytes(at, 8) else { break };
+        let t = u32::from_le_bytes(head[0..4].try_into().expect("4 bytes"));
+        let size = u64::from(u16::from_le_bytes([head[6], head[7]]));
+        let bad = |why: String, oversized_trace: bool| Some(BadRecord { offset: at, why, oversized_trace });
+        let problem = if size < 8 {
+            bad(format!("the record header at file offset {at} has size {size}"), false)
         } else if !plausible_type(t) {
-            Some(format!("the record at file offset {} has an unknown type {t}", start + at))
+            bad(format!("the record at file offset {at} has an unknown type {t}"), false)
         } else {
             None
         };
-        if let Some(why) = bad {
-            return (at, Some((start + at, why)));
+        if problem.is_some() {
+            return (at - start, problem);
         }
-        if at + size > limit {
+        if at + size > end {
             break; // cut off in the middle of this record
         }
-        if r.seek_relative(size as i64 - 8).is_err() {
-            break;
+        let mut next = at + size;
+        if t == AUXTRACE && size >= 16 {
+            let Some(field) = window.bytes(at + 8, 8) else { break };
+            let trace = u64::from_le_bytes(field.try_into().expect("8 bytes"));
+            match next.checked_add(trace).filter(|e| *e <= end) {
+                Some(e) => next = e,
+                None => {
+                    let why = format!(
+                        "the AUXTRACE record at file offset {at} claims {trace} bytes of trace data, past the end of the data section"
+                    );
+                    return (at - start, bad(why, true));
+                }
+            }
         }
-        at += size;
+        at = next;
     }
-    (at, None)
+    (at.min(end).saturating_sub(start), None)
+}
+
+/// A window of a file mapped a part at a time, so that walking a large recording's record
+/// headers neither copies it nor keeps all of it mapped.
+struct Window<'a> {
+    file: &'a std::fs::File,
+    len: u64,
+    at: u64,
+    map: Option<memmap2::Mmap>,
+}
+
+impl Window<'_> {
+    const SIZE: u64 = 16 << 20;
+
+    /// `n` bytes at file offset `off`.
+    fn bytes(&mut self, off: u64, n: u64) -> Option<&[u8]> {
+        let inside = |m: &memmap2::Mmap, at: u64| off >= at && off + n <= at + m.len() as u64;
+        if !self.map.as_ref().is_some_and(|m| inside(m, self.at)) {
+            let page = 4096u64;
+            let at = off / page * page;
+            let len = Self::SIZE.min(self.len.checked_sub(at)?);
+            // SAFETY: the recording is mapped read-only and only read; a concurrent truncation
+            // could fault, the accepted risk of mapping input files.
+            let map =
+                unsafe { memmap2::MmapOptions::new().offset(at).len(len as usize).map(self.file) }.ok()?;
+            self.map = Some(map);
+            self.at = at;
+        }
+        let map = self.map.as_ref()?;
+        let from = (off - self.at) as usize;
+        map.get(from..from + n as usize)
+    }
 }

@@ -93,8 +93,10 @@ impl AddressSpace {
             if old.start < m.start {
                 kept.push(Mapping { end: m.start, ..old });
             }
-            if old.end > m.end {
-                kept.push(Mapping { start: m.end, pgoff: old.pgoff + (m.end - old.start), ..old });
+            // The offset comes from the recording: a tail whose offset would pass 2^64 is
+            // dropped (regression test `tails_with_overflowing_offsets_are_dropped`).
+            if let Some(pgoff) = old.pgoff.checked_add(m.end - old.start).filter(|_| old.end > m.end) {
+                kept.push(Mapping { start: m.end, pgoff, ..old });
             }
         }
         let at = kept.partition_point(|x| x.start < m.start);
@@ -262,5 +264,14 @@ mod tests {
         let tail = a.find(0x3800).unwrap();
         assert_eq!((tail.dso, tail.pgoff), (1, 0x2000));
         assert!(a.find(0x5000).is_none());
+    }
+
+    #[test]
+    fn tails_with_overflowing_offsets_are_dropped() {
+        let mut a = AddressSpace::default();
+        a.insert(Mapping { start: 0x1000, end: 0x5000, pgoff: u64::MAX - 0x100, dso: 1, exec: true });
+        a.insert(Mapping { start: 0x2000, end: 0x3000, pgoff: 0, dso: 2, exec: true });
+        assert_eq!(a.find(0x1800).unwrap().dso, 1);
+        assert!(a.find(0x3800).is_none());
     }
 }

@@ -311,7 +311,10 @@ impl Resolver {
                 (None, Some(m)) if model.dsos[m.dso as usize].kind == DsoKind::Jit => {
                     (m.dso, addr, AddrKind::Jit)
                 }
-                (None, Some(m)) => (m.dso, addr - m.start + m.pgoff, AddrKind::File),
+                (None, Some(m)) => match file_offset(addr, &m) {
+                    Some(offset) => (m.dso, offset, AddrKind::File),
+                    None => (model.dso("[unknown]", None, DsoKind::Unknown), 0, AddrKind::Unknown),
+                },
             }
         };
         if let Some(&id) = self.addr_index.get(&(dso, key)) {
@@ -497,7 +500,7 @@ impl Resolver {
                     }
                 }
                 let stored = self.stored.get(&model.dsos[dso as usize].path).and_then(|t| {
-                    let vaddr = (key + t.min_vaddr).checked_sub(t.file_offset_of_min_vaddr)?;
+                    let vaddr = stored_vaddr(key, t.min_vaddr, t.file_offset_of_min_vaddr)?;
                     t.table.lookup(vaddr).map(|s| s.demangled())
                 });
                 plain(stored)
@@ -576,6 +579,19 @@ impl Resolver {
     }
 }
 
+/// The file offset of `addr` in mapping `m`. The mapping's offset comes from the recording, so
+/// the sum is checked: a MMAP2 record with a `pgoff` near 2^64 gives no offset (a regression
+/// test, `file_offsets_never_overflow`, and tests/hostile.rs, cover it).
+fn file_offset(addr: u64, m: &crate::model::Mapping) -> Option<u64> {
+    addr.checked_sub(m.start)?.checked_add(m.pgoff)
+}
+
+/// The virtual address of file offset `key` in a binary whose symbols the recording stores,
+/// by the stored `min_vaddr` and its file offset; None where the recording's numbers overflow.
+fn stored_vaddr(key: u64, min_vaddr: u64, file_offset_of_min_vaddr: u64) -> Option<u64> {
+    key.checked_add(min_vaddr)?.checked_sub(file_offset_of_min_vaddr)
+}
+
 /// Kernel addresses by architecture convention, for frames recorded without a context marker.
 pub fn is_kernel_address(addr: u64, arch: Arch) -> bool {
     match arch {
@@ -619,5 +635,26 @@ fn load_binary(finder: &BinaryFinder, d: &crate::model::Dso) -> (Option<Arc<Bina
             )),
         ),
         Found::Missing => (None, None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Mapping;
+
+    #[test]
+    fn file_offsets_never_overflow() {
+        let m = Mapping { start: 0x1000, end: 0x2000, pgoff: u64::MAX - 4, dso: 0, exec: true };
+        assert_eq!(file_offset(0x1004, &m), Some(u64::MAX));
+        assert_eq!(file_offset(0x1008, &m), None);
+        assert_eq!(file_offset(0x0fff, &m), None);
+    }
+
+    #[test]
+    fn stored_symbol_addresses_never_overflow() {
+        assert_eq!(stored_vaddr(0x100, 0x4000, 0x100), Some(0x4000));
+        assert_eq!(stored_vaddr(u64::MAX, 1, 0), None);
+        assert_eq!(stored_vaddr(0, 0, 1), None);
     }
 }

@@ -124,11 +124,16 @@ impl ElfInfo {
 
     /// The virtual address (SVMA) of file offset `offset`, through the load segment holding it.
     pub fn offset_to_vaddr(&self, offset: u64) -> Option<u64> {
-        self.segments
-            .iter()
-            .find(|s| offset >= s.offset && offset < s.offset.saturating_add(s.filesz.max(1)))
-            .map(|s| s.vaddr + (offset - s.offset))
+        offset_to_vaddr(&self.segments, offset)
     }
+}
+
+/// The virtual address of a file offset by the load segments. Both come from files (the
+/// binary's headers, the recording's offsets), so the sum is checked.
+fn offset_to_vaddr(segments: &[LoadSegment], offset: u64) -> Option<u64> {
+    let s =
+        segments.iter().find(|s| offset >= s.offset && offset < s.offset.saturating_add(s.filesz.max(1)))?;
+    s.vaddr.checked_add(offset - s.offset)
 }
 
 /// Function symbols, plus labels (untyped symbols) in executable sections such as ld.so's
@@ -274,4 +279,17 @@ fn debug_file_symbols(
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segment_addresses_never_overflow() {
+        let segs = [LoadSegment { vaddr: u64::MAX - 0x10, offset: 0x1000, filesz: 0x1000 }];
+        assert_eq!(offset_to_vaddr(&segs, 0x1008), Some(u64::MAX - 8));
+        assert_eq!(offset_to_vaddr(&segs, 0x1020), None);
+        assert_eq!(offset_to_vaddr(&segs, 0x3000), None);
+    }
 }

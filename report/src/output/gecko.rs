@@ -20,7 +20,13 @@ pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
     let names = &p.names;
     let (first, last) = p.info.time_range;
     let ended = p.info.written.unwrap_or(SystemTime::UNIX_EPOCH);
-    let started = ended.checked_sub(Duration::from_nanos(last.saturating_sub(first))).unwrap_or(ended);
+    // The profile starts the duration of the recording before the file was written; sample
+    // times from a damaged file can put that before 1970, which the format cannot hold
+    // (regression test: tests/hostile.rs, samples_far_apart_in_time).
+    let started = ended
+        .checked_sub(Duration::from_nanos(last.saturating_sub(first)))
+        .filter(|t| *t >= SystemTime::UNIX_EPOCH)
+        .unwrap_or(SystemTime::UNIX_EPOCH);
     let section = p.main_section();
     let interval = section.filter(|s| s.samples > 0).map_or(1_000_000, |s| (s.weight / s.samples).max(1));
     let mut g = Gecko::new(
