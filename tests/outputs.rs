@@ -362,3 +362,41 @@ fn text_diff_lists_functions_by_change() {
     let alpha = rows.iter().find(|r| r.3 == "func_alpha").unwrap();
     assert!(alpha.0 > 50.0 && alpha.1 < 5.0 && alpha.2 < -45.0, "{text}");
 }
+
+#[test]
+fn names_from_the_recording_are_data_in_every_format() {
+    // A binary whose path holds an HTML comment and script tag, a newline and an escape
+    // sequence: every output must carry it without breaking.
+    let dir = scratch("out_hostile_names");
+    let sub = dir.join("x<!--<script>\n\x1b[31m;evil");
+    std::fs::create_dir_all(&sub).unwrap();
+    let prog = sub.join("workload");
+    std::fs::copy(&programs().workload_fp, &prog).unwrap();
+    let data = record_fp("out_hostile_names_rec", &prog, &["0.3", "1"]);
+    let text = report(&data, &["--sort", "dso,symbol"]);
+    assert!(!text.contains('\x1b'), "escape sequences reach the terminal");
+    assert!(text.contains("\\x1b[31m;evil/workload"), "{text}");
+    let folded = report(&data, &["--format", "folded"]);
+    for l in folded.lines() {
+        let (_, count) = l.rsplit_once(' ').unwrap();
+        assert!(count.parse::<u64>().is_ok(), "a folded line is broken: {l:?}");
+    }
+    assert!(!folded.contains('\x1b'));
+    // The SVG is well-formed XML: no control characters but tab and newline, `<` only in tags.
+    let svg = report(&data, &["--format", "svg"]);
+    assert!(
+        !svg.chars().any(|c| c.is_control() && c != '\n' && c != '\t' && c != '\r'),
+        "control characters in the SVG"
+    );
+    assert!(!svg.contains("<!--<script>"), "the name is not escaped in the SVG");
+    // The HTML page still renders its rows.
+    let page = dir.join("report.html");
+    report(&data, &["-o", page.to_str().unwrap()]);
+    let o = chromium(&["--dump-dom"], &format!("file://{}", page.display()), &dir.join("chrome"));
+    let dom = stdout(&o);
+    assert!(
+        dom.contains("<tr class=\"row") && dom.contains("hot_loop</td>"),
+        "no function rows: {}",
+        stderr(&o)
+    );
+}

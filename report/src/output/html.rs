@@ -104,9 +104,10 @@ pub fn write(
         "funcs": t.funcs,
         "stacks": stacks,
     });
-    // Inside <script>, "</" could end the element early.
-    let data = serde_json::to_string(&data).map_err(io::Error::other)?.replace("</", "<\\/");
-    let page = PAGE.replace("__TITLE__", &escape(&title)).replacen("__DATA__", &data, 1);
+    // Inside <script>, "</" could end the element early and "<!--" changes how the element
+    // ends; `<` only occurs inside JSON strings, where \u003c says the same.
+    let data = serde_json::to_string(&data).map_err(io::Error::other)?.replace('<', "\\u003c");
+    let page = PAGE.replace("__TITLE__", &escape(&super::printable(&title))).replacen("__DATA__", &data, 1);
     out.write_all(page.as_bytes())
 }
 

@@ -8,9 +8,9 @@ use super::aggregate::{CallTree, Entry, EntryKey, EventAggregate};
 use crate::options::{ReportOptions, SortKey};
 use crate::profile::{Names, Profile};
 
-/// A report column for an entry.
+/// A report column for an entry, printable.
 fn column(names: &Names, key: SortKey, k: &EntryKey) -> String {
-    match key {
+    let text = match key {
         SortKey::Comm => names.comm(k.comm).to_string(),
         SortKey::Pid => k.pid.to_string(),
         SortKey::Tid => k.tid.to_string(),
@@ -22,14 +22,15 @@ fn column(names: &Names, key: SortKey, k: &EntryKey) -> String {
             0 => "[unknown]".into(),
             l => names.srclines.get(l as usize - 1).cloned().unwrap_or_else(|| "[unknown]".into()),
         },
-    }
+    };
+    super::printable(&text).into_owned()
 }
 
 /// A function's name for the text report: inlined calls are marked.
 fn func_label(names: &Names, id: u32) -> String {
     match names.funcs.get(id as usize) {
-        Some(f) if f.inlined => format!("{} (inlined)", f.name),
-        Some(f) => f.name.clone(),
+        Some(f) if f.inlined => format!("{} (inlined)", super::printable(&f.name)),
+        Some(f) => super::printable(&f.name).into_owned(),
         None => "[unknown]".into(),
     }
 }
@@ -44,10 +45,10 @@ fn pct(part: u64, total: u64) -> f64 {
 
 fn write_header(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
     if let Some(c) = &p.info.cmdline {
-        writeln!(out, "Cmdline: {c}")?;
+        writeln!(out, "Cmdline: {}", super::printable(c))?;
     }
     if let Some(a) = &p.info.arch {
-        writeln!(out, "Arch: {a}")?;
+        writeln!(out, "Arch: {}", super::printable(a))?;
     }
     Ok(())
 }
@@ -57,7 +58,7 @@ pub fn write(out: &mut dyn Write, p: &Profile, opts: &ReportOptions) -> io::Resu
     write_header(out, p)?;
     for s in p.shown_sections() {
         let agg = EventAggregate::of_section(p, s, opts);
-        writeln!(out, "Event: {} (type {}, config {})", s.name, s.type_, s.config)?;
+        writeln!(out, "Event: {} (type {}, config {})", super::printable(&s.name), s.type_, s.config)?;
         writeln!(out, "Samples: {}", s.samples)?;
         if s.time_in_ns() {
             writeln!(out, "Time in ns: {}", s.weight)?;
@@ -82,7 +83,8 @@ fn self_weights(p: &Profile) -> (HashMap<(String, String), u64>, u64) {
     let Some(s) = p.main_section() else { return (by, 0) };
     for c in &s.stacks {
         let leaf = p.frames(c.stack, c.off_cpu, false).next().expect("stacks are not empty");
-        let key = (p.names.dso_of(leaf).display_name().to_string(), func_label(&p.names, leaf));
+        let key =
+            (super::printable(p.names.dso_of(leaf).display_name()).into_owned(), func_label(&p.names, leaf));
         *by.entry(key).or_default() += c.weight;
     }
     (by, s.weight)
