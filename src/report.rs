@@ -110,6 +110,10 @@ pub struct ReportArgs {
     /// Flamegraph with stacks reversed (sampled functions at the root, their callers above).
     #[arg(long = "reverse")]
     reverse: bool,
+    /// Read JIT symbol maps (/tmp/perf-PID.map) and jitdumps whatever their owner; by default
+    /// only regular files of this user or root are read, as perf does.
+    #[arg(short = 'f', long = "force")]
+    force: bool,
     /// Compare -i against this base recording: text lists functions by the change of their
     /// share (as perf diff), folded writes `stack base new` lines, svg and html colour frames
     /// red where time grew and blue where it shrank.
@@ -204,6 +208,7 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         inverted: a.inverted,
         reverse: a.reverse,
         diff_base: a.diff.clone(),
+        force: a.force,
         trace_offcpu: a
             .trace_offcpu
             .as_deref()

@@ -169,3 +169,25 @@ fn inputs_that_are_not_recordings_say_what_they_are() {
         assert!(!stderr(&o).contains("Invalid argument"), "{}", stderr(&o));
     }
 }
+
+#[test]
+fn kallsyms_must_be_a_file() {
+    let dir = scratch("hostile_kallsyms");
+    let data = dir.join("perf.data");
+    std::fs::write(&data, recording()).unwrap();
+    let fifo = dir.join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: c is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for (file, what) in [(Path::new("/dev/zero"), "a device"), (fifo.as_path(), "a FIFO")] {
+        let o = run(Command::new("timeout")
+            .arg("30")
+            .arg(env!("CARGO_BIN_EXE_rperf"))
+            .args(["report", "--kallsyms"])
+            .arg(file)
+            .arg("-i")
+            .arg(&data));
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains(what), "{}", stderr(&o));
+    }
+}

@@ -96,6 +96,59 @@ fn perf_recordings_use_the_map_on_disk() {
     assert!(share >= 50.0, "{share}% — {:?}", rows(&data));
 }
 
+/// perf's recordings name JIT code from `/tmp/perf-PID.map` only when it is a regular file of
+/// this user or root (as perf reads it), unless `--force`: another user's map must not put
+/// names in the report, a FIFO must not hang it, a link to /dev/zero must not fill memory.
+#[test]
+fn maps_on_disk_are_read_only_when_safe() {
+    let dir = scratch("jit_perf_unsafe");
+    let data = dir.join("perf.data");
+    let o = run(Command::new("perf")
+        .args(["record", "-q", "-g", "-o"])
+        .arg(&data)
+        .args(["--", "node", "--perf-basic-prof"])
+        .arg(program("hot.js"))
+        .current_dir(&dir));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (share, maps) = jit_share(&data, "hotJsFunction");
+    assert!(share >= 50.0 && maps.len() == 1, "{share}% {maps:?}");
+    let map = PathBuf::from(&maps[0]);
+    let saved = std::fs::read(&map).unwrap();
+    let report = |extra: &[&str]| {
+        let o = run(Command::new("timeout")
+            .arg("30")
+            .arg(env!("CARGO_BIN_EXE_rperf"))
+            .args(["report", "--sort", "symbol", "-i"])
+            .arg(&data)
+            .args(extra));
+        assert!(o.status.success(), "{}", stderr(&o));
+        (stdout(&o).contains("hotJsFunction"), stderr(&o))
+    };
+    // Another user's map.
+    let st = Command::new("chown").arg("65534").arg(&map).status().unwrap();
+    assert!(st.success(), "the test runs as root, as CI does");
+    let (named, warn) = report(&[]);
+    assert!(!named && warn.contains("belongs to uid 65534") && warn.contains("--force"), "{warn}");
+    assert!(report(&["--force"]).0, "--force reads it");
+    // A FIFO and a link to /dev/zero.
+    std::fs::remove_file(&map).unwrap();
+    let c = std::ffi::CString::new(map.to_str().unwrap()).unwrap();
+    // SAFETY: c is a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let (named, warn) = report(&[]);
+    assert!(!named && warn.contains("FIFO"), "{warn}");
+    std::fs::remove_file(&map).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &map).unwrap();
+    let (named, warn) = report(&[]);
+    assert!(!named && warn.contains("symbolic link"), "{warn}");
+    let (_, warn) = report(&["--force"]);
+    assert!(warn.contains("not a regular file"), "{warn}");
+    std::fs::remove_file(&map).unwrap();
+    std::fs::write(&map, saved).unwrap();
+    assert!(report(&[]).0);
+    std::fs::remove_file(&map).ok();
+}
+
 #[test]
 fn node_perf_prof_jitdump_without_an_inject_step() {
     let dir = scratch("jit_dump");

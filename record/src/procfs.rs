@@ -48,6 +48,13 @@ pub fn tgid_of(tid: i32) -> Option<i32> {
     status.lines().find_map(|l| l.strip_prefix("Tgid:")).and_then(|v| v.trim().parse().ok())
 }
 
+/// The effective uid of a process, while it exists.
+pub fn uid_of(pid: i32) -> Option<u32> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("Uid:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// True while `pid` (a process or thread id) runs: it exists and is not a zombie waiting to be
 /// reaped (whose event fds the kernel has already hung up).
 pub fn is_alive(pid: i32) -> bool {

@@ -102,9 +102,11 @@ struct Sink {
     pressure: bool,
     kernel_hits: BTreeSet<u64>,
     /// Processes seen (by their COMM records), whose JIT symbol maps are kept at the end.
-    pids: BTreeSet<u32>,
+    /// Recorded processes, with their owners (who may own their JIT maps).
+    pids: BTreeMap<u32, Option<u32>>,
     /// jitdump files the runtimes announced with their marker mmaps.
-    jitdumps: BTreeSet<String>,
+    /// jitdump files the recorded processes mapped, with the mapping process's owner.
+    jitdumps: BTreeMap<String, Option<u32>>,
     dsos: BTreeMap<String, Option<Vec<u8>>>,
     trim: bool,
     stacks: StackEnds,
@@ -196,7 +198,8 @@ impl Sink {
             record_type::MMAP2 | record_type::MMAP => self.note_mmap(type_, misc_bits, rec),
             record_type::COMM => {
                 if let Some(pid) = rec.get(8..12) {
-                    self.pids.insert(u32::from_le_bytes(pid.try_into().unwrap()));
+                    let pid = u32::from_le_bytes(pid.try_into().unwrap());
+                    self.pids.entry(pid).or_insert_with(|| procfs::uid_of(pid as i32));
                 }
             }
             record_type::EXIT => {
@@ -231,8 +234,8 @@ impl Sink {
             return;
         }
         if let Some((path, build_id)) = exec_mapping(type_, misc_bits, rec) {
-            if rperf_perfdata::jitdump_pid(&path).is_some() {
-                self.jitdumps.insert(path);
+            if let Some(pid) = rperf_perfdata::jitdump_pid(&path) {
+                self.jitdumps.entry(path).or_insert_with(|| procfs::uid_of(pid));
                 return;
             }
             let entry = self.dsos.entry(path).or_insert(None);
@@ -360,8 +363,8 @@ impl Session {
             cut_stacks: 0,
             pressure: false,
             kernel_hits: BTreeSet::new(),
-            pids: BTreeSet::new(),
-            jitdumps: BTreeSet::new(),
+            pids: BTreeMap::new(),
+            jitdumps: BTreeMap::new(),
             dsos: BTreeMap::new(),
             trim: matches!(opts.call_graph, CallGraph::Dwarf { .. }),
             stacks: StackEnds::default(),
@@ -700,7 +703,7 @@ impl Session {
                 exit_code = Some(self.stop_child(child, &stop));
             }
         }
-        let features = self.features();
+        let features = self.features(note);
         let attrs = self.file_attrs();
         let samples = self.sink.samples;
         let lost = self.sink.lost;
@@ -777,7 +780,7 @@ impl Session {
         }
     }
 
-    fn features(&mut self) -> Vec<(u32, Vec<u8>)> {
+    fn features(&mut self, note: &mut dyn FnMut(&str)) -> Vec<(u32, Vec<u8>)> {
         let uts = uname();
         let mut f = vec![
             (feature::HOSTNAME, encode::string_feature(&uts.0)),
@@ -825,11 +828,16 @@ impl Session {
         if let Some(image) = vdso {
             f.push((feature::RPERF_VDSO, image));
         }
-        if let Some(dumps) = writer::jitdumps_feature(&self.sink.jitdumps) {
+        let mut refused = Vec::new();
+        if let Some(dumps) = writer::jitdumps_feature(&self.sink.jitdumps, &mut refused) {
             f.push((feature::RPERF_JITDUMPS, dumps));
         }
-        if let Some(maps) = writer::perf_maps_feature(&self.sink.pids) {
+        if let Some(maps) = writer::perf_maps_feature(&self.sink.pids, &mut refused) {
             f.push((feature::RPERF_PERF_MAPS, maps));
+        }
+        for why in refused {
+            note(&why);
+            self.notes.push(why);
         }
         if let Some(syms) = self.kernel_syms.take().and_then(|h| h.join().ok()) {
             let snap = kallsyms::snapshot(&syms, &self.sink.kernel_hits);

@@ -214,18 +214,39 @@ fn encode_attrs(attrs: &[FileAttr], base: u64, limit: u64) -> (Vec<u8>, bool) {
 
 /// The `/tmp/perf-PID.map` files of `pids` that exist, as rperf's JIT symbol-map section: kept
 /// in the recording so that reports work after the runtime has exited, /tmp was cleaned, or on
-/// another machine.
-pub fn perf_maps_feature(pids: &std::collections::BTreeSet<u32>) -> Option<Vec<u8>> {
+/// another machine. Only regular files of rperf's user, root or the process's owner are read
+/// (`notes` hears of the others), up to 1 GiB each.
+pub fn perf_maps_feature(
+    pids: &std::collections::BTreeMap<u32, Option<u32>>,
+    notes: &mut Vec<String>,
+) -> Option<Vec<u8>> {
     let maps: Vec<(u32, Vec<u8>)> = pids
         .iter()
-        .filter_map(|pid| Some((*pid, std::fs::read(format!("/tmp/perf-{pid}.map")).ok()?)))
+        .filter_map(|(pid, owner)| {
+            Some((*pid, read_jit_file(&format!("/tmp/perf-{pid}.map"), *owner, notes)?))
+        })
         .collect();
     (!maps.is_empty()).then(|| rperf_perfdata::sections::encode_perf_maps(&maps))
 }
 
-/// The jitdump files that exist, as rperf's jitdump section.
-pub fn jitdumps_feature(paths: &std::collections::BTreeSet<String>) -> Option<Vec<u8>> {
+/// The jitdump files that exist, as rperf's jitdump section, read as the maps are.
+pub fn jitdumps_feature(
+    paths: &std::collections::BTreeMap<String, Option<u32>>,
+    notes: &mut Vec<String>,
+) -> Option<Vec<u8>> {
     let dumps: Vec<(String, Vec<u8>)> =
-        paths.iter().filter_map(|p| Some((p.clone(), std::fs::read(p).ok()?))).collect();
+        paths.iter().filter_map(|(p, owner)| Some((p.clone(), read_jit_file(p, *owner, notes)?))).collect();
     (!dumps.is_empty()).then(|| rperf_perfdata::sections::encode_jitdumps(&dumps))
+}
+
+fn read_jit_file(path: &str, owner: Option<u32>, notes: &mut Vec<String>) -> Option<Vec<u8>> {
+    use rperf_symbols::trusted::{self, Owners, Refusal};
+    match trusted::read(Path::new(path), 1 << 30, Owners::Trusted(owner), false) {
+        Ok(b) => Some(b),
+        Err(Refusal::Missing) => None,
+        Err(Refusal::Unsafe(why)) => {
+            notes.push(format!("{path} {why}; its JIT symbols are not kept in the recording"));
+            None
+        }
+    }
 }

@@ -250,6 +250,8 @@ pub struct ReportOptions {
     pub inverted: bool,
     /// Flamegraphs with stacks reversed: leaf functions at the root, callers above.
     pub reverse: bool,
+    /// Read JIT maps and jitdumps on this machine whatever their owner or type (`-f`).
+    pub force: bool,
     /// A comparison against this base recording: a table of functions (text), differential
     /// folded stacks, or a differential flamegraph (svg, html). The caller loads it.
     pub diff_base: Option<PathBuf>,
@@ -282,6 +284,7 @@ impl Default for ReportOptions {
             inverted: false,
             reverse: false,
             diff_base: None,
+            force: false,
         }
     }
 }

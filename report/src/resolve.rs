@@ -149,6 +149,8 @@ pub struct Resolver {
     /// Interned source lines.
     pub srclines: Vec<String>,
     srcline_index: HashMap<String, u32>,
+    /// Read JIT maps and jitdumps on this machine whatever their owner (`--force`).
+    pub trust_any_owner: bool,
     /// Whether DWARF is read: inline frames (on unless --no-inline) and source lines.
     pub dwarf_inline: bool,
     /// Whether source lines are wanted (`--sort srcline`).
@@ -209,6 +211,7 @@ impl Resolver {
             func_index: HashMap::new(),
             srclines: Vec::new(),
             srcline_index: HashMap::new(),
+            trust_any_owner: false,
             dwarf_inline: true,
             want_srclines: false,
             want_lines: false,
@@ -337,12 +340,32 @@ impl Resolver {
         table.lookup(addr).map(|_| *dso)
     }
 
+    /// A JIT map or jitdump on this machine: a regular file of this user or root (of anyone
+    /// with `--force`), at most 1 GiB; a refusal is said once, with the remedy.
+    fn read_jit_file(&mut self, path: &str) -> Option<Vec<u8>> {
+        use rperf_symbols::trusted::{self, Owners, Refusal};
+        let (owners, follow) =
+            if self.trust_any_owner { (Owners::Anyone, true) } else { (Owners::Trusted(None), false) };
+        match trusted::read(std::path::Path::new(path), 1 << 30, owners, follow) {
+            Ok(b) => Some(b),
+            Err(Refusal::Missing) => None,
+            Err(Refusal::Unsafe(why)) => {
+                self.warnings.push(format!(
+                    "{path} {why}; its JIT symbols are not read (rperf report --force reads JIT files of any owner)"
+                ));
+                None
+            }
+        }
+    }
+
     /// The JIT symbols of `pid`: its perf map and its jitdump's code-load records, from the
     /// recording's copies or else from the files on this machine.
     fn load_jit_symbols(&mut self, model: &mut Model, pid: i32) -> Option<(DsoId, SymbolTable)> {
         let map_text = match self.embedded_perf_maps.remove(&pid) {
             Some(t) => Some(t),
-            None => std::fs::read_to_string(format!("/tmp/perf-{pid}.map")).ok(),
+            None => self
+                .read_jit_file(&format!("/tmp/perf-{pid}.map"))
+                .map(|b| String::from_utf8_lossy(&b).into_owned()),
         };
         // The runtime announces its jitdump with an executable mmap of the file.
         let dump_path = model.processes.get(&pid).and_then(|space| {
@@ -354,7 +377,7 @@ impl Resolver {
         });
         let dump = match self.embedded_jitdumps.remove(&pid) {
             Some(d) => Some(d),
-            None => dump_path.as_ref().and_then(|p| std::fs::read(p).ok()),
+            None => dump_path.as_ref().and_then(|p| self.read_jit_file(p)),
         };
         if map_text.is_none() && dump.is_none() {
             return None;

@@ -19,6 +19,7 @@ pub mod kallsyms;
 mod kernel;
 mod locate;
 mod table;
+pub mod trusted;
 
 pub use demangle::demangle;
 pub use dwarf::{DebugInfo, SourceFrame};
