@@ -191,3 +191,32 @@ fn kallsyms_must_be_a_file() {
         assert!(stderr(&o).contains(what), "{}", stderr(&o));
     }
 }
+
+#[test]
+fn symfs_lookups_stay_inside_it() {
+    // The recorded binary is gone from its path; a copy lies outside the symbol directory.
+    let dir = scratch("hostile_symfs");
+    let prog = dir.join("workload_fp");
+    std::fs::copy(&programs().workload_fp, &prog).unwrap();
+    let data = record_fp("hostile_symfs_rec", &prog, &["0.2", "1"]);
+    let outside = dir.join("elsewhere");
+    std::fs::rename(&prog, &outside).unwrap();
+    let symfs = dir.join("symfs");
+    std::fs::create_dir_all(&symfs).unwrap();
+    let named = || {
+        let o = run(rperf().args(["report", "--sort", "symbol", "--symfs"]).arg(&symfs).arg("-i").arg(&data));
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o).contains("hot_loop")
+    };
+    // A link inside the symbol directory that leads out of it is not followed.
+    std::os::unix::fs::symlink(&outside, symfs.join("workload_fp")).unwrap();
+    assert!(!named(), "a link out of --symfs was followed");
+    // A build_id_list entry that climbs out is not used either.
+    std::fs::remove_file(symfs.join("workload_fp")).unwrap();
+    let id = build_id_hex(&outside);
+    std::fs::write(symfs.join("build_id_list"), format!("{id}=../elsewhere\n")).unwrap();
+    assert!(!named(), "a build_id_list entry with .. was followed");
+    // The binary itself, inside: found by its name.
+    std::fs::copy(&outside, symfs.join("workload_fp")).unwrap();
+    assert!(named());
+}

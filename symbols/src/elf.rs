@@ -221,21 +221,27 @@ pub fn debug_file_candidates(
         let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
         let (dir, rest) = (&hex[..2], &hex[2..]);
         for root in roots {
-            out.push(root.join(format!("usr/lib/debug/.build-id/{dir}/{rest}.debug")));
-            out.push(root.join(format!(".build-id/{dir}/{rest}.debug")));
-            out.push(root.join(format!(".build-id/{dir}/{rest}/debug")));
+            for rel in [
+                format!("usr/lib/debug/.build-id/{dir}/{rest}.debug"),
+                format!(".build-id/{dir}/{rest}.debug"),
+                format!(".build-id/{dir}/{rest}/debug"),
+            ] {
+                out.extend(crate::locate::inside(root, Path::new(&rel)));
+            }
         }
         out.push(PathBuf::from(format!("/usr/lib/debug/.build-id/{dir}/{rest}.debug")));
         if let Some(cache) = &home {
             out.push(cache.join(format!(".build-id/{dir}/{rest}/debug")));
         }
     }
+    // A debuglink names a file, never a path: one with a `/` (`../../etc/shadow`) is ignored.
+    let debuglink = debuglink.filter(|l| !l.contains('/') && *l != ".." && !l.is_empty());
     if let (Some(link), Some(dir)) = (debuglink, path.parent()) {
         out.push(dir.join(link));
         out.push(dir.join(".debug").join(link));
         let rel = dir.strip_prefix("/").unwrap_or(dir);
         for root in roots {
-            out.push(root.join("usr/lib/debug").join(rel).join(link));
+            out.extend(crate::locate::inside(root, &Path::new("usr/lib/debug").join(rel).join(link)));
         }
         out.push(Path::new("/usr/lib/debug").join(rel).join(link));
     }

@@ -31,7 +31,9 @@ impl BinaryFinder {
                 for line in list.lines() {
                     if let Some((id, rel)) = line.split_once('=') {
                         let id = id.trim().trim_start_matches("0x").to_ascii_lowercase();
-                        by_build_id.insert(id, dir.join(rel.trim()));
+                        if let Some(p) = inside(dir, Path::new(rel.trim())) {
+                            by_build_id.insert(id, p);
+                        }
                     }
                 }
             }
@@ -54,10 +56,11 @@ impl BinaryFinder {
                 candidates.push(p.clone());
             }
         }
+        // Lookups under the symbol directory stay inside it; the recorded path comes after.
         if let Some(dir) = &self.symfs {
-            candidates.push(dir.join(path.trim_start_matches('/')));
+            candidates.extend(inside(dir, Path::new(path)));
             if let Some(base) = Path::new(path).file_name() {
-                candidates.push(dir.join(base));
+                candidates.extend(inside(dir, Path::new(base)));
             }
         }
         candidates.push(PathBuf::from(path));
@@ -74,6 +77,27 @@ impl BinaryFinder {
             }
         }
         mismatch.map_or(Found::Missing, Found::BuildIdMismatch)
+    }
+}
+
+/// `rel` (a recorded path, or a name from a file) under `root`, when it stays inside it: no
+/// `..` component, and no symbolic link on the way that leads out of the root. Absolute paths
+/// count from the root. None for a path that would leave it; a path that does not exist (yet)
+/// is returned as joined, since nothing can lead out through it.
+pub fn inside(root: &Path, rel: &Path) -> Option<PathBuf> {
+    use std::path::Component;
+    let mut out = root.to_path_buf();
+    for c in rel.components() {
+        match c {
+            Component::Normal(n) => out.push(n),
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+            Component::ParentDir => return None,
+        }
+    }
+    match (out.canonicalize(), root.canonicalize()) {
+        (Ok(real), Ok(real_root)) => real.starts_with(&real_root).then_some(out),
+        (Err(_), _) => Some(out),
+        (Ok(_), Err(_)) => None,
     }
 }
 
@@ -128,6 +152,21 @@ pub fn running_vdso() -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn lookups_stay_inside_the_root() {
+        use std::path::Path;
+        let root = std::env::temp_dir().join(format!("rperf-inside-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("lib")).unwrap();
+        std::fs::write(root.join("lib/a.so"), b"x").unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("out")).unwrap();
+        std::os::unix::fs::symlink("lib/a.so", root.join("in.so")).unwrap();
+        assert_eq!(super::inside(&root, Path::new("/lib/a.so")), Some(root.join("lib/a.so")));
+        assert_eq!(super::inside(&root, Path::new("/lib/../../etc/shadow")), None);
+        assert_eq!(super::inside(&root, Path::new("out/passwd")), None);
+        assert_eq!(super::inside(&root, Path::new("in.so")), Some(root.join("in.so")));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
     #[test]
     fn the_running_vdso_is_an_elf_image_with_a_build_id() {
         let image = super::running_vdso().expect("a [vdso] mapping");
