@@ -193,7 +193,7 @@ pub fn run(a: RecordArgs, argv: &[String]) -> anyhow::Result<i32> {
             eprintln!(
                 "rperf: recording stopped early: {e}; {} holds the {} samples written before",
                 opts.output.display(),
-                summary.samples
+                summary.samples_written
             );
             Ok(summary.exit_code.filter(|c| *c != 0).unwrap_or(1))
         }

@@ -336,5 +336,43 @@ fn disk_full_keeps_what_was_recorded() {
     let recorded: usize =
         err.split("Samples recorded: ").nth(1).unwrap().split('.').next().unwrap().parse().unwrap();
     assert!(recorded > 0);
-    assert!(!parse_script(&perf_script(&kept)).is_empty(), "samples before the disk filled are readable");
+    let in_file = parse_script(&perf_script(&kept)).len();
+    assert!(in_file > 0, "samples before the disk filled are readable");
+    // The message counts the samples the file holds, not those taken.
+    let said: usize = err.split("holds the ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert_eq!(said, in_file, "{err}");
+}
+
+#[test]
+fn the_output_is_a_new_private_file_never_a_link_followed() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch("rec_output_safety");
+    // A link at the output path: the link is moved aside, its target never written.
+    let victim = dir.join("victim.txt");
+    std::fs::write(&victim, "keep me").unwrap();
+    let out = dir.join("link.data");
+    std::os::unix::fs::symlink(&victim, &out).unwrap();
+    let o = run(rperf().args(["record", "-o"]).arg(&out).args(["--", "true"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me");
+    assert!(std::fs::symlink_metadata(dir.join("link.data.old")).unwrap().file_type().is_symlink());
+    let meta = std::fs::symlink_metadata(&out).unwrap();
+    assert!(meta.is_file());
+    // Recordings hold stack memory: only their owner reads them.
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    // A dangling link is not followed either.
+    let dangling = dir.join("dangling.data");
+    std::os::unix::fs::symlink(dir.join("nowhere"), &dangling).unwrap();
+    let o = run(rperf().args(["record", "-o"]).arg(&dangling).args(["--", "true"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!dir.join("nowhere").exists());
+    // A recording that never starts leaves an existing one as it was, and nothing else.
+    let existing = dir.join("existing.data");
+    std::fs::copy(&out, &existing).unwrap();
+    let before = std::fs::read(&existing).unwrap();
+    let o = run(rperf().args(["record", "-o"]).arg(&existing).args(["--", "/nonexistent"]));
+    assert!(!o.status.success());
+    assert_eq!(std::fs::read(&existing).unwrap(), before);
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(!left.iter().any(|n| n.to_string_lossy().contains(".rperf-")), "{left:?}");
 }

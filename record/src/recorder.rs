@@ -42,8 +42,10 @@ pub enum StopReason {
 /// What a finished recording reports.
 #[derive(Clone, Debug)]
 pub struct RecordSummary {
-    /// Samples written to the file.
+    /// Samples taken.
     pub samples: u64,
+    /// Samples the file holds (fewer than taken when writing failed).
+    pub samples_written: u64,
     /// Samples the kernel reported lost (their ring buffer was full).
     pub lost: u64,
     /// Side-band records (mmap, comm, fork, exit) the kernel reported lost; these have a ring
@@ -640,6 +642,8 @@ impl Session {
         if let Some(child) = self.child.as_mut() {
             child.start()?;
         }
+        // The recording has started: it takes the output's name now.
+        self.sink.writer.publish()?;
         let start = Instant::now();
         let deadline = self.opts.duration.map(|d| start + d);
         let mut last_scan = Instant::now();
@@ -720,8 +724,10 @@ impl Session {
             Some(e) => StopReason::WriteError(e),
             None => stop,
         };
+        let samples_written = self.sink.writer.samples_written();
         Ok(RecordSummary {
             samples,
+            samples_written,
             lost,
             lost_sideband,
             cut_stacks,

@@ -35,7 +35,14 @@ pub struct FileAttr {
 /// Streams records into a perf.data file.
 pub struct PerfDataWriter {
     file: File,
+    /// Where the file is now: a new name beside the output until `publish`.
     path: PathBuf,
+    /// The output path, once published.
+    output: PathBuf,
+    published: bool,
+    /// Samples in the buffer, and samples in the file.
+    buffered_samples: u64,
+    written_samples: u64,
     data_offset: u64,
     data_size: u64,
     buf: Vec<u8>,
@@ -43,12 +50,34 @@ pub struct PerfDataWriter {
 }
 
 impl PerfDataWriter {
-    /// Creates `path` and writes a valid, empty file with the given attributes.
+    /// Creates a new file beside `path` and writes a valid, empty recording with the given
+    /// attributes. The file is new (never an existing one, never through a symbolic link) and
+    /// readable by its owner only: recordings hold stack memory. It takes `path`'s name at
+    /// `publish`; until then an existing recording there is untouched, and dropping the writer
+    /// removes the new file.
     pub fn create(path: &Path, attrs: &[FileAttr]) -> Result<PerfDataWriter, Error> {
-        let file = File::create(path).map_err(|e| Error::file(path, e))?;
+        use std::os::unix::fs::OpenOptionsExt;
+        if path.is_dir() {
+            let e = io::Error::other("it is a directory; give a file name with -o");
+            return Err(Error::file(path, e));
+        }
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let temp = path.with_file_name(format!(".{name}.rperf-{}", std::process::id()));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&temp)
+            .map_err(|e| Error::file(path, e))?;
         let mut w = PerfDataWriter {
             file,
-            path: path.to_path_buf(),
+            path: temp,
+            output: path.to_path_buf(),
+            published: false,
+            buffered_samples: 0,
+            written_samples: 0,
             data_offset: HEADER_SIZE + ATTR_RESERVE,
             data_size: 0,
             buf: Vec::with_capacity(FLUSH_AT * 2),
@@ -57,6 +86,28 @@ impl PerfDataWriter {
         w.write_front_attrs(attrs)?;
         w.write_header(&[])?;
         Ok(w)
+    }
+
+    /// Gives the recording its name, once it has really started: an existing file (or link)
+    /// there is moved aside to `NAME.old`, as perf does, never written through.
+    pub fn publish(&mut self) -> Result<(), Error> {
+        if self.published {
+            return Ok(());
+        }
+        if std::fs::symlink_metadata(&self.output).is_ok() {
+            let mut old = self.output.clone().into_os_string();
+            old.push(".old");
+            std::fs::rename(&self.output, &old).map_err(|e| Error::file(&self.output, e))?;
+        }
+        std::fs::rename(&self.path, &self.output).map_err(|e| Error::file(&self.output, e))?;
+        self.path = self.output.clone();
+        self.published = true;
+        Ok(())
+    }
+
+    /// Samples the file holds (flushed to it).
+    pub fn samples_written(&self) -> u64 {
+        self.written_samples
     }
 
     /// Bytes of records written so far (flushed or buffered).
@@ -82,6 +133,7 @@ impl PerfDataWriter {
     /// Appends one record (header included).
     pub fn write_record(&mut self, record: &[u8]) -> Result<(), Error> {
         self.buf.extend_from_slice(record);
+        self.buffered_samples += u64::from(is_sample(record));
         if self.buf.len() >= FLUSH_AT {
             self.flush()?;
         }
@@ -107,6 +159,7 @@ impl PerfDataWriter {
             Ok(()) => {
                 self.data_size += self.buf.len() as u64;
                 self.buf.clear();
+                self.written_samples += std::mem::take(&mut self.buffered_samples);
                 self.write_header(&[])
             }
             Err(e) => {
@@ -124,8 +177,10 @@ impl PerfDataWriter {
                         break;
                     }
                     self.data_size += size as u64;
+                    self.written_samples += u64::from(is_sample(rec));
                     at += size;
                 }
+                self.buffered_samples = 0;
                 self.write_header(&[]).ok();
                 Err(Error::file(&self.path, e))
             }
@@ -247,6 +302,21 @@ fn read_jit_file(path: &str, owner: Option<u32>, notes: &mut Vec<String>) -> Opt
         Err(Refusal::Unsafe(why)) => {
             notes.push(format!("{path} {why}; its JIT symbols are not kept in the recording"));
             None
+        }
+    }
+}
+
+fn is_sample(record: &[u8]) -> bool {
+    record.get(0..4).is_some_and(|t| {
+        u32::from_le_bytes(t.try_into().expect("4 bytes")) == crate::sys::record_type::SAMPLE
+    })
+}
+
+impl Drop for PerfDataWriter {
+    /// A recording that never started leaves nothing behind.
+    fn drop(&mut self) {
+        if !self.published {
+            std::fs::remove_file(&self.path).ok();
         }
     }
 }
