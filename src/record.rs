@@ -37,19 +37,19 @@ pub struct RecordArgs {
     #[command(flatten)]
     target: crate::target_args::TargetArgs,
     /// Only sample on these CPUs (e.g. 0-3,6).
-    #[arg(long = "cpu", value_name = "LIST")]
-    cpu: Option<String>,
+    #[arg(long = "cpu", value_name = "LIST", value_parser = crate::target_args::parse_online_cpus)]
+    cpu: Option<crate::target_args::CpuList>,
     /// Do not follow new threads and child processes.
     #[arg(long = "no-inherit")]
     no_inherit: bool,
     /// Stop after SECONDS (fractions allowed).
-    #[arg(long = "duration", value_name = "SECONDS")]
-    duration: Option<f64>,
+    #[arg(long = "duration", value_name = "SECONDS", allow_negative_numbers = true, value_parser = crate::target_args::parse_seconds)]
+    duration: Option<Duration>,
     /// Output file.
     #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "perf.data")]
     output: PathBuf,
     /// Ring-buffer data pages per CPU (a power of two).
-    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES")]
+    #[arg(short = 'm', long = "mmap-pages", value_name = "PAGES", value_parser = crate::target_args::parse_pages)]
     mmap_pages: Option<usize>,
     /// Stop when the recorded data reaches SIZE (e.g. 500M, 2G).
     #[arg(long = "size-limit", value_name = "SIZE")]
@@ -144,13 +144,8 @@ fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
         _ => None,
     };
     let call_graph = call_graph_mode.as_deref().map(parse_call_graph).transpose()?.unwrap_or(CallGraph::None);
-    let cpus =
-        a.cpu.as_deref().map(rperf_record::sys::parse_cpu_list).transpose().map_err(anyhow::Error::msg)?;
-    let duration = match a.duration {
-        Some(d) if !(d > 0.0 && d.is_finite()) => bail!("--duration must be a positive number of seconds"),
-        Some(d) => Some(Duration::from_secs_f64(d)),
-        None => None,
-    };
+    let cpus = a.cpu.map(|c| c.0);
+    let duration = a.duration;
     check_output_writable(&a.output)?;
     Ok(RecordOptions {
         target,

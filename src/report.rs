@@ -221,18 +221,14 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
     })
 }
 
+/// `--cpu LIST` of a report: any CPUs (the recording may come from a bigger machine), but a
+/// list that makes sense.
 fn parse_cpus(s: &str) -> anyhow::Result<Vec<u32>> {
-    let mut v = Vec::new();
-    for part in s.split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.parse()?, b.parse()?);
-                v.extend(a..=b);
-            }
-            None => v.push(part.parse().with_context(|| format!("--cpu: bad CPU '{part}'"))?),
-        }
+    let cpus = rperf_record::sys::parse_cpu_list(s).map_err(|e| anyhow::anyhow!("--cpu: {e}"))?;
+    if cpus.is_empty() {
+        bail!("--cpu '{s}' names no CPU");
     }
-    Ok(v)
+    Ok(cpus)
 }
 
 /// Runs `rperf report`.

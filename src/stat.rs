@@ -27,14 +27,14 @@ pub struct StatArgs {
     #[command(flatten)]
     target: crate::target_args::TargetArgs,
     /// Only count on these CPUs (e.g. 0-3,6).
-    #[arg(long = "cpu", value_name = "LIST")]
-    cpu: Option<String>,
+    #[arg(long = "cpu", value_name = "LIST", value_parser = crate::target_args::parse_online_cpus)]
+    cpu: Option<crate::target_args::CpuList>,
     /// Do not count new threads and child processes.
     #[arg(long = "no-inherit")]
     no_inherit: bool,
     /// Stop after SECONDS.
-    #[arg(long = "duration", value_name = "SECONDS")]
-    duration: Option<f64>,
+    #[arg(long = "duration", value_name = "SECONDS", allow_negative_numbers = true, value_parser = crate::target_args::parse_seconds)]
+    duration: Option<Duration>,
     /// Print counts every MS milliseconds (each block holds that interval's counts).
     #[arg(short = 'I', long = "interval", value_name = "MS")]
     interval: Option<u64>,
@@ -370,7 +370,7 @@ fn run_once(
     launch::reset_stop_signal();
     let start = Instant::now();
     counters.start()?;
-    let deadline = a.duration.map(|d| start + Duration::from_secs_f64(d));
+    let deadline = a.duration.map(|d| start + d);
     let interval = a.interval.map(Duration::from_millis);
     let mut next_tick = interval.map(|i| start + i);
     let mut previous = vec![Reading::default(); counters.fds.len()];
@@ -452,8 +452,7 @@ pub fn run(a: StatArgs) -> anyhow::Result<i32> {
     }
     let groups = event_groups(&a)?;
     let names: Vec<String> = groups.iter().flatten().map(|s| s.display_name()).collect();
-    let cpus =
-        a.cpu.as_deref().map(rperf_record::sys::parse_cpu_list).transpose().map_err(anyhow::Error::msg)?;
+    let cpus = a.cpu.clone().map(|c| c.0);
     let per_cpu = a.per_core && cpus.is_none();
     let opts = CountOptions {
         target: target.clone(),

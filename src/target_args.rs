@@ -1,4 +1,4 @@
-//! Target options shared by `rperf record` and `rperf stat`.
+//! Target options and value parsers shared by `rperf record` and `rperf stat`.
 
 use anyhow::bail;
 use clap::Args;
@@ -20,7 +20,7 @@ pub struct TargetArgs {
     #[arg(long = "app", value_name = "NAME")]
     pub app: Option<String>,
     /// The command to launch (after `--`).
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "COMMAND")]
+    #[arg(trailing_var_arg = true, value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 
@@ -63,5 +63,66 @@ impl TargetArgs {
         } else {
             Target::Command(self.command.clone())
         })
+    }
+}
+
+/// `--duration SECONDS`: a positive, finite number of seconds that a duration can hold.
+pub fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
+    let bad = || format!("'{s}' is not a duration: give a positive number of seconds, e.g. 2.5");
+    let v: f64 = s.trim().parse().map_err(|_| bad())?;
+    if v.is_nan() || v <= 0.0 {
+        return Err(bad());
+    }
+    std::time::Duration::try_from_secs_f64(v)
+        .map_err(|_| format!("'{s}' seconds is longer than rperf can wait"))
+}
+
+/// A CPU list given on the command line.
+#[derive(Clone, Debug)]
+pub struct CpuList(pub Vec<u32>);
+
+/// `--cpu LIST` for recording and counting: CPUs that are online here.
+pub fn parse_online_cpus(s: &str) -> Result<CpuList, String> {
+    let cpus = rperf_record::sys::parse_cpu_list(s)?;
+    if cpus.is_empty() {
+        return Err(format!("'{s}' names no CPU"));
+    }
+    let online = rperf_record::sys::online_cpus();
+    if let Some(bad) = cpus.iter().find(|c| !online.contains(c)) {
+        let list: Vec<String> = online.iter().map(u32::to_string).collect();
+        return Err(format!("CPU {bad} is not online (online: {})", list.join(",")));
+    }
+    Ok(CpuList(cpus))
+}
+
+/// `-m PAGES`: a power of two of at least one page.
+pub fn parse_pages(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n.is_power_of_two() => Ok(n),
+        Ok(n) => Err(format!(
+            "{n} is not a power of two: give 1, 2, 4, ... pages (e.g. {})",
+            n.max(1).next_power_of_two()
+        )),
+        Err(_) => Err(format!("'{s}' is not a number of pages")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_positive_and_finite() {
+        assert_eq!(parse_seconds("1.5").unwrap(), std::time::Duration::from_millis(1500));
+        for bad in ["-1", "0", "nan", "inf", "1e30", "x"] {
+            assert!(parse_seconds(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn pages_are_powers_of_two() {
+        assert_eq!(parse_pages("64"), Ok(64));
+        assert!(parse_pages("3").unwrap_err().contains("power of two"));
+        assert!(parse_pages("0").is_err());
     }
 }

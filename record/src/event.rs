@@ -171,6 +171,16 @@ pub fn parse_event(text: &str) -> Result<EventSpec, Error> {
     // A tracepoint is `system:name`; a modifier follows the last colon when it is only u/k/p letters.
     let (body, modifier) = match text.rsplit_once(':') {
         Some((b, m)) if !m.is_empty() && m.chars().all(|c| matches!(c, 'u' | 'k' | 'p' | 'P')) => (b, m),
+        // `cpu-clock:x`: a named event with a modifier rperf does not know, not a tracepoint.
+        Some((b, m)) if !b.contains(':') && resolve(b, text).is_ok() => {
+            return Err(Error::Event {
+                name: text.to_string(),
+                reason: format!("unknown modifier '{m}'"),
+                remedy:
+                    "modifiers are u (user space only), k (kernel only) and p (precise), e.g. cpu-clock:u"
+                        .into(),
+            });
+        }
         _ => (text, ""),
     };
     let mut spec = resolve(body, text)?;
@@ -270,8 +280,18 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// Parses a comma-separated event list (`-e a,b`); a tracepoint's colon is not a separator.
+/// A list without any event is an error, not the default events.
 pub fn parse_event_list(list: &str) -> Result<Vec<EventSpec>, Error> {
-    list.split(',').filter(|s| !s.trim().is_empty()).map(parse_event).collect()
+    let events: Vec<EventSpec> =
+        list.split(',').filter(|s| !s.trim().is_empty()).map(parse_event).collect::<Result<_, _>>()?;
+    if events.is_empty() {
+        return Err(Error::Event {
+            name: list.to_string(),
+            reason: "names no event".into(),
+            remedy: "give event names, e.g. -e cpu-clock (`rperf list` shows them), or leave out -e for the default".into(),
+        });
+    }
+    Ok(events)
 }
 
 #[cfg(test)]
@@ -288,6 +308,15 @@ mod tests {
         assert_eq!((c.type_, c.config), (3, 2 | (1 << 16)));
         let r = parse_event("r01c2:k").unwrap();
         assert_eq!((r.type_, r.config, r.exclude_user), (4, 0x1c2, true));
+    }
+
+    #[test]
+    fn bad_modifiers_and_empty_lists_are_errors() {
+        let err = parse_event("cpu-clock:x").unwrap_err().to_string();
+        assert!(err.contains("unknown modifier 'x'"), "{err}");
+        assert!(parse_event_list("").is_err());
+        assert!(parse_event_list(",,,").unwrap_err().to_string().contains("names no event"));
+        assert_eq!(parse_event_list("cpu-clock,,task-clock").unwrap().len(), 2);
     }
 
     #[test]
