@@ -366,6 +366,13 @@ fn run_once(
     names: &[String],
 ) -> anyhow::Result<RunOutcome> {
     let mut counters = Counters::open(opts)?;
+    // Said once, however many runs -r asks for.
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        for n in &counters.notes {
+            eprintln!("rperf: {n}");
+        }
+    }
     launch::install_signal_handlers();
     launch::reset_stop_signal();
     let start = Instant::now();

@@ -153,22 +153,76 @@ fn hidden_kernel_addresses_are_explained() {
 }
 
 #[test]
-fn missing_tracefs_is_explained() {
+fn missing_tracefs_is_mounted_or_explained() {
     let _g = lock();
-    let dir = scratch("env_tracefs");
+    let dir = open_scratch("env_tracefs");
     let data = dir.join("t.data");
     // In a mount namespace of its own, tracefs (and debugfs, which may hold it too) is unmounted.
-    let script = format!(
-        "umount /sys/kernel/tracing 2>/dev/null; umount /sys/kernel/debug 2>/dev/null; \
-         exec {} record -e sched:sched_switch -o {} -- true",
-        env!("CARGO_BIN_EXE_rperf"),
-        s(&data)
-    );
-    let o = run(Command::new("unshare").args(["-m", "sh", "-c", &script]));
+    let script = |who: &str| {
+        format!(
+            "umount /sys/kernel/tracing 2>/dev/null; umount /sys/kernel/debug 2>/dev/null; \
+             exec {who} {} record -e sched:sched_switch -o {} -- true",
+            env!("CARGO_BIN_EXE_rperf"),
+            s(&data)
+        )
+    };
+    // As root, rperf mounts it, as perf does.
+    let o = run(Command::new("unshare").args(["-m", "sh", "-c", &script("")]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Anyone else is told how.
+    let nobody = "setpriv --reuid=nobody --regid=nogroup --clear-groups";
+    let o = run(Command::new("unshare").args(["-m", "sh", "-c", &script(nobody)]));
     let err = stderr(&o);
     assert!(!o.status.success());
     assert!(
         err.contains("tracefs is not mounted") && err.contains("mount -t tracefs nodev /sys/kernel/tracing"),
+        "{err}"
+    );
+}
+
+#[test]
+fn tracefs_closed_to_the_user_is_not_called_unmounted() {
+    let _g = lock();
+    let _p = Sysctl::set("perf_event_paranoid", "-1");
+    let dir = open_scratch("env_tracefs_mode");
+    let root = Path::new("/sys/kernel/tracing");
+    assert!(root.join("events").is_dir(), "tracefs is mounted for the tests (scripts/test.sh mounts it)");
+    let mode = std::fs::metadata(root).unwrap().permissions().mode();
+    std::fs::set_permissions(root, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let o =
+        as_nobody(None, &["record", "-e", "sched:sched_switch", "-o", s(&dir.join("t.data")), "--", "true"]);
+    std::fs::set_permissions(root, std::fs::Permissions::from_mode(mode)).unwrap();
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(err.contains("not readable by this user") && err.contains("chmod"), "{err}");
+    assert!(!err.contains("not mounted"), "{err}");
+}
+
+#[test]
+fn counting_at_paranoid_2_counts_user_space() {
+    let _g = lock();
+    let _p = Sysctl::set("perf_event_paranoid", "2");
+    let work = s(&programs().workload);
+    let o = as_nobody(None, &["stat", "-e", "task-clock,page-faults", "--", work, "0.2", "1"]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("counting user space only") && err.contains("perf_event_paranoid=2"), "{err}");
+    assert!(err.contains("task-clock") && !err.contains("<not counted>"), "{err}");
+}
+
+#[test]
+fn another_users_process_is_not_blamed_on_paranoid() {
+    let _g = lock();
+    let _p = Sysctl::set("perf_event_paranoid", "-1");
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let pid = sleeper.id().to_string();
+    let o = as_nobody(None, &["record", "-p", &pid, "--duration", "0.2", "-o", "/tmp/never.data"]);
+    sleeper.kill().ok();
+    sleeper.wait().ok();
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains(&format!("{pid} belongs to uid 0")) && !err.contains("perf_event_paranoid"),
         "{err}"
     );
 }

@@ -94,6 +94,8 @@ pub struct Counters {
     pub fds: Vec<CounterFd>,
     /// The launched command, if any.
     pub child: Option<Launched>,
+    /// What the user should know of how counting was set up (user space only, ...).
+    pub notes: Vec<String>,
     enable_on_start: bool,
 }
 
@@ -188,6 +190,10 @@ impl Counters {
         }
         let mut events = Vec::new();
         let mut fds = Vec::new();
+        let mut notes = Vec::new();
+        // Without the right to count the kernel (perf_event_paranoid 2), count user space, as
+        // perf does; said once.
+        let mut user_only = false;
         for group in &opts.groups {
             let first = events.len();
             for spec in group {
@@ -201,6 +207,11 @@ impl Counters {
                         continue;
                     }
                     let mut attr = base_attr(spec, inherit && group.len() == 1, enable_on_exec);
+                    let modified = spec.exclude_kernel || spec.exclude_user;
+                    if user_only && !modified {
+                        attr.set_exclude_kernel(1);
+                        attr.set_exclude_hv(1);
+                    }
                     let group_fd = leader.unwrap_or(-1);
                     if group.len() > 1 && leader.is_none() {
                         // A group leader starts the whole group.
@@ -209,7 +220,28 @@ impl Counters {
                         attr.set_disabled(0);
                         attr.set_enable_on_exec(0);
                     }
-                    match sys::perf_event_open(&mut attr, tid, cpu, group_fd) {
+                    let mut opened = sys::perf_event_open(&mut attr, tid, cpu, group_fd);
+                    let denied = |e: &std::io::Error| {
+                        matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM))
+                    };
+                    if let Err(e) = &opened {
+                        let foreign = crate::error::foreign_owner(tid).is_some();
+                        if denied(e) && tid != -1 && !modified && attr.exclude_kernel() == 0 && !foreign {
+                            attr.set_exclude_kernel(1);
+                            attr.set_exclude_hv(1);
+                            opened = sys::perf_event_open(&mut attr, tid, cpu, group_fd);
+                            if opened.is_ok() && !user_only {
+                                user_only = true;
+                                notes.push(format!(
+                                    "not allowed to count the kernel (perf_event_paranoid={}); counting user space \
+                                     only; run as root (or with CAP_PERFMON) or set `sysctl \
+                                     kernel.perf_event_paranoid=1` to count the kernel too",
+                                    crate::error::paranoid_level().map_or("?".into(), |l| l.to_string())
+                                ));
+                            }
+                        }
+                    }
+                    match opened {
                         Ok(fd) => {
                             if group.len() > 1 && leader.is_none() {
                                 leader = Some(fd.as_raw_fd());
@@ -225,7 +257,7 @@ impl Counters {
                             return Err(Error::Open {
                                 event: spec.display_name(),
                                 target: if tid == -1 { format!("cpu {cpu}") } else { format!("tid {tid}") },
-                                remedy: open_remedy(&e, spec.is_hardware(), tid == -1),
+                                remedy: open_remedy(&e, spec.is_hardware(), tid == -1, tid),
                                 source: e,
                             })
                         }
@@ -233,7 +265,7 @@ impl Counters {
                 }
             }
         }
-        Ok(Counters { events, fds, child, enable_on_start: !enable_on_exec })
+        Ok(Counters { events, fds, child, notes, enable_on_start: !enable_on_exec })
     }
 
     /// Starts counting: lets the launched command exec (its counters start there), or enables

@@ -82,10 +82,28 @@ pub fn paranoid_level() -> Option<i32> {
     std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid").ok()?.trim().parse().ok()
 }
 
-/// Explains a perf_event_open failure in terms a user can act on.
-pub fn open_remedy(err: &std::io::Error, hardware: bool, system_wide: bool) -> String {
+/// The owner of task `tid` when it is another user's and rperf is not root: perf_event_open
+/// refuses it whatever perf_event_paranoid says.
+pub(crate) fn foreign_owner(tid: i32) -> Option<u32> {
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    let owner = (tid > 0 && me != 0).then(|| crate::procfs::uid_of(tid)).flatten()?;
+    (owner != me).then_some(owner)
+}
+
+/// Explains a perf_event_open failure on task `tid` (-1 for a CPU) in terms a user can act on.
+pub fn open_remedy(err: &std::io::Error, hardware: bool, system_wide: bool, tid: i32) -> String {
     let paranoid = paranoid_level().map_or("?".into(), |l| l.to_string());
+    let foreign = foreign_owner(tid);
     match err.raw_os_error() {
+        // Another user's process is off limits whatever perf_event_paranoid says.
+        Some(libc::EACCES) | Some(libc::EPERM) if foreign.is_some() => format!(
+            "{tid} belongs to uid {} and rperf runs as uid {}: profiling another user's process \
+             needs root, CAP_PERFMON (with CAP_SYS_PTRACE), or running rperf as that user",
+            foreign.unwrap_or_default(),
+            // SAFETY: geteuid has no preconditions.
+            unsafe { libc::geteuid() }
+        ),
         Some(libc::EACCES) | Some(libc::EPERM) => format!(
             "perf_event_paranoid is {paranoid}; {} needs it at {} or lower \
              (`sysctl kernel.perf_event_paranoid={}`), or run as root or with CAP_PERFMON",

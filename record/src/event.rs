@@ -125,12 +125,48 @@ pub fn cache_events() -> Vec<(String, u64)> {
     out
 }
 
-/// The tracefs mount point, if tracefs or debugfs is mounted.
+/// The tracefs mount point, if tracefs or debugfs is mounted (mounted first as root).
 pub fn tracefs_root() -> Option<std::path::PathBuf> {
-    ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
-        .iter()
-        .map(std::path::PathBuf::from)
-        .find(|p| p.join("events").is_dir())
+    find_tracefs().ok()
+}
+
+const TRACEFS_PLACES: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
+
+/// Where tracefs is, mounting it at /sys/kernel/tracing when rperf runs as root and it is not
+/// mounted (as perf does). Err says why it cannot be used and what to do.
+pub fn find_tracefs() -> Result<std::path::PathBuf, (String, String)> {
+    let found = || TRACEFS_PLACES.iter().map(std::path::PathBuf::from).find(|p| p.join("events").is_dir());
+    if let Some(p) = found() {
+        return Ok(p);
+    }
+    // Mounted, but closed to this user (mode 0700, as some systems mount it).
+    for p in TRACEFS_PLACES.iter().map(std::path::Path::new) {
+        if let Err(e) = std::fs::metadata(p.join("events")) {
+            if e.kind() == std::io::ErrorKind::PermissionDenied {
+                return Err((
+                    format!("tracefs at {} is not readable by this user", p.display()),
+                    format!("run as root, or open it up: `chmod -R a+rX {}` (as root)", p.display()),
+                ));
+            }
+        }
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let target = c"/sys/kernel/tracing";
+        // SAFETY: the strings are NUL-terminated and live across the call; no data is passed.
+        let rc = unsafe {
+            libc::mount(c"nodev".as_ptr(), target.as_ptr(), c"tracefs".as_ptr(), 0, std::ptr::null())
+        };
+        if rc == 0 {
+            if let Some(p) = found() {
+                return Ok(p);
+            }
+        }
+    }
+    Err((
+        "tracefs is not mounted, so tracepoints cannot be found".into(),
+        "mount it with `mount -t tracefs nodev /sys/kernel/tracing` (as root)".into(),
+    ))
 }
 
 /// Every tracepoint `system:name` found in tracefs, sorted.
@@ -213,13 +249,11 @@ fn resolve(body: &str, full: &str) -> Result<EventSpec, Error> {
         }
     }
     if let Some((system, name)) = body.split_once(':') {
-        let Some(root) = tracefs_root() else {
-            return Err(Error::Event {
-                name: full.to_string(),
-                reason: "tracefs is not mounted, so tracepoints cannot be found".into(),
-                remedy: "mount it with `mount -t tracefs nodev /sys/kernel/tracing` (as root)".into(),
-            });
-        };
+        let root = find_tracefs().map_err(|(reason, remedy)| Error::Event {
+            name: full.to_string(),
+            reason,
+            remedy,
+        })?;
         let id_path = root.join("events").join(system).join(name).join("id");
         return match std::fs::read_to_string(&id_path) {
             Ok(id) => match id.trim().parse::<u64>() {

@@ -564,6 +564,7 @@ impl Session {
                         && ev.attr.exclude_kernel() == 0
                         && ev.spec.modifier.is_empty()
                         && !system_wide
+                        && crate::error::foreign_owner(pid).is_none()
                     {
                         ev.attr.set_exclude_kernel(1);
                         ev.attr.set_exclude_callchain_kernel(1);
@@ -583,7 +584,7 @@ impl Session {
                     return Err(Error::Open {
                         event: ev.spec.display_name(),
                         target: describe(pid, cpu),
-                        remedy: open_remedy(&e, ev.spec.is_hardware(), system_wide),
+                        remedy: open_remedy(&e, ev.spec.is_hardware(), system_wide, pid),
                         source: e,
                     });
                 }
