@@ -45,7 +45,8 @@ pub struct RecordArgs {
     /// Stop after SECONDS (fractions allowed).
     #[arg(long = "duration", value_name = "SECONDS", allow_negative_numbers = true, value_parser = crate::target_args::parse_seconds)]
     duration: Option<Duration>,
-    /// Output file.
+    /// Output file, created readable by its owner only; an existing file (or link) there is
+    /// moved to FILE.old when recording starts.
     #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "perf.data")]
     output: PathBuf,
     /// Ring-buffer data pages per CPU (a power of two).

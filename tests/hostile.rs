@@ -220,3 +220,22 @@ fn symfs_lookups_stay_inside_it() {
     std::fs::copy(&outside, symfs.join("workload_fp")).unwrap();
     assert!(named());
 }
+
+/// Every input that once made rperf panic, abort or hang (found by the fuzz target or by
+/// hand), kept in `tests/fuzz-regressions/`, is replayed through `dump` and `report` in every
+/// format.
+#[test]
+fn fuzz_regressions_replay() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fuzz-regressions");
+    let mut inputs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_none_or(|e| e != "md"))
+        .collect();
+    inputs.sort();
+    assert!(!inputs.is_empty(), "no inputs in {}", dir.display());
+    for input in inputs {
+        let name = input.file_name().unwrap().to_string_lossy().into_owned();
+        survives(&format!("regression_{name}"), &std::fs::read(&input).unwrap());
+    }
+}
