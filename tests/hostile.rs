@@ -56,6 +56,8 @@ fn survives(name: &str, bytes: &[u8]) -> Output {
     }
     let o = rperf_limited(&["dump", "-i"], &file);
     check_ended_cleanly(&o, &format!("{name}: dump"));
+    let o = rperf_limited(&["report", "--diff", file.to_str().unwrap(), "-i"], &file);
+    check_ended_cleanly(&o, &format!("{name}: report --diff"));
     let o = rperf_limited(&["report", "-i"], &file);
     check_ended_cleanly(&o, &format!("{name}: report"));
     o

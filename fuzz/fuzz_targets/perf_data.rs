@@ -2,7 +2,7 @@
 //! error, and a report in every format or an error; never a panic, a hang or an allocation
 //! sized by an untrusted field.
 //!
-//! cargo +nightly fuzz run perf_data -- -max_len=65536 -rss_limit_mb=1024 -timeout=10
+//! cargo +nightly fuzz run -O perf_data -- -max_len=300000 -rss_limit_mb=2048 -timeout=10
 //! (seed the corpus with small recordings, e.g. `rperf record -o fuzz/corpus/perf_data/a -- true`;
 //! inputs that once failed are kept in `tests/fuzz-regressions/` and replayed by the tests)
 #![no_main]

@@ -422,7 +422,8 @@ impl ProfileBuilder {
             for p in pending {
                 // A last switch-out lasts until the recording ends; a last clock sample for its
                 // period.
-                let end = if p.switch || !on_is_time { self.end_time } else { p.time + p.period };
+                let end =
+                    if p.switch || !on_is_time { self.end_time } else { p.time.saturating_add(p.period) };
                 self.settle(&model, p, end);
             }
         }

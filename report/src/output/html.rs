@@ -71,9 +71,9 @@ impl Tables {
             frames.reverse();
             let w = self.stacks.entry((thread, frames)).or_default();
             if base {
-                w.1 += weight;
+                w.1 = w.1.saturating_add(weight);
             } else {
-                w.0 += weight;
+                w.0 = w.0.saturating_add(weight);
             }
         }
     }

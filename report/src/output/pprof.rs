@@ -161,6 +161,11 @@ fn value_type(name: &str, time_in_ns: bool) -> (&str, &'static str) {
     }
 }
 
+/// A count from the file as profile.proto's int64: counts past its range are held at the top.
+fn clamp(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
 /// Builds the profile.
 fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
     let mut st = Strings::new();
@@ -174,7 +179,7 @@ fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
     if let Some(e) = events.first() {
         let (name, unit) = value_type(&e.name, e.time_in_ns());
         out.period_type = Some(proto::ValueType { r#type: st.id(name), unit: st.id(unit) });
-        out.period = (e.weight / e.samples.max(1)) as i64;
+        out.period = clamp(e.weight / e.samples.max(1));
         out.default_sample_type = st.id(name);
     }
     let (pid_key, tid_key, thread_key) = (st.id("pid"), st.id("tid"), st.id("thread"));
@@ -188,8 +193,8 @@ fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
             let (comm, pid, tid) = (c.thread.comm, c.thread.pid, c.thread.tid);
             {
                 let mut sample = proto::Sample { value: vec![0; n], ..Default::default() };
-                sample.value[2 * ei] = c.samples as i64;
-                sample.value[2 * ei + 1] = c.weight as i64;
+                sample.value[2 * ei] = clamp(c.samples);
+                sample.value[2 * ei + 1] = clamp(c.weight);
                 // Off-CPU time ends in a frame of its own, as in the stack outputs.
                 let marker = if c.off_cpu { p.off_cpu_marker } else { None };
                 if let Some(m) = marker {
@@ -293,10 +298,11 @@ fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
     }
     // Samples in a stable order: heaviest first.
     out.sample.sort_by(|a, b| {
-        b.value.iter().sum::<i64>().cmp(&a.value.iter().sum::<i64>()).then(a.location_id.cmp(&b.location_id))
+        let total = |s: &proto::Sample| s.value.iter().fold(0i64, |t, v| t.saturating_add(*v));
+        total(b).cmp(&total(a)).then(a.location_id.cmp(&b.location_id))
     });
     let (first, last) = p.info.time_range;
-    out.duration_nanos = last.saturating_sub(first) as i64;
+    out.duration_nanos = clamp(last.saturating_sub(first));
     // perf.data has no wall-clock start; the recording ended about when the file was written.
     if let Some(t) = p.info.written.and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()) {
         out.time_nanos = (t.as_nanos() as i64).saturating_sub(out.duration_nanos);
