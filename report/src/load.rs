@@ -220,10 +220,10 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
     };
     let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
     let fits = |off: u64, size: u64| off.checked_add(size).is_some_and(|end| end <= len);
-    let (attr_off, attr_size) = header.attrs;
-    if !fits(attr_off, attr_size) {
+    let (attr_off, attr_len) = header.attrs;
+    if !fits(attr_off, attr_len) {
         return Err(format!(
-            "the attribute section (header offset 24) claims {attr_size} bytes at file offset {attr_off}, past the end of the {len}-byte file"
+            "the attribute section (header offset 24) claims {attr_len} bytes at file offset {attr_off}, past the end of the {len}-byte file"
         ));
     }
     let (ev_off, ev_size) = header.event_types;
@@ -345,6 +345,23 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
                 let field = ev_off + k as u64 * entry + attr_size;
                 warnings.push(format!(
                     "the id list of event type {k} (file offset {field}) claims {ids_size} bytes at offset {ids_off}, past the end of the file; ignored"
+                ));
+                patches.push((field, vec![0; 16]));
+            }
+        }
+    }
+    // Each attribute entry ends in the (offset, size) of its id list, which the reader
+    // allocates by (a fuzzer find: tests/fuzz-regressions/attr-id-list-past-the-end).
+    if attr_size > 0 {
+        let mut bytes = vec![0u8; attr_len.min(attr_size * 4096) as usize];
+        read_at(&file, attr_off, &mut bytes).map_err(|e| e.to_string())?;
+        for (k, e) in bytes.chunks_exact(attr_size as usize).enumerate() {
+            let at = attr_size as usize - 16;
+            let (ids_off, ids_size) = (u64_at(e, at), u64_at(e, at + 8));
+            if !fits(ids_off, ids_size) {
+                let field = attr_off + k as u64 * attr_size + at as u64;
+                warnings.push(format!(
+                    "the id list of attribute {k} (file offset {field}) claims {ids_size} bytes at offset {ids_off}, past the end of the file; ignored"
                 ));
                 patches.push((field, vec![0; 16]));
             }
