@@ -40,7 +40,8 @@ fn record_small() -> Vec<u8> {
     std::fs::read(&data).unwrap()
 }
 
-/// Loads `bytes` as a recording on a worker thread; fails the test on a panic or after 20 s.
+/// Loads `bytes` as a recording on a worker thread, dumps it and renders it in every format;
+/// fails the test on a panic or after 20 s.
 fn load_survives(dir: &std::path::Path, bytes: Vec<u8>, what: &str) -> Result<(), String> {
     let path = dir.join(format!("{}.data", what.replace(|c: char| !c.is_ascii_alphanumeric(), "_")));
     std::fs::write(&path, &bytes).unwrap();
@@ -48,20 +49,31 @@ fn load_survives(dir: &std::path::Path, bytes: Vec<u8>, what: &str) -> Result<()
     let p = path.clone();
     std::thread::spawn(move || {
         let r = std::panic::catch_unwind(|| {
+            use rperf_report::Format;
+            let _ = rperf_report::dump(&p, &mut std::io::sink());
+            // Loaded as for json, the profile holds what every format needs.
             let opts = rperf_report::ReportOptions {
                 input: p,
                 call_graph: Some(rperf_report::CallOrder::Caller),
                 // The reader is under test, not DWARF: skip inline frames (slow in debug builds).
                 inline: false,
+                format: Format::Json,
                 ..Default::default()
             };
-            match rperf_report::load(&opts) {
-                Ok(profile) => {
-                    let mut out = Vec::new();
-                    profile.write(&mut out, &opts, None).map_err(|e| e.to_string())
-                }
-                Err(e) => Err(e.to_string()),
+            let profile = rperf_report::load(&opts).map_err(|e| e.to_string())?;
+            for format in [
+                Format::Text,
+                Format::Folded,
+                Format::Svg,
+                Format::Html,
+                Format::Pprof,
+                Format::Gecko,
+                Format::Json,
+            ] {
+                let o = rperf_report::ReportOptions { format, ..opts.clone() };
+                profile.write(&mut std::io::sink(), &o, None).map_err(|e| format!("{format:?}: {e}"))?;
             }
+            Ok(())
         });
         tx.send(r).ok();
     });
@@ -147,7 +159,13 @@ fn killed_recording_reports_what_was_flushed() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
+    // Wait for flushed data rather than for a time, so that a busy machine changes nothing.
+    let start = std::time::Instant::now();
+    while std::fs::metadata(&data).map_or(0, |m| m.len()) < 256 << 10
+        && start.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     rec.kill().unwrap(); // SIGKILL: no chance to finish the file
     rec.wait().unwrap();
     // The workload was rperf's child; it carries on alone, so stop it.
@@ -156,6 +174,7 @@ fn killed_recording_reports_what_was_flushed() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     let samples: u64 = text.lines().find_map(|l| l.strip_prefix("Samples: ")).unwrap().parse().unwrap();
+    // 256 KiB of frame-pointer samples is well over a thousand of them.
     assert!(samples > 1000, "{samples} samples survive:\n{text}");
     assert!(text.contains("hot_loop"), "{text}");
 }
