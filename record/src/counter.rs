@@ -257,9 +257,19 @@ impl Counters {
                             return Err(Error::Open {
                                 event: spec.display_name(),
                                 target: if tid == -1 { format!("cpu {cpu}") } else { format!("tid {tid}") },
-                                remedy: open_remedy(&e, spec.is_hardware(), tid == -1, tid),
+                                remedy: if attr.exclude_kernel() != 0 && !modified && denied(&e) {
+                                    // User space alone was refused too: not a kernel-sample matter.
+                                    format!(
+                                        "counting even user space only was refused (perf_event_paranoid is {}); \
+                                         set it to 2 or lower, or run as root or with CAP_PERFMON \
+                                         (a container may refuse perf_event_open altogether)",
+                                        crate::error::paranoid_level().map_or("?".into(), |l| l.to_string())
+                                    )
+                                } else {
+                                    open_remedy(&e, spec.is_hardware(), tid == -1, tid)
+                                },
                                 source: e,
-                            })
+                            });
                         }
                     }
                 }
