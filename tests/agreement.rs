@@ -196,11 +196,20 @@ fn pprof_shares(data: &Path, args: &[&str], dir: &Path) -> Shares {
                     continue;
                 }
                 let first = t[0].strip_suffix(':').filter(|id| id.chars().all(|c| c.is_ascii_digit()));
+                // pprof prints C++ names shortened, then `s=0(FULL NAME)` where the name it was
+                // given differs from what it prints (or the mangled system name).
+                let line = l.trim_start();
+                let full = line.find(" s=").and_then(|at| {
+                    let rest = &line[at + 3..];
+                    let open = rest.find('(')?;
+                    Some(rest[open + 1..rest.len() - 1].to_string()).filter(|n| !n.starts_with("_Z"))
+                });
                 let (id, name) = match first {
                     Some(id) if t.len() >= 5 => (id.to_string(), t[3..t.len() - 2].join(" ")),
                     Some(_) => continue,
                     None => (last_location.clone(), t[..t.len() - 2].join(" ")),
                 };
+                let name = full.unwrap_or(name);
                 last_location = id.clone();
                 funcs.entry(id).or_default().push(name);
             }
@@ -265,13 +274,17 @@ fn check_all_formats(name: &str, data: &Path, args: &[&str]) {
     assert!(!rows.is_empty(), "{name}: no samples");
     let (event, text) = text_shares(data, args);
     let mut main = Shares::default();
+    let mut main_samples = Shares::default();
     let mut all = Shares::default();
     for (e, w, stack) in &rows {
         all.add(stack.iter().cloned(), *w);
         if *e == event {
             main.add(stack.iter().cloned(), *w);
+            main_samples.add(stack.iter().cloned(), 1.0);
         }
     }
+    // The Firefox Profiler counts samples; time-weighted sections weigh them by their time.
+    let time = stdout(&report(data, args, &[])).contains("Time in ns: ");
     // Text counts each entry once per stack by its full identity; names merged here could
     // count twice, so shares are compared where names are unique.
     let unique = |s: &Shares| Shares {
@@ -286,7 +299,12 @@ fn check_all_formats(name: &str, data: &Path, args: &[&str]) {
     agree(&format!("{name} text"), &unique(&main), &unique(&text), true);
     agree(&format!("{name} folded"), &all, &folded_shares(data, args), true);
     agree(&format!("{name} html"), &main, &html_shares(data, args, &dir), true);
-    agree(&format!("{name} gecko"), &main, &gecko_shares(data, args), false);
+    agree(
+        &format!("{name} gecko"),
+        if time { &main } else { &main_samples },
+        &gecko_shares(data, args),
+        false,
+    );
     agree(&format!("{name} pprof"), &main, &pprof_shares(data, args, &dir), true);
     // Inferno sums a function's nodes; compare the functions that appear once per stack.
     let svg = svg_shares(data, args, &dir);
@@ -398,4 +416,14 @@ fn jit() {
     let rows = json_rows(&data, &[]);
     assert!(rows.iter().any(|r| r.2.iter().any(|f| f.contains("hotJsFunction"))), "JIT frames are named");
     check_all_formats("jit", &data, &[]);
+}
+
+#[test]
+fn simpleperf_recordings() {
+    // arm64 DWARF recordings from a phone: off-CPU (weighed by time) and a tracepoint file.
+    let dir = simpleperf_testdata();
+    let symfs = dir.to_str().unwrap().to_string();
+    check_all_formats("sp_offcpu", &dir.join("perf_with_trace_offcpu_v2.data"), &["--symfs", &symfs]);
+    check_all_formats("sp_tracepoint", &dir.join("perf_with_tracepoint_event.data"), &["--symfs", &symfs]);
+    check_all_formats("sp_jit", &dir.join("perf_with_jit_symbol.data"), &["--symfs", &symfs]);
 }
