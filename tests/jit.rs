@@ -78,9 +78,9 @@ fn java_dump_perf_map_at_exit() {
     named_before_and_after_deleting_the_map(&data, "Hot.hotJavaMethod");
 }
 
-#[test]
-fn perf_recordings_use_the_map_on_disk() {
-    let dir = scratch("jit_perf");
+/// `perf record -g` of Node running hot.js with its perf map, in a scratch directory `name`.
+fn perf_record_node(name: &str) -> PathBuf {
+    let dir = scratch(name);
     let data = dir.join("perf.data");
     let o = run(Command::new("perf")
         .args(["record", "-q", "-g", "-o"])
@@ -89,6 +89,12 @@ fn perf_recordings_use_the_map_on_disk() {
         .arg(program("hot.js"))
         .current_dir(&dir));
     assert!(o.status.success(), "{}", stderr(&o));
+    data
+}
+
+#[test]
+fn perf_recordings_use_the_map_on_disk() {
+    let data = perf_record_node("jit_perf");
     let (share, maps) = jit_share(&data, "hotJsFunction");
     for m in &maps {
         std::fs::remove_file(m).ok();
@@ -101,15 +107,7 @@ fn perf_recordings_use_the_map_on_disk() {
 /// names in the report, a FIFO must not hang it, a link to /dev/zero must not fill memory.
 #[test]
 fn maps_on_disk_are_read_only_when_safe() {
-    let dir = scratch("jit_perf_unsafe");
-    let data = dir.join("perf.data");
-    let o = run(Command::new("perf")
-        .args(["record", "-q", "-g", "-o"])
-        .arg(&data)
-        .args(["--", "node", "--perf-basic-prof"])
-        .arg(program("hot.js"))
-        .current_dir(&dir));
-    assert!(o.status.success(), "{}", stderr(&o));
+    let data = perf_record_node("jit_perf_unsafe");
     let (share, maps) = jit_share(&data, "hotJsFunction");
     assert!(share >= 50.0 && maps.len() == 1, "{share}% {maps:?}");
     let map = PathBuf::from(&maps[0]);
