@@ -260,3 +260,20 @@ fn progress_shows_on_request_and_stays_off_a_pipe() {
     let o = run(rperf().args(["report", "-o", "/dev/null", "-i"]).arg(&file).env_remove("RPERF_PROGRESS"));
     assert!(!stderr(&o).contains("rperf report: ["), "{}", stderr(&o));
 }
+
+#[test]
+fn symbols_stored_in_simpleperf_recordings_name_frames_without_the_binaries() {
+    // No --symfs: /data/t2 is not on this machine, but the recording stores its symbols
+    // (simpleperf's first file-feature layout, file offset of min_vaddr not recorded).
+    let dir = simpleperf_testdata();
+    let o = run(rperf().args(["report", "--sort", "symbol", "-i"]).arg(dir.join("perf_with_symbols.data")));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let share = |name: &str| -> f64 {
+        text.lines()
+            .find(|l| l.split_whitespace().last() == Some(name))
+            .and_then(|l| l.split_whitespace().next()?.trim_end_matches('%').parse().ok())
+            .unwrap_or(0.0)
+    };
+    assert!(share("main") > 30.0 && share("func2") > 30.0, "{text}");
+}
