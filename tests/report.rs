@@ -277,3 +277,17 @@ fn symbols_stored_in_simpleperf_recordings_name_frames_without_the_binaries() {
     };
     assert!(share("main") > 30.0 && share("func2") > 30.0, "{text}");
 }
+
+#[test]
+fn jit_symbol_maps_stored_by_simpleperf_name_jit_code() {
+    // simpleperf keeps the perf-PID.map it read as a stored file; the JIT code has no mapping.
+    let o = report_simpleperf("perf_with_generic_git_symbols.data", &["--sort", "symbol"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let share: f64 = text
+        .lines()
+        .find(|l| l.ends_with("generic_jit_symbol_one"))
+        .and_then(|l| l.split_whitespace().next()?.trim_end_matches('%').parse().ok())
+        .unwrap_or(0.0);
+    assert!(share > 90.0, "{text}");
+}

@@ -141,6 +141,8 @@ pub struct Resolver {
     finder: BinaryFinder,
     binaries: HashMap<DsoId, Option<Arc<Binary>>>,
     stored: HashMap<String, StoredTable>,
+    /// JIT symbol maps simpleperf stored in the recording, by pid.
+    stored_perf_maps: HashMap<i32, Vec<(u64, u64, String)>>,
     kernel: KernelSource,
     kernel_dso: Option<DsoId>,
     /// Interned functions.
@@ -183,6 +185,15 @@ impl Resolver {
         stored: Vec<SimpleperfFileRecord>,
         arch: Arch,
     ) -> Resolver {
+        // simpleperf stores the JIT symbol maps it read as files named `perf-PID.map`.
+        let stored_perf_maps = stored
+            .iter()
+            .filter_map(|r| {
+                let pid =
+                    r.path.rsplit('/').next()?.strip_prefix("perf-")?.strip_suffix(".map")?.parse().ok()?;
+                Some((pid, r.symbol.iter().map(|s| (s.vaddr, s.len as u64, s.name.clone())).collect()))
+            })
+            .collect();
         let stored = stored
             .into_iter()
             .map(|r| {
@@ -211,6 +222,7 @@ impl Resolver {
             finder,
             binaries: HashMap::new(),
             stored,
+            stored_perf_maps,
             kernel,
             kernel_dso: None,
             funcs: Vec::new(),
@@ -385,10 +397,12 @@ impl Resolver {
             Some(d) => Some(d),
             None => dump_path.as_ref().and_then(|p| self.read_jit_file(p)),
         };
-        if map_text.is_none() && dump.is_none() {
+        let stored = self.stored_perf_maps.remove(&pid);
+        if map_text.is_none() && dump.is_none() && stored.is_none() {
             return None;
         }
         let mut raw = map_text.as_deref().map(crate::jit::parse_perf_map).unwrap_or_default();
+        raw.extend(stored.into_iter().flatten());
         if let Some(d) = &dump {
             raw.extend(crate::jit::parse_jitdump(d));
         }
