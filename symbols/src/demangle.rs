@@ -1,7 +1,16 @@
 //! C++ and Rust name demangling.
 
 /// Demangles C++ (Itanium) and Rust (legacy and v0) names; other names come back unchanged.
+/// Android's dynamic linker prefixes its own symbols with `__dl_`; they read as
+/// `[linker]NAME`, as simpleperf shows them.
 pub fn demangle(name: &str) -> String {
+    if let Some(inner) = name.strip_prefix("__dl_").filter(|n| !n.is_empty()) {
+        return format!("[linker]{}", demangle_plain(inner));
+    }
+    demangle_plain(name)
+}
+
+fn demangle_plain(name: &str) -> String {
     if let Ok(d) = rustc_demangle::try_demangle(name) {
         return format!("{d:#}");
     }
@@ -26,5 +35,10 @@ mod tests {
             "core::ptr::drop_in_place"
         );
         assert_eq!(super::demangle("main"), "main");
+        assert_eq!(
+            super::demangle("__dl__ZN12LinkerLogger10ResetStateEv"),
+            "[linker]LinkerLogger::ResetState"
+        );
+        assert_eq!(super::demangle("__dl___linker_init"), "[linker]__linker_init");
     }
 }
