@@ -114,6 +114,10 @@ pub struct ReportArgs {
     /// only regular files of this user or root are read, as perf does.
     #[arg(short = 'f', long = "force")]
     force: bool,
+    /// Merge code without symbols into one [unknown] entry per binary instead of one
+    /// `BINARY[+0xOFFSET]` entry per address.
+    #[arg(long = "no-show-ip")]
+    no_show_ip: bool,
     /// Compare -i against this base recording: text lists functions by the change of their
     /// share (as perf diff), folded writes `stack base new` lines, svg and html colour frames
     /// red where time grew and blue where it shrank.
@@ -209,6 +213,7 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         reverse: a.reverse,
         diff_base: a.diff.clone(),
         force: a.force,
+        show_ip: !a.no_show_ip,
         trace_offcpu: a
             .trace_offcpu
             .as_deref()

@@ -291,3 +291,34 @@ fn jit_symbol_maps_stored_by_simpleperf_name_jit_code() {
         .unwrap_or(0.0);
     assert!(share > 90.0, "{text}");
 }
+
+#[test]
+fn code_without_symbols_is_reported_per_address() {
+    // perf_with_trace_offcpu.data without kallsyms: kernel frames have no symbols.
+    let dir = simpleperf_testdata();
+    let data = dir.join("perf_with_trace_offcpu.data");
+    let o = run(rperf().args(["report", "--sort", "symbol", "-i"]).arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let per_address = text.lines().filter(|l| l.contains("[kernel.kallsyms][+0x")).count();
+    assert!(per_address > 1, "one entry per unnamed address:\n{text}");
+    assert!(!text.lines().any(|l| l.ends_with("  [unknown]")), "{text}");
+    // Mostly unnamed: one warning says which binary and what to do.
+    let err = stderr(&o);
+    assert_eq!(err.matches("code without symbols").count(), 1, "{err}");
+    assert!(err.contains("[kernel.kallsyms]") && err.contains("--kallsyms"), "{err}");
+    // --no-show-ip merges them, and the shares agree.
+    let o = run(rperf().args(["report", "--sort", "symbol", "--no-show-ip", "-i"]).arg(&data));
+    let merged = stdout(&o);
+    let unknown: f64 = merged
+        .lines()
+        .find(|l| l.ends_with("  [unknown]"))
+        .and_then(|l| l.split_whitespace().next()?.trim_end_matches('%').parse().ok())
+        .expect("an [unknown] entry");
+    let summed: f64 = text
+        .lines()
+        .filter(|l| l.contains("[kernel.kallsyms][+0x"))
+        .filter_map(|l| l.split_whitespace().next()?.trim_end_matches('%').parse::<f64>().ok())
+        .sum();
+    assert!((unknown - summed).abs() < 0.05 * per_address as f64, "{unknown} vs {summed}");
+}

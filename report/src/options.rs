@@ -252,6 +252,9 @@ pub struct ReportOptions {
     pub reverse: bool,
     /// Read JIT maps and jitdumps on this machine whatever their owner or type (`-f`).
     pub force: bool,
+    /// Name code without symbols by binary and offset (`libfoo.so[+0x1a2b]`), one entry per
+    /// address; off (`--no-show-ip`), all of a binary's unnamed code is `[unknown]`.
+    pub show_ip: bool,
     /// A comparison against this base recording: a table of functions (text), differential
     /// folded stacks, or a differential flamegraph (svg, html). The caller loads it.
     pub diff_base: Option<PathBuf>,
@@ -285,6 +288,7 @@ impl Default for ReportOptions {
             reverse: false,
             diff_base: None,
             force: false,
+            show_ip: true,
         }
     }
 }

@@ -153,6 +153,10 @@ pub struct Resolver {
     srcline_index: HashMap<String, u32>,
     /// Read JIT maps and jitdumps on this machine whatever their owner (`--force`).
     pub trust_any_owner: bool,
+    /// Name code without symbols by its place (`libfoo.so[+0x1a2b]`); off: `[unknown]`.
+    pub show_ip: bool,
+    /// Functions that stand for code without a symbol.
+    pub unnamed: std::collections::HashSet<FuncId>,
     /// Whether DWARF is read: inline frames (on unless --no-inline) and source lines.
     pub dwarf_inline: bool,
     /// Whether source lines are wanted (`--sort srcline`).
@@ -230,6 +234,8 @@ impl Resolver {
             srclines: Vec::new(),
             srcline_index: HashMap::new(),
             trust_any_owner: false,
+            show_ip: true,
+            unnamed: Default::default(),
             dwarf_inline: true,
             want_srclines: false,
             want_lines: false,
@@ -465,7 +471,7 @@ impl Resolver {
             places: Vec::new(),
             srcline: Vec::new(),
         };
-        for (&(dso, key, _), named) in addrs.iter().zip(names) {
+        for (&(dso, key, kind), named) in addrs.iter().zip(names) {
             let start = out.flat.len() as u32;
             for (name, system, place) in &named.inlined {
                 out.flat.push(self.intern_with_system(dso, name, system.as_deref(), true));
@@ -474,8 +480,23 @@ impl Resolver {
                     out.places.push(p);
                 }
             }
-            let function = named.function.as_deref().unwrap_or("[unknown]");
-            out.flat.push(self.intern_with_system(dso, function, named.system.as_deref(), false));
+            // Code without a symbol is named by its place (`libfoo.so[+0x1a2b]`: the offset in
+            // the file, or the address for kernel and JIT code), one entry per address as
+            // simpleperf and perf report it, unless --no-show-ip merges them into [unknown].
+            let unnamed = match kind {
+                AddrKind::Unknown => None,
+                _ if !self.show_ip => None,
+                _ => {
+                    let path = model.dsos[dso as usize].display_name();
+                    Some(format!("{}[+{key:#x}]", path.rsplit('/').next().unwrap_or(path)))
+                }
+            };
+            let function = named.function.as_deref().or(unnamed.as_deref()).unwrap_or("[unknown]");
+            let id = self.intern_with_system(dso, function, named.system.as_deref(), false);
+            if named.function.is_none() {
+                self.unnamed.insert(id);
+            }
+            out.flat.push(id);
             if self.want_lines {
                 let p = self.intern_file(&named.place);
                 out.places.push(p);
