@@ -2,7 +2,8 @@
 """Recording overhead benchmark: rperf record vs perf record on the same workload.
 
 Runs the 2-thread CPU-bound C++ workload (tests/programs/workload.cpp, -O2 -g) unprofiled, under
-`perf record` and under `rperf record`, at -F 4000, in fp and dwarf modes, and prints per run:
+`perf record` and under `rperf record`, at -F 4000, in fp and dwarf modes (rperf's DWARF mode
+both unwinding while recording, its default, and with --no-post-unwind), and prints per run:
 wall-time slowdown, samples recorded and lost, the recorder's peak RSS, bytes per sample and,
 for DWARF runs, the share of samples whose unwound stack (by perf script) reaches the thread
 entry (main / start_thread / clone).
@@ -86,15 +87,17 @@ def main():
 
     base = min(timed(work)[0] for _ in range(args.repeat))
     print(f"workload: 2 threads, depth {args.depth}, {args.rounds} rounds each; unprofiled wall {base:.3f}s (best of {args.repeat})")
-    print(f"{'recorder':8} {'mode':6} {'slowdown':>9} {'samples':>8} {'lost':>6} {'peakRSS':>9} {'B/sample':>9} {'complete':>9}")
+    print(f"{'recorder':24} {'mode':6} {'slowdown':>9} {'samples':>8} {'lost':>6} {'peakRSS':>9} {'B/sample':>9} {'complete':>9}")
     for mode in ["fp", "dwarf"]:
-        for tool in ["perf", "rperf"]:
-            data = os.path.join(tmp, f"{tool}-{mode}.data")
+        tools = ["perf", "rperf"] + (["rperf --no-post-unwind"] if mode == "dwarf" else [])
+        for tool in tools:
+            data = os.path.join(tmp, f"{tool.replace(' ', '')}-{mode}.data")
             if tool == "perf":
                 cg = "fp" if mode == "fp" else "dwarf"
                 cmd = ["perf", "record", "-q", "-F", "4000", "--call-graph", cg, "-o", data, "--"] + work
             else:
-                cmd = [rperf, "record", "-F", "4000", "-g", mode, "-o", data, "--"] + work
+                extra = tool.split()[1:]
+                cmd = [rperf, "record", "-F", "4000", "-g", mode] + extra + ["-o", data, "--"] + work
             walls = [timed(cmd)[0] for _ in range(args.repeat)]
             wall = min(walls)
             rss = peak_rss_kib(cmd)
@@ -104,7 +107,7 @@ def main():
             if mode == "dwarf":
                 n, c = script_stats(data)
                 comp = f"{100.0 * c / max(n, 1):.2f}%"
-            print(f"{tool:8} {mode:6} {wall / base:8.3f}x {samples:8d} {lost:6d} {rss / 1024:8.1f}M "
+            print(f"{tool:24} {mode:6} {wall / base:8.3f}x {samples:8d} {lost:6d} {rss / 1024:8.1f}M "
                   f"{size / max(samples, 1):9.0f} {comp:>9}", flush=True)
 
 

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Runs rperf's checks and tests, installing what they need first (Linux perf as the oracle,
-# g++, binutils, xz and llvm-dwp for the test programs, Node and a JDK as JIT runtimes, util-linux for the
-# permission tests, Go's pprof and headless Chromium to check the pprof and HTML outputs) and
-# mounting tracefs for the tracepoint tests.
+# g++, binutils, xz and llvm-dwp for the test programs, LLVM's lli as a JIT using the GDB JIT
+# interface, Node and a JDK as JIT runtimes, util-linux for the
+# permission tests, Go's pprof and headless Chromium to check the pprof and HTML outputs, an
+# aarch64 cross-compiler and qemu user-mode emulation for the device builds, tmux to drive
+# rperf top in a terminal) and mounting
+# tracefs for the tracepoint tests. The device binaries are built before the tests, which run
+# them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,8 +19,12 @@ command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v xz >/dev/null 2>&1 || need+=(xz-utils)
 command -v llvm-dwp >/dev/null 2>&1 || need+=(llvm)
+command -v lli >/dev/null 2>&1 || need+=(llvm-runtime)
 command -v go >/dev/null 2>&1 || need+=(golang-go)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v qemu-aarch64-static >/dev/null 2>&1 || need+=(qemu-user-static)
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
+command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   apt-get update -qq
@@ -28,6 +36,10 @@ fi
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
+./scripts/build-device.sh
+# simpleperf's recordings: ../shared/testdata/simpleperf, or fetched and checked (see the script).
+RPERF_SIMPLEPERF_TESTDATA=$(./scripts/fetch-testdata.sh)
+export RPERF_SIMPLEPERF_TESTDATA
 # cargo prints one "test result" line per test binary; end with the sum of them all.
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

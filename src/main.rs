@@ -1,12 +1,16 @@
 //! The `rperf` command: parses the subcommand and hands over to its module.
 
+mod android;
+mod annotate;
 mod dump;
 mod exit;
 mod list;
 mod record;
 mod report;
+mod run_as;
 mod stat;
 mod target_args;
+mod top;
 
 use clap::{Parser, Subcommand};
 
@@ -18,6 +22,8 @@ struct Cli {
     command: Command,
 }
 
+// Parsed once per run: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Command {
     Record(record::RecordArgs),
@@ -25,6 +31,9 @@ enum Command {
     Dump(dump::DumpArgs),
     Stat(stat::StatArgs),
     List(list::ListArgs),
+    Android(android::AndroidArgs),
+    Annotate(annotate::AnnotateArgs),
+    Top(top::TopArgs),
 }
 
 fn main() {
@@ -36,6 +45,9 @@ fn main() {
         Command::Dump(a) => dump::run(a),
         Command::Stat(a) => stat::run(a),
         Command::List(a) => list::run(a),
+        Command::Android(a) => android::run(a),
+        Command::Annotate(a) => annotate::run(a),
+        Command::Top(a) => top::run(a),
     };
     std::process::exit(exit::code(result));
 }

@@ -6,8 +6,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 use rperf_record::{
-    parse_event, parse_event_list, record, CallGraph, Rate, RecordOptions, StopReason, Target,
-    DEFAULT_DWARF_STACK,
+    parse_event, record, CallGraph, Rate, RecordOptions, StopReason, Target, DEFAULT_DWARF_STACK,
 };
 
 /// Sample a command, processes, threads, an app or the whole system into perf.data.
@@ -55,6 +54,37 @@ pub struct RecordArgs {
     /// Stop when the recorded data reaches SIZE (e.g. 500M, 2G).
     #[arg(long = "size-limit", value_name = "SIZE")]
     size_limit: Option<String>,
+    /// Start sampling MS milliseconds after recording starts (after the command's exec).
+    #[arg(short = 'D', long = "delay", value_name = "MS")]
+    delay: Option<u64>,
+    /// Take `enable`, `disable`, `stop` and `ping` commands, one per line, from the fifo CTL,
+    /// answering `ack` on the fifo ACK (as perf's --control fifo:CTL,ACK).
+    #[arg(long = "control", value_name = "fifo:CTL[,ACK]")]
+    control: Option<String>,
+    /// Leave out rperf's own samples (`-a` samples rperf too).
+    #[arg(long = "exclude-perf")]
+    exclude_perf: bool,
+    /// Don't read the GDB JIT interface of the recorded processes (LLVM's JIT, ART, Mono...
+    /// register symbol files of their JIT code there, which rperf copies into the recording).
+    #[arg(long = "no-jit-interface")]
+    no_jit_interface: bool,
+    /// With DWARF call graphs, keep each sample's registers and stack copy in the file for
+    /// `rperf report` to unwind (on another machine, with other binaries), instead of unwinding
+    /// while recording (`--post-unwind`, the default).
+    #[arg(long = "no-post-unwind")]
+    no_post_unwind: bool,
+    /// Unwind DWARF stacks while recording and store call chains (the default).
+    #[arg(long = "post-unwind", conflicts_with = "no_post_unwind")]
+    post_unwind: bool,
+    /// Running as the app's user, started by rperf through run-as (the output is --out-fd).
+    #[arg(long = "in-app", hide = true)]
+    in_app: bool,
+    /// Write the recording into this open file descriptor.
+    #[arg(long = "out-fd", hide = true, requires = "in_app")]
+    out_fd: Option<i32>,
+    /// Stop when this file descriptor becomes readable or is closed.
+    #[arg(long = "stop-fd", hide = true, requires = "in_app")]
+    stop_fd: Option<i32>,
 }
 
 /// Rewrites simpleperf-style `-g [fp|dwarf[,N]]` into `--call-graph=...`, so that `-g` alone
@@ -123,14 +153,7 @@ pub fn parse_size(s: &str) -> anyhow::Result<u64> {
 
 fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
     let target = a.target.resolve("record")?;
-    let mut events: Vec<_> = a
-        .events
-        .iter()
-        .map(|e| parse_event_list(e))
-        .collect::<Result<Vec<_>, _>>()?
-        .into_iter()
-        .flatten()
-        .collect();
+    let mut events = crate::target_args::parse_events(&a.events)?;
     let mut call_graph_mode = a.call_graph.clone();
     if a.trace_offcpu {
         if events.iter().any(|e| e.name != "cpu-clock") {
@@ -147,7 +170,22 @@ fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
     let call_graph = call_graph_mode.as_deref().map(parse_call_graph).transpose()?.unwrap_or(CallGraph::None);
     let cpus = a.cpu.map(|c| c.0);
     let duration = a.duration;
-    check_output_writable(&a.output)?;
+    let control = match a.control.as_deref() {
+        None => None,
+        Some(c) => {
+            let fifos = c
+                .strip_prefix("fifo:")
+                .with_context(|| format!("--control {c}: give fifo:CTL[,ACK], two fifos made with mkfifo"))?;
+            let (ctl, ack) = match fifos.split_once(',') {
+                Some((c, a)) => (PathBuf::from(c), Some(PathBuf::from(a))),
+                None => (PathBuf::from(fifos), None),
+            };
+            Some((ctl, ack))
+        }
+    };
+    if a.out_fd.is_none() {
+        check_output_writable(&a.output)?;
+    }
     Ok(RecordOptions {
         target,
         events,
@@ -161,6 +199,13 @@ fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
         size_limit: a.size_limit.as_deref().map(parse_size).transpose()?,
         trace_offcpu: a.trace_offcpu,
         cmdline: argv.to_vec(),
+        out_fd: a.out_fd,
+        stop_fd: a.stop_fd,
+        delay: a.delay.map(Duration::from_millis),
+        control,
+        exclude_perf: a.exclude_perf,
+        jit_interface: !a.no_jit_interface,
+        post_unwind: !a.no_post_unwind,
     })
 }
 
@@ -174,6 +219,13 @@ fn check_output_writable(path: &std::path::Path) -> anyhow::Result<()> {
 
 /// Runs `rperf record`; returns the launched command's exit code (0 otherwise).
 pub fn run(a: RecordArgs, argv: &[String]) -> anyhow::Result<i32> {
+    // An app of another user is recorded as that user, through run-as.
+    if let (Some(pkg), false) = (&a.target.app, a.in_app) {
+        if let crate::run_as::Plan::RunAs(run_as) = crate::run_as::plan(pkg)? {
+            check_output_writable(&a.output)?;
+            return crate::run_as::record(&run_as, pkg, argv, &a.output);
+        }
+    }
     let system_wide_with_command = a.target.system_wide_with_command();
     let command = a.target.command.clone();
     let mut opts = options(a, argv)?;
@@ -183,6 +235,9 @@ pub fn run(a: RecordArgs, argv: &[String]) -> anyhow::Result<i32> {
         return run_system_wide_with(opts, command);
     }
     let summary = record(&opts, &mut |note| eprintln!("rperf: {note}"))?;
+    if let (StopReason::AppExited, Target::App(name)) = (&summary.stop, &opts.target) {
+        eprintln!("rperf: every process of app {name} exited; recording stopped");
+    }
     report_summary(&opts, &summary);
     match &summary.stop {
         StopReason::WriteError(e) => {
@@ -230,6 +285,14 @@ fn report_summary(opts: &RecordOptions, s: &rperf_record::RecordSummary) {
     let total = s.samples + s.lost;
     let pct = if total > 0 { 100.0 * s.lost as f64 / total as f64 } else { 0.0 };
     eprintln!("Samples recorded: {}. Samples lost: {} ({:.2}%)", s.samples, s.lost, pct);
+    if s.unwound > 0 {
+        eprintln!(
+            "Unwound while recording: {} samples, {} ({:.2}%) stopped before the stack's end",
+            s.unwound,
+            s.unwind_incomplete,
+            100.0 * s.unwind_incomplete as f64 / s.unwound as f64
+        );
+    }
     if s.cut_stacks > 0 {
         eprintln!(
             "rperf: {} samples had their stack copies cut to 1 KiB while the ring buffers were more than \

@@ -23,13 +23,17 @@ pub struct ReportArgs {
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
     /// Sort keys, comma-separated: comm, pid, tid, dso, symbol, srcline (file:line of the
-    /// sampled address, from DWARF).
+    /// sampled address, from DWARF), vaddr_in_file (the address in its binary).
     #[arg(long = "sort", default_value = "comm,pid,tid,dso,symbol")]
     sort: String,
-    /// Children (inclusive) and Self columns.
+    /// Children (inclusive) and Self columns; on with -g, as in simpleperf and perf.
     #[arg(long = "children")]
     children: bool,
-    /// Call graph under each entry: caller (default) or callee.
+    /// With -g: only Self, each entry's call graph made of the samples taken in it.
+    #[arg(long = "no-children", conflicts_with = "children")]
+    no_children: bool,
+    /// Call graph under each entry: caller (default; what the entry calls) or callee (who
+    /// calls it).
     #[arg(short = 'g', num_args = 0..=1, default_missing_value = "caller", value_name = "ORDER")]
     call_graph: Option<String>,
     /// Keep at most N frames per sample, innermost first.
@@ -38,7 +42,8 @@ pub struct ReportArgs {
     /// Hide entries and call-graph nodes under P percent.
     #[arg(long = "percent-limit", value_name = "P", default_value_t = 0.0)]
     percent_limit: f64,
-    /// Print every call-graph node; by default nodes under 0.5% are left out.
+    /// Print every call graph whole; by default nodes under 0.5% are left out, and the call
+    /// graph of an entry that its only caller's graph already shows is skipped.
     #[arg(long = "full-callgraph")]
     full_callgraph: bool,
     /// Only these commands (`;`-separated).
@@ -50,12 +55,19 @@ pub struct ReportArgs {
     /// Only these threads.
     #[arg(long = "tids")]
     tids: Option<String>,
-    /// Only samples in these shared objects (path or file name, `;`-separated).
+    /// Only samples in these shared objects (path or file name, `;`-separated). With
+    /// --children, samples that have them anywhere in the call chain.
     #[arg(long = "dsos")]
     dsos: Option<String>,
-    /// Only samples in these functions (`;`-separated).
+    /// Only samples in these functions (`;`-separated), named with or without C++ parameters.
+    /// With --children, samples that have them anywhere in the call chain.
     #[arg(long = "symbols")]
     symbols: Option<String>,
+    /// Only samples taken in START,END: seconds after the recording's first sample (`2.5,4`),
+    /// or timestamps of the recording's clock in nanoseconds (`683802777472700ns,…`, as JSON
+    /// output and simpleperf's filter files give them); either end may be left out (`2.5,`).
+    #[arg(long = "time", value_name = "START,END")]
+    time: Option<String>,
     /// Only samples taken on these CPUs (e.g. 0-3,6).
     #[arg(long = "cpu")]
     cpu: Option<String>,
@@ -77,6 +89,22 @@ pub struct ReportArgs {
     /// Comma-separated output.
     #[arg(long = "csv")]
     csv: bool,
+    /// The separator of --csv output.
+    #[arg(long = "csv-separator", value_name = "SEP", default_value = ",")]
+    csv_separator: String,
+    /// Name C++ functions with their parameters (`func2(int, int)`), as simpleperf does; by
+    /// default they are named without (`func2`), as perf does.
+    #[arg(long = "full-names")]
+    full_names: bool,
+    /// Show ART's frames (interpreter, trampolines, JIT plumbing) around Java and Kotlin
+    /// methods; by default they are hidden, so Java stacks read as methods.
+    #[arg(long = "show-art-frames")]
+    show_art_frames: bool,
+    /// Only this event (as the report names it, e.g. cpu-clock or sched:sched_switch), in
+    /// every output; by default the text report shows every event and stack outputs the first
+    /// with samples.
+    #[arg(short = 'e', long = "event", value_name = "EVENT")]
+    event: Option<String>,
     /// Weight folded stacks and flamegraphs by event counts instead of sample counts
     /// (off-CPU recordings are always weighted by time).
     #[arg(long = "event-counts")]
@@ -144,8 +172,9 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         .split(',')
         .filter(|k| !k.trim().is_empty())
         .map(|k| {
-            SortKey::parse(k)
-                .with_context(|| format!("unknown sort key '{k}': use comm, pid, tid, dso, symbol, srcline"))
+            SortKey::parse(k).with_context(|| {
+                format!("unknown sort key '{k}': use comm, pid, tid, dso, symbol, srcline, vaddr_in_file")
+            })
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     if sort.is_empty() {
@@ -173,6 +202,13 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
     if a.diff.is_some() && !matches!(format, Format::Text | Format::Folded | Format::Svg | Format::Html) {
         bail!("--diff compares two recordings in text, folded, svg or html output, not {format:?}");
     }
+    if a.csv_separator.is_empty() || a.csv_separator.contains(['\n', '"']) {
+        bail!(
+            "--csv-separator {:?}: give one or more characters other than a newline or a quote",
+            a.csv_separator
+        );
+    }
+    let time = a.time.as_deref().map(crate::target_args::parse_time_window).transpose()?;
     let cpus = match &a.cpu {
         Some(c) => parse_cpus(c)?,
         None => Vec::new(),
@@ -183,11 +219,15 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         kallsyms: a.kallsyms.clone(),
         sort,
         inline: !a.no_inline,
-        children: a.children,
+        children: a.children || (call_graph.is_some() && !a.no_children),
         call_graph,
         max_stack: a.max_stack.unwrap_or(usize::MAX),
         percent_limit: a.percent_limit,
         full_callgraph: a.full_callgraph,
+        event: a.event.clone(),
+        csv_separator: a.csv_separator.clone(),
+        full_names: a.full_names,
+        show_art_frames: a.show_art_frames,
         filters: Filters {
             comms: a.comms.as_deref().map(|s| s.split(';').map(String::from).collect()).unwrap_or_default(),
             pids: ids(&a.pids, "pids")?,
@@ -199,6 +239,7 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
                 .map(|s| s.split(';').map(String::from).collect())
                 .unwrap_or_default(),
             cpus,
+            time,
         },
         show_samples: a.show_samples,
         raw_period: a.raw_period,

@@ -1,4 +1,5 @@
-//! Target options and value parsers shared by `rperf record` and `rperf stat`.
+//! Target options and value parsers shared by the subcommands (record, stat, top; report and
+//! annotate for --time).
 
 use anyhow::bail;
 use clap::Args;
@@ -16,7 +17,8 @@ pub struct TargetArgs {
     /// Every process on the selected CPUs.
     #[arg(short = 'a', long = "all-cpus")]
     pub system_wide: bool,
-    /// Every process whose name (comm or argv[0]) is NAME.
+    /// Every process of app NAME, as Android names them: the first argument of its command
+    /// line is NAME or NAME:PROCESS.
     #[arg(long = "app", value_name = "NAME")]
     pub app: Option<String>,
     /// The command to launch (after `--`).
@@ -64,6 +66,34 @@ impl TargetArgs {
             Target::Command(self.command.clone())
         })
     }
+}
+
+/// The events of `-e` options, each a comma list.
+pub fn parse_events(lists: &[String]) -> anyhow::Result<Vec<rperf_record::EventSpec>> {
+    let mut out = Vec::new();
+    for l in lists {
+        out.extend(rperf_record::parse_event_list(l)?);
+    }
+    Ok(out)
+}
+
+/// `--time START,END` of report and annotate: seconds after the first sample (`2.5`) or clock
+/// timestamps (`683802777472700ns`); either end may be empty.
+pub fn parse_time_window(
+    t: &str,
+) -> anyhow::Result<(Option<rperf_report::TimeBound>, Option<rperf_report::TimeBound>)> {
+    use anyhow::Context;
+    let (start, end) =
+        t.split_once(',').with_context(|| format!("--time {t}: give START,END (either may be empty)"))?;
+    let bound = |b: &str| -> anyhow::Result<Option<rperf_report::TimeBound>> {
+        if b.trim().is_empty() {
+            return Ok(None);
+        }
+        rperf_report::TimeBound::parse(b).map(Some).with_context(|| {
+            format!("--time {t}: '{b}' is neither seconds (2.5) nor a timestamp in nanoseconds (683802777472700ns)")
+        })
+    };
+    Ok((bound(start)?, bound(end)?))
 }
 
 /// `--duration SECONDS`: a positive, finite number of seconds that a duration can hold.

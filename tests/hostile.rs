@@ -199,7 +199,7 @@ fn symfs_lookups_stay_inside_it() {
     // The recorded binary is gone from its path; a copy lies outside the symbol directory.
     let dir = scratch("hostile_symfs");
     let prog = dir.join("workload_fp");
-    std::fs::copy(&programs().workload_fp, &prog).unwrap();
+    copy_executable(&programs().workload_fp, &prog);
     let data = record_fp("hostile_symfs_rec", &prog, &["0.2", "1"]);
     let outside = dir.join("elsewhere");
     std::fs::rename(&prog, &outside).unwrap();

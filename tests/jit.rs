@@ -17,13 +17,9 @@ fn program(name: &str) -> PathBuf {
 fn rows(data: &Path) -> Vec<(f64, String, String)> {
     let o = run(rperf().args(["report", "--sort", "dso,symbol", "--csv", "-i"]).arg(data));
     assert!(o.status.success(), "{}", stderr(&o));
-    stdout(&o)
-        .lines()
-        .filter_map(|l| {
-            let mut it = l.splitn(3, ',');
-            let pct = it.next()?.strip_suffix('%')?.parse().ok()?;
-            Some((pct, it.next()?.to_string(), it.next()?.trim_matches('"').to_string()))
-        })
+    csv_rows(&stdout(&o), ',')
+        .into_iter()
+        .map(|r| (pct(&r["Overhead"]), r["Shared Object"].clone(), r["Symbol"].clone()))
         .collect()
 }
 

@@ -24,19 +24,15 @@ struct Row {
 fn rows(data: &Path) -> Vec<Row> {
     let o = run(rperf().args(["report", "--sort", "pid,tid,comm,dso,symbol", "-n", "--csv", "-i"]).arg(data));
     assert!(o.status.success(), "{}", stderr(&o));
-    stdout(&o)
-        .lines()
-        .filter(|l| l.contains("%,"))
-        .map(|l| {
-            let f: Vec<&str> = l.splitn(7, ',').collect();
-            Row {
-                samples: f[1].parse().unwrap(),
-                pid: f[2].parse().unwrap(),
-                tid: f[3].parse().unwrap(),
-                comm: f[4].to_string(),
-                dso: f[5].to_string(),
-                symbol: f[6].trim_matches('"').to_string(),
-            }
+    csv_rows(&stdout(&o), ',')
+        .into_iter()
+        .map(|r| Row {
+            samples: r["Sample"].parse().unwrap(),
+            pid: r["Pid"].parse().unwrap(),
+            tid: r["Tid"].parse().unwrap(),
+            comm: r["Command"].clone(),
+            dso: r["Shared Object"].clone(),
+            symbol: r["Symbol"].clone(),
         })
         .collect()
 }
@@ -176,8 +172,18 @@ fn sigterm_and_sighup_give_a_complete_file_and_reach_the_command() {
             assert!(err.contains("Samples recorded:"), "{name}: {err}");
             // The command died of the signal, once, exactly as without rperf.
             assert_eq!(o.status.code(), Some(128 + sig), "{name} (group {to_group}): {err}");
+            // Every sample rperf counted is in the file (how many there are depends on how busy
+            // the machine is: about 3,000 at 4 kHz on an idle one).
+            let recorded: usize = err
+                .lines()
+                .find_map(|l| l.strip_prefix("Samples recorded: "))
+                .and_then(|r| r.split('.').next()?.parse().ok())
+                .unwrap_or_else(|| panic!("{name}: {err}"));
             let samples = parse_script(&perf_script(&data)).len();
-            assert!(samples > 500, "{name}: {samples} samples in the file");
+            assert!(
+                recorded > 50 && samples * 100 >= recorded * 99,
+                "{name}: {samples} of {recorded} samples in the file"
+            );
         }
     }
 }

@@ -53,15 +53,10 @@ fn mixed_mode_gives_each_thread_its_wall_time() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     assert!(text.contains("Time in ns: "), "{text}");
+    let rows = csv_rows(&text, ',');
     let share = |comm: &str| -> f64 {
-        text.lines()
-            .find(|l| l.ends_with(&format!(",{comm}")))
-            .unwrap_or_else(|| panic!("{comm}: {text}"))
-            .split('%')
-            .next()
-            .unwrap()
-            .parse()
-            .unwrap()
+        pct(&rows.iter().find(|r| r["Command"] == comm).unwrap_or_else(|| panic!("{comm}: {text}"))
+            ["Overhead"])
     };
     // Three threads (main, spinner, sleeper) live for the whole run: a third of the time each.
     for comm in ["spinner", "sleeper"] {

@@ -371,7 +371,7 @@ fn names_from_the_recording_are_data_in_every_format() {
     let sub = dir.join("x<!--<script>\n\x1b[31m;evil");
     std::fs::create_dir_all(&sub).unwrap();
     let prog = sub.join("workload");
-    std::fs::copy(&programs().workload_fp, &prog).unwrap();
+    copy_executable(&programs().workload_fp, &prog);
     let data = record_fp("out_hostile_names_rec", &prog, &["0.3", "1"]);
     let text = report(&data, &["--sort", "dso,symbol"]);
     assert!(!text.contains('\x1b'), "escape sequences reach the terminal");
@@ -399,4 +399,54 @@ fn names_from_the_recording_are_data_in_every_format() {
         "no function rows: {}",
         stderr(&o)
     );
+}
+
+#[test]
+fn html_timeline_selects_a_time_range_in_chromium() {
+    let data = record_fp("out_timeline", &programs().phases, &["before", "1"]);
+    let dir = scratch("out_timeline_files");
+    let page = dir.join("report.html");
+    report(&data, &["-o", page.to_str().unwrap()]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let json = html.split("<script id=\"profile-data\" type=\"application/json\">").nth(1).unwrap();
+    let d: serde_json::Value = serde_json::from_str(json.split("</script>").next().unwrap()).unwrap();
+    let t = &d["timeline"];
+    let (start, span, buckets) =
+        (t["start"].as_u64().unwrap(), t["span"].as_u64().unwrap(), t["buckets"].as_u64().unwrap());
+    // What the selection of 0.2 s to 0.5 s holds, from the samples' own timestamps.
+    let from = (0.2e9 * buckets as f64 / span as f64).floor() as u64;
+    let to = (0.5e9 * buckets as f64 / span as f64).ceil() as u64;
+    let rows: Vec<serde_json::Value> =
+        report(&data, &["--format", "json"]).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let times: Vec<u64> = rows.iter().map(|r| r["time"].as_u64().unwrap()).collect();
+    let in_range = |t: u64| {
+        let part = ((t - start) as u128 * buckets as u128 / span as u128) as u64;
+        part >= from && part < to
+    };
+    let want = times.iter().filter(|&&t| in_range(t)).count();
+    // ... and of them, those taken in func_alpha.
+    let alpha = rows
+        .iter()
+        .filter(|r| in_range(r["time"].as_u64().unwrap()) && r["stack"][0]["symbol"] == "func_alpha")
+        .count();
+    assert!(want > 100 && want < times.len() / 2, "{want} of {}", times.len());
+    let total = |dom: &str| -> usize {
+        dom.split("data-total=\"").nth(1).and_then(|s| s.split('"').next()).unwrap().parse().unwrap()
+    };
+    let all = stdout(&chromium(&["--dump-dom"], &format!("file://{}", page.display()), &dir.join("c1")));
+    assert_eq!(total(&all), times.len(), "the whole recording");
+    assert!(all.contains("class=\"lane\""), "the timeline has a lane per thread");
+    let dom = stdout(&chromium(
+        &["--dump-dom"],
+        &format!("file://{}#time=0.2,0.5", page.display()),
+        &dir.join("c2"),
+    ));
+    assert_eq!(total(&dom), want, "the flamegraph shows the selected range");
+    // The source and instructions of the selected function follow the range too.
+    let url = format!("file://{}#func=func_alpha&time=0.2,0.5", page.display());
+    let dom = stdout(&chromium(&["--dump-dom"], &url, &dir.join("c3")));
+    let code =
+        dom.split("id=\"code-table\" data-total=\"").nth(1).and_then(|s| s.split('"').next()).unwrap_or("");
+    assert_eq!(code.parse::<usize>().ok(), Some(alpha), "func_alpha's instructions in the range");
+    assert!(dom.contains("phases.cpp:"), "source lines");
 }

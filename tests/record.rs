@@ -123,7 +123,7 @@ fn attach_to_a_running_process_by_pid_and_by_name() {
 
     // The same process found by a name regex.
     let named = dir.join("rperfpidtest");
-    std::fs::copy(&p.workload_fp, &named).unwrap();
+    copy_executable(&p.workload_fp, &named);
     let mut named_child = spawn_workload(&named, &["2", "1"]);
     std::thread::sleep(Duration::from_millis(200));
     let data2 = dir.join("name.data");
@@ -166,7 +166,7 @@ fn app_target_waits_for_the_app_to_start() {
     let p = programs();
     let dir = scratch("rec_app");
     let app = dir.join("rperfdemoapp");
-    std::fs::copy(&p.workload_fp, &app).unwrap();
+    copy_executable(&p.workload_fp, &app);
     let data = dir.join("app.data");
     let mut rec = rperf()
         .args(["record", "--app", "rperfdemoapp", "-g", "fp", "--duration", "2.5", "-o"])
@@ -177,12 +177,16 @@ fn app_target_waits_for_the_app_to_start() {
     // Start the app only once rperf says it is waiting for it.
     let mut err = std::io::BufReader::new(rec.stderr.take().unwrap());
     let mut seen = String::new();
-    while !seen.contains("waiting for a process of app") {
+    while !seen.contains("waiting for app rperfdemoapp to start") {
         let mut line = String::new();
         assert!(std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0, "rperf ended early: {seen}");
         seen.push_str(&line);
     }
-    let mut child = spawn_workload(&app, &["0.8", "2"]);
+    // Android names an app's processes by their first argument.
+    let mut child = {
+        use std::os::unix::process::CommandExt;
+        Command::new(&app).arg0("rperfdemoapp").args(["0.8", "2"]).stdout(Stdio::null()).spawn().unwrap()
+    };
     child.wait().unwrap();
     std::io::Read::read_to_string(&mut err, &mut seen).unwrap();
     assert!(rec.wait().unwrap().success(), "{seen}");

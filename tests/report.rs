@@ -47,12 +47,9 @@ fn rperf_overheads(data: &Path) -> HashMap<(String, String), f64> {
     let o = run(rperf().args(["report", "--no-inline", "--sort", "dso,symbol", "--csv", "-i"]).arg(data));
     assert!(o.status.success(), "{}", stderr(&o));
     let mut out = HashMap::new();
-    for l in stdout(&o).lines().filter(|l| l.contains("%,")) {
-        let mut it = l.splitn(3, ',');
-        let (Some(pct), Some(dso), Some(sym)) = (it.next(), it.next(), it.next()) else { continue };
-        let base = dso.rsplit('/').next().unwrap().to_string();
-        let sym = sym.trim_matches('"').replace("\"\"", "\"");
-        *out.entry((base, sym)).or_insert(0.0) += pct.trim_end_matches('%').parse::<f64>().unwrap();
+    for r in csv_rows(&stdout(&o), ',') {
+        let base = r["Shared Object"].rsplit('/').next().unwrap().to_string();
+        *out.entry((base, r["Symbol"].clone())).or_insert(0.0) += pct(&r["Overhead"]);
     }
     out
 }
@@ -109,8 +106,13 @@ fn rperf_dwarf_recording_reports_full_call_chains() {
     let o = run(rperf().args(["report", "--sort", "symbol", "-g", "callee", "-i"]).arg(&data));
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
-    let lines: Vec<&str> = text.lines().map(str::trim).collect();
-    // Callee order: hot_loop's callers follow it, innermost first.
+    // Callee order: hot_loop's call graph lists its callers, innermost first.
+    let entry = text
+        .lines()
+        .position(|l| l.ends_with("hot_loop") && l.contains('%') && !l.starts_with(' '))
+        .unwrap_or_else(|| panic!("no hot_loop entry:\n{text}"));
+    let lines: Vec<&str> =
+        text.lines().skip(entry + 1).take_while(|l| !l.trim().is_empty()).map(str::trim).collect();
     let chain = ["compute_inner", "compute_outer", "run_worker"];
     let pos: Vec<usize> = chain
         .iter()
@@ -181,11 +183,10 @@ fn simpleperf_call_graph_orders() {
 fn simpleperf_children_and_self() {
     let o = report_simpleperf("perf_g_fp.data", &["--children", "--sort", "symbol", "--csv"]);
     let text = stdout(&o);
+    let rows = csv_rows(&text, ',');
     let row = |sym: &str| -> (f64, f64) {
-        let l =
-            text.lines().find(|l| l.ends_with(&format!(",{sym}"))).unwrap_or_else(|| panic!("{sym}: {text}"));
-        let v: Vec<f64> = l.split(',').take(2).map(|x| x.trim_end_matches('%').parse().unwrap()).collect();
-        (v[0], v[1])
+        let r = rows.iter().find(|r| r["Symbol"] == sym).unwrap_or_else(|| panic!("{sym}: {text}"));
+        (pct(&r["Children"]), pct(&r["Self"]))
     };
     let (main_children, main_self) = row("main");
     let (global_children, global_self) = row("GlobalFunc");
@@ -207,16 +208,15 @@ fn simpleperf_jit_code_is_named() {
 fn filters_select_samples() {
     let o = report_simpleperf("perf_with_multiple_pids_and_tids.data", &["--sort", "pid,tid", "--csv"]);
     let text = stdout(&o);
-    let first_pid: i32 =
-        text.lines().find(|l| l.contains("%,")).unwrap().split(',').nth(1).unwrap().parse().unwrap();
+    let first_pid: i32 = csv_rows(&text, ',')[0]["Pid"].parse().unwrap();
     let o = report_simpleperf(
         "perf_with_multiple_pids_and_tids.data",
         &["--sort", "pid", "--csv", "--pids", &first_pid.to_string()],
     );
     let text = stdout(&o);
-    let rows: Vec<&str> = text.lines().filter(|l| l.contains("%,")).collect();
+    let rows = csv_rows(&text, ',');
     assert_eq!(rows.len(), 1, "{rows:?}");
-    assert!(rows[0].starts_with("100.00%,"), "{rows:?}");
+    assert_eq!(rows[0]["Overhead"], "100.00%", "{rows:?}");
 }
 
 #[test]

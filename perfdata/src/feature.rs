@@ -28,6 +28,9 @@ pub const RPERF_VDSO: u32 = 195;
 /// How the recording was made (`sections::RecordingInfo`): what a reader must know to weigh
 /// its samples, such as an off-CPU recording.
 pub const RPERF_INFO: u32 = 196;
+/// The symbol files runtimes registered through the GDB JIT interface
+/// (`sections::encode_jit_symfiles`).
+pub const RPERF_JIT_SYMFILES: u32 = 197;
 
 /// The name of one of rperf's own feature sections.
 pub fn rperf_name(feature: u32) -> Option<&'static str> {
@@ -37,6 +40,7 @@ pub fn rperf_name(feature: u32) -> Option<&'static str> {
         RPERF_JITDUMPS => Some("jitdumps"),
         RPERF_VDSO => Some("vDSO image"),
         RPERF_INFO => Some("recording info"),
+        RPERF_JIT_SYMFILES => Some("JIT symbol files"),
         _ => None,
     }
 }

@@ -21,4 +21,4 @@ pub mod feature;
 pub mod header;
 pub mod sections;
 
-pub use sections::{jitdump_pid, RecordingInfo};
+pub use sections::{jitdump_pid, JitReads, JitSymfile, RecordingInfo, SymfileKind};

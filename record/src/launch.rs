@@ -16,7 +16,8 @@ pub struct Launched {
     command: String,
 }
 
-fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
+/// A pipe, both ends close-on-exec: (read, write).
+pub fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: pipe2 writes two descriptors into the array we own.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
@@ -230,4 +231,38 @@ pub fn stop_signal() -> (i32, i32, bool) {
 pub fn reset_stop_signal() {
     STOP_SIGNAL.store(0, Ordering::SeqCst);
     STOP_COUNT.store(0, Ordering::SeqCst);
+}
+
+/// Hands descriptors to a command at fixed numbers: each `(fd, number)` is open as `number`
+/// in the command, without close-on-exec (how a recording running as another user gets the
+/// output file and the stop pipe: `--out-fd 3 --stop-fd 4`). Numbers must be under 10.
+pub fn pass_fds(cmd: &mut std::process::Command, fds: &[(i32, i32)]) {
+    use std::os::unix::process::CommandExt;
+    let fds = fds.to_vec();
+    // SAFETY: between fork and exec only async-signal-safe calls (fcntl, dup2) on descriptors
+    // this process owns. Each first moves to 10 or above, so that no target number overwrites
+    // a descriptor still to be moved; dup2 makes the targets without close-on-exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut moved = [0i32; 8];
+            for (i, &(fd, _)) in fds.iter().enumerate().take(8) {
+                moved[i] = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 10);
+                if moved[i] < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            for (i, &(_, to)) in fds.iter().enumerate().take(8) {
+                if libc::dup2(moved[i], to) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+}
+
+/// This process's real and effective user ids.
+pub fn user_ids() -> (u32, u32) {
+    // SAFETY: getuid and geteuid cannot fail.
+    unsafe { (libc::getuid(), libc::geteuid()) }
 }

@@ -22,6 +22,13 @@
 //!     size_limit: None,
 //!     trace_offcpu: false,
 //!     cmdline: vec!["rperf".into(), "record".into()],
+//!     out_fd: None,
+//!     stop_fd: None,
+//!     delay: None,
+//!     control: None,
+//!     exclude_perf: false,
+//!     jit_interface: true,
+//!     post_unwind: true,
 //! };
 //! let summary = record(&opts, &mut |note| eprintln!("{note}")).unwrap();
 //! println!("{} samples", summary.samples);
@@ -31,9 +38,11 @@
 mod counter;
 mod error;
 pub mod event;
+mod jit_debug;
 pub mod launch;
 mod options;
 mod plan;
+mod post_unwind;
 pub mod procfs;
 mod recorder;
 pub mod records;
@@ -42,6 +51,7 @@ pub mod sample;
 pub mod sys;
 pub mod target;
 mod tracing;
+pub mod tty;
 pub mod writer;
 
 pub use counter::{CountOptions, CountedEvent, CounterFd, Counters, Reading};

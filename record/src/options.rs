@@ -65,4 +65,24 @@ pub struct RecordOptions {
     pub trace_offcpu: bool,
     /// rperf's own command line, stored in the file.
     pub cmdline: Vec<String>,
+    /// Write the recording into this open file descriptor instead of creating `output`: the
+    /// file a parent rperf opened before running this one as an app's user (`run-as`), who
+    /// may not create files where the output goes.
+    pub out_fd: Option<i32>,
+    /// Stop when this file descriptor becomes readable or its writer closes it: how the
+    /// parent asks a recording running as another user (which it may not signal) to stop.
+    pub stop_fd: Option<i32>,
+    /// Start sampling this long after recording starts (after the command's exec).
+    pub delay: Option<Duration>,
+    /// Commands from outside (`--control fifo:CTL[,ACK]`): `enable`, `disable`, `stop` and
+    /// `ping` read from the CTL fifo, each answered `ack` on the ACK fifo.
+    pub control: Option<(PathBuf, Option<PathBuf>)>,
+    /// Leave out samples of rperf itself (`-a` samples it too).
+    pub exclude_perf: bool,
+    /// Read the GDB JIT interface of the recorded processes (`__jit_debug_descriptor`), to
+    /// name their JIT code.
+    pub jit_interface: bool,
+    /// With DWARF call graphs, unwind each sample's user stack while recording and store the
+    /// call chain instead of the stack copy (`--post-unwind`, the default).
+    pub post_unwind: bool,
 }

@@ -10,9 +10,11 @@ use rperf_symbols::{buildid, kallsyms};
 
 use crate::error::open_remedy;
 use crate::event::EventSpec;
+use crate::jit_debug::JitDebugReader;
 use crate::launch::{self, Launched};
 use crate::options::{CallGraph, Rate, RecordOptions, DEFAULT_FREQUENCY};
 use crate::plan::Plan;
+use crate::post_unwind::PostUnwinder;
 use crate::procfs;
 use crate::records::{RecordBuilder, SampleId};
 use crate::ring::RingBuffer;
@@ -33,6 +35,10 @@ pub enum StopReason {
     Signal(i32),
     /// Every target process or thread exited.
     TargetsExited,
+    /// Every process of the app (`--app`) exited.
+    AppExited,
+    /// Asked to stop: `--stop-fd`, a `stop` command on `--control`.
+    Requested,
     /// `--size-limit` was reached.
     SizeLimit,
     /// Writing failed (e.g. disk full); the file holds what was written before.
@@ -53,6 +59,11 @@ pub struct RecordSummary {
     pub lost_sideband: u64,
     /// Samples whose DWARF stack copy was cut short because the ring buffer was filling up.
     pub cut_stacks: u64,
+    /// With `--post-unwind`: samples unwound while recording.
+    pub unwound: u64,
+    /// Of those, the ones whose unwinding stopped before the stack's end (a binary without
+    /// CFI, a stack copy too short).
+    pub unwind_incomplete: u64,
     /// Size of the file.
     pub bytes: u64,
     /// The launched command's exit code (128+signal when it was killed).
@@ -113,6 +124,14 @@ struct Sink {
     trim: bool,
     stacks: StackEnds,
     error: Option<Error>,
+    /// Samples of this pid (rperf's own, with --exclude-perf) are left out.
+    exclude_pid: Option<u32>,
+    /// The GDB JIT interface of the recorded processes.
+    jit: JitDebugReader,
+    /// How many of the JIT interface's symbol files the unwinder has seen.
+    jit_unwinding: usize,
+    /// Unwinds DWARF samples as they come (`--post-unwind`).
+    post: Option<PostUnwinder>,
 }
 
 /// Where each process's stacks end, so that stack copies can stop there. Read from
@@ -169,10 +188,33 @@ impl Sink {
             record_type::SAMPLE => {
                 let id = rec.get(8..16).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
                 let st = self.sample_types.get(&id).copied().unwrap_or(0);
-                if let Some(v) = sample_fields::parse(rec, st, self.regs_count) {
+                let parsed = sample_fields::parse(rec, st, self.regs_count);
+                let unwinding = st & sample::STACK_USER != 0 && self.post.is_some();
+                if unwinding && parsed.is_none() {
+                    // Its attribute says "no stack": a sample that can't be unwound is left out.
+                    return;
+                }
+                if let Some(v) = parsed {
+                    if Some(v.pid) == self.exclude_pid {
+                        return;
+                    }
                     self.samples += 1;
                     self.note_kernel_addresses(misc_bits, &v);
-                    if self.trim {
+                    // Code no binary or symbol file describes may be JIT code registered since
+                    // the interface was last read.
+                    let ip = v.user_reg(sys::IP_REG_INDEX);
+                    if let (Some(post), Some(ip)) = (self.post.as_ref().filter(|_| unwinding), ip) {
+                        if !post.covers(v.pid, ip) && self.jit.watches(v.pid) {
+                            self.jit.poll_now(v.pid);
+                            self.sync_jit();
+                        }
+                    }
+                    if let Some(post) = self.post.as_mut().filter(|_| unwinding) {
+                        match post.rewrite(&v, st, sys::USER_REGS_MASK) {
+                            Some(out) => trimmed = Some(out),
+                            None => return,
+                        }
+                    } else if self.trim {
                         let sp_index = (sys::USER_REGS_MASK & ((1u64 << sys::SP_REG_BIT) - 1)).count_ones();
                         let mut limit = v
                             .user_reg(sp_index as usize)
@@ -198,15 +240,36 @@ impl Sink {
                 self.lost += rec.get(8..16).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
             }
             record_type::MMAP2 | record_type::MMAP => self.note_mmap(type_, misc_bits, rec),
+            record_type::FORK => {
+                if let (Some(pid), Some(ppid), Some(post)) =
+                    (rec.get(8..12), rec.get(12..16), self.post.as_mut())
+                {
+                    let pid = u32::from_le_bytes(pid.try_into().unwrap());
+                    post.fork(u32::from_le_bytes(ppid.try_into().unwrap()), pid);
+                }
+            }
             record_type::COMM => {
                 if let Some(pid) = rec.get(8..12) {
                     let pid = u32::from_le_bytes(pid.try_into().unwrap());
                     self.pids.entry(pid).or_insert_with(|| procfs::uid_of(pid as i32));
+                    if misc_bits & misc::COMM_EXEC != 0 {
+                        self.jit.exec(pid);
+                        if let Some(post) = self.post.as_mut() {
+                            post.exec(pid);
+                        }
+                    }
                 }
             }
             record_type::EXIT => {
-                if let Some(pid) = rec.get(8..12) {
-                    self.stacks.forget(u32::from_le_bytes(pid.try_into().unwrap()));
+                if let (Some(pid), Some(tid)) = (rec.get(8..12), rec.get(16..20)) {
+                    let pid = u32::from_le_bytes(pid.try_into().unwrap());
+                    self.stacks.forget(pid);
+                    if *tid == pid.to_le_bytes() {
+                        self.jit.exit(pid);
+                        if let Some(post) = self.post.as_mut() {
+                            post.exit(pid);
+                        }
+                    }
                 }
             }
             _ => {}
@@ -215,6 +278,15 @@ impl Sink {
         if let Err(e) = self.writer.write_record(out) {
             self.error = Some(e);
         }
+    }
+
+    /// Hands the JIT interface's new symbol files to the unwinder: their CFI unwinds JIT code.
+    fn sync_jit(&mut self) {
+        let Some(post) = self.post.as_mut() else { return };
+        for f in self.jit.symfiles.iter().skip(self.jit_unwinding) {
+            post.jit_code(f.pid, f.code, &f.image);
+        }
+        self.jit_unwinding = self.jit.symfiles.len();
     }
 
     fn note_kernel_addresses(&mut self, misc_bits: u16, v: &sample_fields::SampleView<'_>) {
@@ -235,10 +307,24 @@ impl Sink {
         if misc_bits & misc::CPUMODE_MASK == misc::KERNEL {
             return;
         }
+        // pid, tid, addr, len, pgoff: the same place in MMAP and MMAP2.
+        let u64_at = |at: usize| rec.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()));
+        let pid = rec.get(8..12).map(|b| u32::from_le_bytes(b.try_into().unwrap()));
+        if let (Some(post), Some(pid), Some(addr), Some(len), Some(pgoff)) =
+            (self.post.as_mut(), pid, u64_at(16), u64_at(24), u64_at(32))
+        {
+            if let Some(path) = code_path(type_, misc_bits, rec) {
+                post.mmap(pid, addr, len, pgoff, &path);
+            }
+        }
         if let Some((path, build_id)) = exec_mapping(type_, misc_bits, rec) {
             if let Some(pid) = rperf_perfdata::jitdump_pid(&path) {
                 self.jitdumps.entry(path).or_insert_with(|| procfs::uid_of(pid));
                 return;
+            }
+            if let (Some(pid), Some(addr), Some(pgoff)) = (pid, u64_at(16), u64_at(32)) {
+                self.jit.note_mapping(pid, addr, pgoff, &path);
+                self.sync_jit();
             }
             let entry = self.dsos.entry(path).or_insert(None);
             if entry.is_none() {
@@ -246,6 +332,17 @@ impl Sink {
             }
         }
     }
+}
+
+/// The path of an executable mapping's code that can be unwound: a file, or the vDSO.
+fn code_path(type_: u32, misc_bits: u16, rec: &[u8]) -> Option<String> {
+    if let Some((path, _)) = exec_mapping(type_, misc_bits, rec) {
+        return Some(path);
+    }
+    let name_at = if type_ == record_type::MMAP2 { 72 } else { 40 };
+    let name = rec.get(name_at..)?;
+    let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+    (&name[..end] == b"[vdso]").then(|| "[vdso]".to_string())
 }
 
 /// The file and build id of an executable, file-backed MMAP or MMAP2 record.
@@ -281,6 +378,16 @@ struct Session {
     opts: RecordOptions,
     events: Vec<OpenEvent>,
     fds: Vec<OwnedFd>,
+    /// The sampling events' descriptors (not the sideband's), which delay and control switch.
+    sample_fds: Vec<i32>,
+    /// Sampling is on (off during --delay and after a `disable` command).
+    sampling: bool,
+    /// How long sampling was on, and since when it is.
+    recorded: Duration,
+    sampling_since: Option<Instant>,
+    /// How long the recording lasted, once it ended.
+    elapsed: Option<Duration>,
+    control: Option<Control>,
     buffers: Vec<CpuBuffer>,
     sideband: Vec<CpuBuffer>,
     cpus: Vec<u32>,
@@ -289,10 +396,82 @@ struct Session {
     sink: Sink,
     child: Option<Launched>,
     watched: BTreeSet<i32>,
+    /// Finds the processes of the app (`--app`) as they start.
+    app: Option<target::AppWatcher>,
     builder: RecordBuilder,
     notes: Vec<String>,
     kallsyms_text: Result<std::sync::Arc<String>, String>,
     kernel_syms: Option<std::thread::JoinHandle<Vec<kallsyms::KernelSymbol>>>,
+}
+
+/// The `--control` fifos: commands come in on one, one per line; each is answered `ack` on the
+/// other (as perf's --control does).
+struct Control {
+    ctl: std::fs::File,
+    ack: Option<std::fs::File>,
+    pending: Vec<u8>,
+}
+
+impl Control {
+    fn open(ctl: &std::path::Path, ack: Option<&std::path::Path>) -> Result<Control, Error> {
+        use std::os::unix::fs::OpenOptionsExt;
+        // Opened for writing too, so that a writer closing it is no end of file, and without
+        // blocking, so that the loop only looks.
+        let open = |p: &std::path::Path| {
+            std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+                .open(p)
+                .map_err(|e| Error::file(p, e))
+        };
+        for p in std::iter::once(ctl).chain(ack) {
+            use std::os::unix::fs::FileTypeExt;
+            let is_fifo = std::fs::metadata(p).map(|m| m.file_type().is_fifo()).unwrap_or(false);
+            if !is_fifo {
+                return Err(Error::file(
+                    p,
+                    std::io::Error::other("--control needs a fifo here (mkfifo FILE)"),
+                ));
+            }
+        }
+        Ok(Control { ctl: open(ctl)?, ack: ack.map(open).transpose()?, pending: Vec::new() })
+    }
+
+    /// The commands written since the last look.
+    fn read(&mut self) -> Vec<String> {
+        use std::io::Read;
+        let mut buf = [0u8; 256];
+        while let Ok(n) = self.ctl.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            self.pending.extend_from_slice(&buf[..n]);
+        }
+        let mut out = Vec::new();
+        while let Some(at) = self.pending.iter().position(|&c| c == b'\n' || c == 0) {
+            let line: Vec<u8> = self.pending.drain(..=at).collect();
+            let cmd = String::from_utf8_lossy(&line[..line.len() - 1]).trim().to_string();
+            if !cmd.is_empty() {
+                out.push(cmd);
+            }
+        }
+        out
+    }
+
+    fn ack(&mut self) {
+        if let Some(a) = &mut self.ack {
+            std::io::Write::write_all(a, b"ack\n").ok();
+        }
+    }
+}
+
+/// Whether the parent asked to stop through `fd`: a byte written, or the parent gone.
+fn stop_requested(fd: i32) -> bool {
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one pollfd, for the duration of the call.
+    let ready = unsafe { libc::poll(&mut p, 1, 0) };
+    ready > 0 && p.revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0
 }
 
 fn regs_count() -> usize {
@@ -320,6 +499,22 @@ pub fn event_supported(spec: &EventSpec) -> Result<(), std::io::Error> {
 }
 
 impl Session {
+    /// Turns the sampling events on or off, counting how long they were on.
+    fn set_sampling(&mut self, on: bool) {
+        if on == self.sampling {
+            return;
+        }
+        for &fd in &self.sample_fds {
+            if on { sys::ioc_enable(fd) } else { sys::ioc_disable(fd) }.ok();
+        }
+        match (on, self.sampling_since.take()) {
+            (true, _) => self.sampling_since = Some(Instant::now()),
+            (false, Some(since)) => self.recorded += since.elapsed(),
+            (false, None) => {}
+        }
+        self.sampling = on;
+    }
+
     fn open(opts: &RecordOptions, note: &mut dyn FnMut(&str)) -> Result<Session, Error> {
         launch::reset_stop_signal();
         let Plan { opts, specs, rate, sample_type, cpus, data_pages, side_pages, notes } =
@@ -330,7 +525,15 @@ impl Session {
             .iter()
             .map(|spec| OpenEvent {
                 spec: spec.clone(),
-                attr: make_attr(spec, rate, opts, false, sample_type, data_pages, launch_cmd),
+                attr: make_attr(
+                    spec,
+                    rate,
+                    opts,
+                    false,
+                    sample_type,
+                    data_pages,
+                    launch_cmd && opts.delay.is_none(),
+                ),
                 ids: Vec::new(),
                 sideband: false,
             })
@@ -354,7 +557,16 @@ impl Session {
             _ => None,
         };
         let builder = RecordBuilder { sample_type };
-        let writer = PerfDataWriter::create(&opts.output, &[])?;
+        let writer = match opts.out_fd {
+            Some(fd) => {
+                use std::os::fd::FromRawFd;
+                // SAFETY: the fd was handed to this process for the recording (`--out-fd`);
+                // nothing else in it uses that number.
+                let file = unsafe { std::fs::File::from_raw_fd(fd) };
+                PerfDataWriter::create_in(file, &opts.output, &[])?
+            }
+            None => PerfDataWriter::create(&opts.output, &[])?,
+        };
         let sink = Sink {
             writer,
             sample_types: HashMap::new(),
@@ -367,15 +579,26 @@ impl Session {
             kernel_hits: BTreeSet::new(),
             pids: BTreeMap::new(),
             jitdumps: BTreeMap::new(),
+            jit: JitDebugReader::new(opts.jit_interface),
+            jit_unwinding: 0,
+            post: (opts.post_unwind && matches!(opts.call_graph, CallGraph::Dwarf { .. }))
+                .then(PostUnwinder::new),
             dsos: BTreeMap::new(),
             trim: matches!(opts.call_graph, CallGraph::Dwarf { .. }),
             stacks: StackEnds::default(),
             error: None,
+            exclude_pid: opts.exclude_perf.then(std::process::id),
         };
         let mut s = Session {
             opts: opts.clone(),
             events,
             fds: Vec::new(),
+            sample_fds: Vec::new(),
+            sampling: opts.delay.is_none(),
+            recorded: Duration::ZERO,
+            sampling_since: None,
+            elapsed: None,
+            control: opts.control.as_ref().map(|(c, a)| Control::open(c, a.as_deref())).transpose()?,
             buffers: Vec::new(),
             sideband: Vec::new(),
             cpus,
@@ -384,6 +607,7 @@ impl Session {
             sink,
             child,
             watched: BTreeSet::new(),
+            app: None,
             builder,
             notes,
             kallsyms_text: kallsyms::read_proc_text().map(std::sync::Arc::new),
@@ -426,9 +650,11 @@ impl Session {
                 }
             }
             Target::App(name) => {
-                let found = target::app_processes(&name);
+                let mut watcher = target::AppWatcher::new(&name);
+                let found = watcher.scan();
+                s.app = Some(watcher);
                 if found.is_empty() {
-                    note(&format!("waiting for a process of app '{name}' to start"));
+                    note(&format!("waiting for app {name} to start (Ctrl-C to stop)"));
                 }
                 for pid in found {
                     s.attach_process(pid, note)?;
@@ -530,7 +756,12 @@ impl Session {
                 self.events[ei].ids.push(id);
                 let st = self.events[ei].attr.sample_type;
                 self.sink.sample_types.insert(id, st);
-                if !matches!(self.opts.target, Target::Command(_)) {
+                if !sideband {
+                    self.sample_fds.push(raw);
+                }
+                // A launched command's events start at its exec (unless sampling waits for a
+                // delay); the others now, sampling events only while sampling is on.
+                if !matches!(self.opts.target, Target::Command(_)) && (sideband || self.sampling) {
                     sys::ioc_enable(raw).ok();
                 }
                 self.fds.push(fd);
@@ -557,6 +788,11 @@ impl Session {
                     // Older kernels lack build ids in mmap records: drop them and go on.
                     if code == Some(libc::EINVAL) && ev.attr.build_id() != 0 {
                         ev.attr.set_build_id(0);
+                        continue;
+                    }
+                    // Kernels before 4.1 stamp samples with perf's own clock only.
+                    if code == Some(libc::EINVAL) && ev.attr.use_clockid() != 0 {
+                        ev.attr.set_use_clockid(0);
                         continue;
                     }
                     // Without the right to sample the kernel, sample user space only.
@@ -611,7 +847,11 @@ impl Session {
         self.events
             .iter()
             .map(|e| FileAttr {
-                attr: sys::attr_bytes(&e.attr),
+                // Samples unwound while recording carry a call chain, not the stack.
+                attr: sys::attr_bytes(&match self.sink.post {
+                    Some(_) => crate::post_unwind::unwound_attr(e.attr),
+                    None => e.attr,
+                }),
                 ids: e.ids.clone(),
                 name: e.spec.display_name(),
             })
@@ -636,6 +876,9 @@ impl Session {
             b.ring.drain(|rec| sink.handle(rec));
         }
         sink.pressure = false;
+        if let Some(post) = sink.post.as_mut() {
+            post.end_of_drain();
+        }
     }
 
     fn run(&mut self, note: &mut dyn FnMut(&str)) -> Result<RecordSummary, Error> {
@@ -647,11 +890,50 @@ impl Session {
         self.sink.writer.publish()?;
         let start = Instant::now();
         let deadline = self.opts.duration.map(|d| start + d);
+        let mut enable_at = self.opts.delay.map(|d| start + d);
+        if self.sampling {
+            self.sampling_since = Some(start);
+        }
         let mut last_scan = Instant::now();
         let mut exit_code = None;
         let stop = loop {
-            self.wait_for_data(deadline);
+            // Wake for the end of a delay too.
+            let wake = match (deadline, enable_at) {
+                (Some(d), Some(e)) => Some(d.min(e)),
+                (d, e) => d.or(e),
+            };
+            self.wait_for_data(wake);
+            if enable_at.is_some_and(|t| Instant::now() >= t) {
+                enable_at = None;
+                self.set_sampling(true);
+            }
+            if let Some(commands) = self.control.as_mut().map(Control::read) {
+                let mut stop = false;
+                for c in commands {
+                    match c.as_str() {
+                        "enable" => self.set_sampling(true),
+                        "disable" => self.set_sampling(false),
+                        "stop" => stop = true,
+                        "ping" => {}
+                        other => note(&format!(
+                            "--control: unknown command '{other}' (enable, disable, stop, ping)"
+                        )),
+                    }
+                    if let Some(ctl) = self.control.as_mut() {
+                        ctl.ack();
+                    }
+                }
+                if stop {
+                    break StopReason::Requested;
+                }
+            }
             self.drain();
+            self.sink.jit.poll();
+            self.sink.sync_jit();
+            for n in std::mem::take(&mut self.sink.jit.notes) {
+                note(&n);
+                self.notes.push(n);
+            }
             if let Err(e) = self.sink.writer.finish_round() {
                 self.sink.error.get_or_insert(e);
             }
@@ -665,6 +947,9 @@ impl Session {
             if sig != 0 {
                 break StopReason::Signal(sig);
             }
+            if self.opts.stop_fd.is_some_and(stop_requested) {
+                break StopReason::Requested;
+            }
             if let Some(child) = &self.child {
                 if let Some(code) = child.try_wait() {
                     exit_code = Some(code);
@@ -675,15 +960,23 @@ impl Session {
                 break StopReason::Duration;
             }
             match &self.opts.target {
-                Target::App(name) if last_scan.elapsed() >= Duration::from_millis(50) => {
-                    last_scan = Instant::now();
+                Target::App(name) => {
+                    // Every wake-up (at least each millisecond) looks for new processes of the
+                    // app; whether they all exited, every 10 ms.
                     let name = name.clone();
-                    for pid in target::app_processes(&name) {
+                    let found = self.app.as_mut().map(|w| w.scan()).unwrap_or_default();
+                    for pid in found {
                         if !self.watched.contains(&pid) && self.attach_process(pid, note).is_ok() {
-                            note(&format!("attached to pid {pid} of app '{name}'"));
+                            note(&format!("attached to pid {pid} of app {name}"));
                             if let Err(e) = self.sync_attrs() {
                                 self.sink.error.get_or_insert(e);
                             }
+                        }
+                    }
+                    if last_scan.elapsed() >= Duration::from_millis(10) {
+                        last_scan = Instant::now();
+                        if !self.watched.is_empty() && self.watched.iter().all(|&p| !procfs::is_alive(p)) {
+                            break StopReason::AppExited;
                         }
                     }
                 }
@@ -698,6 +991,8 @@ impl Session {
         for fd in &self.fds {
             sys::ioc_disable(fd.as_raw_fd()).ok();
         }
+        self.set_sampling(false);
+        self.elapsed = Some(start.elapsed());
         self.drain();
         let mut write_error = self.sink.error.take().map(|e| e.to_string());
         if let StopReason::WriteError(e) = &stop {
@@ -714,6 +1009,8 @@ impl Session {
         let lost = self.sink.lost;
         let lost_sideband = self.sink.lost_sideband;
         let cut_stacks = self.sink.cut_stacks;
+        let (unwound, unwind_incomplete) =
+            self.sink.post.as_ref().map_or((0, 0), |p| (p.unwound, p.incomplete));
         let bytes = match self.sink.writer.finish(&attrs, features) {
             Ok(b) => b,
             Err(e) => {
@@ -732,6 +1029,8 @@ impl Session {
             lost,
             lost_sideband,
             cut_stacks,
+            unwound,
+            unwind_incomplete,
             bytes,
             exit_code,
             stop,
@@ -760,7 +1059,8 @@ impl Session {
     }
 
     fn wait_for_data(&self, deadline: Option<Instant>) {
-        let mut timeout = 100i32;
+        // An app's processes are looked for every millisecond, so that its start is recorded.
+        let mut timeout = if self.app.is_some() { 1i32 } else { 100 };
         if let Some(d) = deadline {
             let left = d.saturating_duration_since(Instant::now()).as_millis();
             timeout = timeout.min(left as i32);
@@ -815,7 +1115,12 @@ impl Session {
                 f.push((feature::TRACING_DATA, data));
             }
         }
-        let info = rperf_perfdata::RecordingInfo { trace_offcpu: self.opts.trace_offcpu };
+        let info = rperf_perfdata::RecordingInfo {
+            trace_offcpu: self.opts.trace_offcpu,
+            recorded_ns: self.elapsed.map(|_| self.recorded.as_nanos() as u64),
+            elapsed_ns: self.elapsed.map(|e| e.as_nanos() as u64),
+            jit_reads: self.sink.jit.seen.then_some(self.sink.jit.reads),
+        };
         f.push((feature::RPERF_INFO, info.encode()));
         let mut ids = Vec::new();
         if let Some(kid) = buildid::of_kernel() {
@@ -834,6 +1139,10 @@ impl Session {
         f.push((feature::BUILD_ID, encode::build_id_feature(&ids)));
         if let Some(image) = vdso {
             f.push((feature::RPERF_VDSO, image));
+        }
+        if !self.sink.jit.symfiles.is_empty() {
+            let files = std::mem::take(&mut self.sink.jit.symfiles);
+            f.push((feature::RPERF_JIT_SYMFILES, rperf_perfdata::sections::encode_jit_symfiles(&files)));
         }
         let mut refused = Vec::new();
         if let Some(dumps) = writer::jitdumps_feature(&self.sink.jitdumps, &mut refused) {
@@ -974,6 +1283,10 @@ fn make_attr(
         a.set_build_id(1);
     }
     a.set_sample_id_all(1);
+    // CLOCK_MONOTONIC: the clock runtimes stamp their JIT code with (ART), and the one the
+    // JIT interface's reads are timed with.
+    a.set_use_clockid(1);
+    a.clockid = libc::CLOCK_MONOTONIC;
     a.set_watermark(1);
     a.__bindgen_anon_2.wakeup_watermark = (data_pages * sys::page_size() / 4) as u32;
     if let CallGraph::Dwarf { stack_size } = opts.call_graph {

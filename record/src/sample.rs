@@ -16,6 +16,10 @@ pub struct SampleView<'a> {
     pub tid: u32,
     /// Kernel callchain entries (context markers included).
     pub callchain: Vec<u64>,
+    /// Byte offset of the callchain's entry count, when present.
+    pub callchain_at: Option<usize>,
+    /// Byte offset of the user registers' ABI field, when present.
+    pub regs_abi_at: Option<usize>,
     /// Byte offset of the first user register value, when registers were recorded.
     pub regs_at: Option<usize>,
     /// Byte offset of the `PERF_SAMPLE_STACK_USER` size field, when present.
@@ -62,7 +66,9 @@ pub fn parse(record: &[u8], sample_type: u64, regs_count: usize) -> Option<Sampl
         return Some(v); // not requested by rperf; the rest cannot be located without read_format
     }
     if sample_type & sample::CALLCHAIN != 0 {
-        let nr = u64_at(record, take(8)?)? as usize;
+        let at = take(8)?;
+        v.callchain_at = Some(at);
+        let nr = u64_at(record, at)? as usize;
         let p = take(nr.checked_mul(8)?)?;
         v.callchain = (0..nr).filter_map(|i| u64_at(record, p + 8 * i)).collect();
     }
@@ -74,7 +80,9 @@ pub fn parse(record: &[u8], sample_type: u64, regs_count: usize) -> Option<Sampl
         return Some(v);
     }
     if sample_type & sample::REGS_USER != 0 {
-        let abi = u64_at(record, take(8)?)?;
+        let at = take(8)?;
+        v.regs_abi_at = Some(at);
+        let abi = u64_at(record, at)?;
         if abi != 0 {
             v.regs_at = Some(take(regs_count.checked_mul(8)?)?);
         }

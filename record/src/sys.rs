@@ -89,6 +89,17 @@ pub const SP_REG_BIT: u32 = 31;
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub const SP_REG_BIT: u32 = 0;
 
+/// Bit of the instruction pointer in the user register mask.
+#[cfg(target_arch = "x86_64")]
+pub const IP_REG_BIT: u32 = 8;
+#[cfg(target_arch = "aarch64")]
+pub const IP_REG_BIT: u32 = 32;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+pub const IP_REG_BIT: u32 = 0;
+
+/// Where the instruction pointer is among a sample's user registers.
+pub const IP_REG_INDEX: usize = (USER_REGS_MASK & ((1u64 << IP_REG_BIT) - 1)).count_ones() as usize;
+
 /// Largest user stack copy the kernel accepts in one sample (the record size is a u16).
 pub const MAX_STACK_USER: u32 = 65528;
 

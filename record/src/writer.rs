@@ -47,59 +47,63 @@ pub struct PerfDataWriter {
     data_size: u64,
     buf: Vec<u8>,
     attrs_at_front: Option<(u64, u64)>,
+    /// Records were written since the last round marker.
+    in_round: bool,
 }
 
 impl PerfDataWriter {
     /// Creates a new file beside `path` and writes a valid, empty recording with the given
-    /// attributes. The file is new (never an existing one, never through a symbolic link) and
-    /// readable by its owner only: recordings hold stack memory. It takes `path`'s name at
-    /// `publish`; until then an existing recording there is untouched, and dropping the writer
-    /// removes the new file.
+    /// attributes. The file is made by `create_beside`. It takes `path`'s name at `publish`;
+    /// until then an existing recording there is untouched, and dropping the writer removes
+    /// the new file.
     pub fn create(path: &Path, attrs: &[FileAttr]) -> Result<PerfDataWriter, Error> {
-        use std::os::unix::fs::OpenOptionsExt;
         if path.is_dir() {
             let e = io::Error::other("it is a directory; give a file name with -o");
             return Err(Error::file(path, e));
         }
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let temp = path.with_file_name(format!(".{name}.rperf-{}", std::process::id()));
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&temp)
-            .map_err(|e| Error::file(path, e))?;
+        let (file, temp) = create_beside(path)?;
+        Self::start(file, temp, path, false, attrs)
+    }
+
+    /// Writes the recording into `file`, an open file that already has its name (`name`, for
+    /// messages): a parent process created it, securely, where this one may not create files.
+    /// What it held is replaced.
+    pub fn create_in(file: File, name: &Path, attrs: &[FileAttr]) -> Result<PerfDataWriter, Error> {
+        file.set_len(0).map_err(|e| Error::file(name, e))?;
+        Self::start(file, name.to_path_buf(), name, true, attrs)
+    }
+
+    fn start(
+        file: File,
+        path: PathBuf,
+        output: &Path,
+        published: bool,
+        attrs: &[FileAttr],
+    ) -> Result<PerfDataWriter, Error> {
         let mut w = PerfDataWriter {
             file,
-            path: temp,
-            output: path.to_path_buf(),
-            published: false,
+            path,
+            output: output.to_path_buf(),
+            published,
             buffered_samples: 0,
             written_samples: 0,
             data_offset: HEADER_SIZE + ATTR_RESERVE,
             data_size: 0,
             buf: Vec::with_capacity(FLUSH_AT * 2),
             attrs_at_front: None,
+            in_round: false,
         };
         w.write_front_attrs(attrs)?;
         w.write_header(&[])?;
         Ok(w)
     }
 
-    /// Gives the recording its name, once it has really started: an existing file (or link)
-    /// there is moved aside to `NAME.old`, as perf does, never written through.
+    /// Gives the recording its name, once it has really started (see `publish_as`).
     pub fn publish(&mut self) -> Result<(), Error> {
         if self.published {
             return Ok(());
         }
-        if std::fs::symlink_metadata(&self.output).is_ok() {
-            let mut old = self.output.clone().into_os_string();
-            old.push(".old");
-            std::fs::rename(&self.output, &old).map_err(|e| Error::file(&self.output, e))?;
-        }
-        std::fs::rename(&self.path, &self.output).map_err(|e| Error::file(&self.output, e))?;
+        publish_as(&self.path, &self.output)?;
         self.path = self.output.clone();
         self.published = true;
         Ok(())
@@ -132,6 +136,7 @@ impl PerfDataWriter {
 
     /// Appends one record (header included).
     pub fn write_record(&mut self, record: &[u8]) -> Result<(), Error> {
+        self.in_round = true;
         self.buf.extend_from_slice(record);
         self.buffered_samples += u64::from(is_sample(record));
         if self.buf.len() >= FLUSH_AT {
@@ -143,9 +148,15 @@ impl PerfDataWriter {
     /// Appends a FINISHED_ROUND record, which tells readers that every record before it may be
     /// sorted and processed, and flushes, so that a crash loses at most the current round.
     pub fn finish_round(&mut self) -> Result<(), Error> {
+        // A round without records needs no marker (the loop wakes every millisecond while
+        // waiting for an app).
+        if !std::mem::take(&mut self.in_round) {
+            return Ok(());
+        }
         let mut r = Vec::with_capacity(8);
         put_header(&mut r, rperf_perfdata::encode::FINISHED_ROUND, 0, 8);
         self.write_record(&r)?;
+        self.in_round = false;
         self.flush()
     }
 
@@ -310,6 +321,35 @@ fn is_sample(record: &[u8]) -> bool {
     record.get(0..4).is_some_and(|t| {
         u32::from_le_bytes(t.try_into().expect("4 bytes")) == crate::sys::record_type::SAMPLE
     })
+}
+
+/// A new file for a recording that will be named `path`: beside it, under a name of its own
+/// (returned), never an existing file, never through a symbolic link, and readable by its
+/// owner only (recordings hold stack memory).
+pub fn create_beside(path: &Path) -> Result<(File, PathBuf), Error> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let temp = path.with_file_name(format!(".{name}.rperf-{}", std::process::id()));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&temp)
+        .map_err(|e| Error::file(path, e))?;
+    Ok((file, temp))
+}
+
+/// Gives the file `temp` the name `output`: an existing file (or link) there is moved aside to
+/// `NAME.old`, as perf does, never written through.
+pub fn publish_as(temp: &Path, output: &Path) -> Result<(), Error> {
+    if std::fs::symlink_metadata(output).is_ok() {
+        let mut old = output.as_os_str().to_owned();
+        old.push(".old");
+        std::fs::rename(output, &old).map_err(|e| Error::file(output, e))?;
+    }
+    std::fs::rename(temp, output).map_err(|e| Error::file(output, e))
 }
 
 impl Drop for PerfDataWriter {

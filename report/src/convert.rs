@@ -37,16 +37,28 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
         .map_err(Error::Usage)?;
     let kernel = kernel_symbols(opts, &rec.perf_file, &rec.stored_symbols)?;
     let mut finder = BinaryFinder::new(opts.symfs.as_deref());
+    finder.set_same_kernel(recorded_on_this_kernel(&rec.perf_file));
     let section = |id| rec.perf_file.feature_section_data(linux_perf_data::Feature(id));
     if let Some(image) = section(rperf_perfdata::feature::RPERF_VDSO) {
         finder.set_recorded_vdso(image.to_vec());
     }
+    let mut model = Model::default();
+    model.dex_paths = rec
+        .stored_symbols
+        .iter()
+        .filter(|r| r.r#type == linux_perf_data::simpleperf_dso_type::DSO_DEX_FILE)
+        .map(|r| r.path.clone())
+        .collect();
     let mut resolver = Resolver::new(finder, kernel, std::mem::take(&mut rec.stored_symbols), rec.arch);
+    resolver.full_names = opts.full_names;
     resolver.dwarf_inline = opts.inline;
     resolver.trust_any_owner = opts.force;
     resolver.show_ip = opts.show_ip;
     resolver.want_srclines = opts.sort.contains(&crate::SortKey::Srcline);
     resolver.want_lines = opts.format.shows_lines();
+    if let Some(d) = section(rperf_perfdata::feature::RPERF_JIT_SYMFILES) {
+        resolver.symfiles = crate::jit::Symfiles::new(rperf_perfdata::sections::decode_jit_symfiles(d));
+    }
     if let Some(d) = section(rperf_perfdata::feature::RPERF_PERF_MAPS) {
         resolver.embedded_perf_maps = rperf_perfdata::sections::decode_perf_maps(d);
     }
@@ -54,7 +66,7 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
         resolver.embedded_jitdumps = rperf_perfdata::sections::decode_jitdumps(d);
     }
     let mut c = Converter {
-        model: Model::default(),
+        model,
         resolver,
         profile,
         build_ids: std::mem::take(&mut rec.build_ids),
@@ -93,7 +105,13 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
         records += 1;
         let (attr, raw) = record;
         match crate::decode::parse(&raw, &mut patched) {
-            Some(EventRecord::Sample(s)) => c.handle_sample(attr, &s, opts.max_stack),
+            Some(EventRecord::Sample(s)) => {
+                let attr = match (&rec.event_of_id, s.id) {
+                    (Some(events), Some(id)) => events.get(&id).copied().unwrap_or(attr),
+                    _ => attr,
+                };
+                c.handle_sample(attr, &s, opts.max_stack)
+            }
             Some(EventRecord::Comm(r)) => c.handle_comm(&r),
             Some(EventRecord::Fork(r)) => c.handle_fork(&r),
             Some(EventRecord::Exit(r)) => c.handle_exit(&r),
@@ -115,6 +133,7 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
         arch: rec.arch_name.clone(),
         written: std::fs::metadata(path).and_then(|m| m.modified()).ok(),
         time_range: (0, 0),
+        recorded: rec.recorded,
     };
     let profile = profile.finish(
         model,
@@ -164,27 +183,32 @@ impl Converter {
 
     fn handle_mmap(&mut self, m: &MmapRecord<'_>) {
         let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
-        let build_id = self.build_ids.get(&path).cloned();
         let kernel = matches!(m.cpu_mode, CpuMode::Kernel) || m.pid == -1;
-        self.model.mmap(
-            m.pid,
-            (m.address, m.length, m.page_offset),
-            &path,
-            build_id,
-            m.is_executable,
-            kernel,
-        );
+        let (path, pgoff) = self.library_in_apk(path, m.page_offset, m.is_executable && !kernel);
+        let build_id = self.build_ids.get(&path).cloned();
+        self.model.mmap(m.pid, (m.address, m.length, pgoff), &path, build_id, m.is_executable, kernel);
     }
 
     fn handle_mmap2(&mut self, m: &Mmap2Record<'_>) {
         let path = String::from_utf8_lossy(&m.path.as_slice()).into_owned();
+        let kernel = matches!(m.cpu_mode, CpuMode::Kernel) || m.pid == -1;
+        let exec = m.protection & libc::PROT_EXEC as u32 != 0;
+        let (path, pgoff) = self.library_in_apk(path, m.page_offset, exec && !kernel);
         let build_id = match &m.file_id {
             Mmap2FileId::BuildId(b) => Some(b.clone()),
             _ => self.build_ids.get(&path).cloned(),
         };
-        let kernel = matches!(m.cpu_mode, CpuMode::Kernel) || m.pid == -1;
-        let exec = m.protection & libc::PROT_EXEC as u32 != 0;
-        self.model.mmap(m.pid, (m.address, m.length, m.page_offset), &path, build_id, exec, kernel);
+        self.model.mmap(m.pid, (m.address, m.length, pgoff), &path, build_id, exec, kernel);
+    }
+
+    /// Code mapped straight from an APK is the library stored there: named and offset as
+    /// simpleperf records it (`X.apk!/lib/abi/libfoo.so`), so that it is found and unwound
+    /// like any library.
+    fn library_in_apk(&mut self, path: String, pgoff: u64, code: bool) -> (String, u64) {
+        match code.then(|| self.resolver.apk_library(&path, pgoff)).flatten() {
+            Some(library) => library,
+            None => (path, pgoff),
+        }
     }
 
     fn handle_lost(&mut self, attr: usize, r: &LostRecord) {
@@ -195,6 +219,7 @@ impl Converter {
     /// when the stack was cut short.
     fn stack_frames(&mut self, s: &SampleRecord<'_>, pid: i32, max_stack: usize) -> bool {
         self.frames.clear();
+        let time = s.timestamp.unwrap_or(0);
         let default_ctx = match s.cpu_mode {
             CpuMode::Kernel => Context::Kernel,
             CpuMode::User => Context::User,
@@ -220,7 +245,8 @@ impl Converter {
             // DWARF mode: the kernel part from the record, the user part unwound here.
             let bytes = data.as_slice();
             let len = (*dyn_size as usize).min(bytes.len());
-            let unwound = self.resolver.unwind(&self.model, pid, regs, &bytes[..len], MAX_UNWIND_FRAMES);
+            let unwound =
+                self.resolver.unwind(&mut self.model, pid, regs, &bytes[..len], MAX_UNWIND_FRAMES, time);
             truncated = unwound.truncated;
             chain.retain(|f| f.context == Context::Kernel);
             // Under kernel frames, the user instruction pointer is where the kernel returns to.
@@ -234,7 +260,7 @@ impl Converter {
             }));
         }
         for f in chain.iter().take(max_stack) {
-            self.frames.push(self.resolver.frame(&mut self.model, pid, f.addr.lookup(), f.context));
+            self.frames.push(self.resolver.frame(&mut self.model, pid, f.addr.lookup(), f.context, time));
         }
         truncated
     }
@@ -283,6 +309,13 @@ fn unnamed_warning(p: &Profile, unnamed: &std::collections::HashSet<u32>) -> Opt
     ))
 }
 
+/// Whether the recording names the running kernel's release (perf and rperf record it).
+fn recorded_on_this_kernel(perf_file: &linux_perf_data::PerfFile) -> bool {
+    let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let recorded = perf_file.os_release().ok().flatten().unwrap_or_default();
+    !recorded.is_empty() && recorded == running.trim()
+}
+
 /// Where kernel symbols come from: `--kallsyms`, rperf's snapshot, simpleperf's stored kernel
 /// symbols, or this machine's kernel when the recording was made on it.
 fn kernel_symbols(
@@ -323,9 +356,7 @@ fn kernel_symbols(
         return ready(KernelSymbols::from_table(SymbolTable::new(stored_kernel)));
     }
     // The running kernel's symbols fit a recording made on this kernel.
-    let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let recorded = perf_file.os_release().ok().flatten().unwrap_or_default();
-    if !recorded.is_empty() && recorded == running.trim() {
+    if recorded_on_this_kernel(perf_file) {
         // The kernel formats /proc/kallsyms slowly (~50 ms); read it beside the records.
         let mut loading = Some(std::thread::spawn(|| {
             let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();

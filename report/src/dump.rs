@@ -44,6 +44,38 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<(), Error> {
     if let Ok(Some(meta)) = perf_file.simpleperf_meta_info() {
         writeln!(w, "simpleperf meta info: {meta:?}").map_err(io)?;
     }
+    if let Ok(Some(files)) = perf_file.simpleperf_symbol_tables() {
+        writeln!(w, "stored symbol files:").map_err(io)?;
+        for f in &files {
+            writeln!(
+                w,
+                "  {} ({}, {} symbols, min vaddr {:#x})",
+                crate::output::printable(&f.path),
+                stored_type_name(f.r#type),
+                f.symbol.len(),
+                f.min_vaddr
+            )
+            .map_err(io)?;
+        }
+    }
+    if let Some(d) =
+        perf_file.feature_section_data(linux_perf_data::Feature(rperf_perfdata::feature::RPERF_INFO))
+    {
+        writeln!(w, "recording info:").map_err(io)?;
+        for line in String::from_utf8_lossy(d).lines() {
+            writeln!(w, "  {}", crate::output::printable(line)).map_err(io)?;
+        }
+    }
+    let symfiles = perf_file
+        .feature_section_data(linux_perf_data::Feature(rperf_perfdata::feature::RPERF_JIT_SYMFILES))
+        .map(rperf_perfdata::sections::decode_jit_symfiles)
+        .unwrap_or_default();
+    if !symfiles.is_empty() {
+        writeln!(w, "JIT symbol files (GDB JIT interface):").map_err(io)?;
+        for f in &symfiles {
+            writeln!(w, "  {}", crate::jit::describe_symfile(f)).map_err(io)?;
+        }
+    }
     writeln!(w, "events:").map_err(io)?;
     for (i, a) in perf_file.event_attributes().iter().enumerate() {
         writeln!(w, "  [{i}] {:?} ids {:?}: {:?}", a.name(), a.event_ids, a.attr).map_err(io)?;
@@ -81,4 +113,17 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<(), Error> {
     }
     writeln!(w, "{n} records").map_err(io)?;
     Ok(())
+}
+
+/// simpleperf's name of a stored file's type.
+fn stored_type_name(t: u32) -> &'static str {
+    use linux_perf_data::simpleperf_dso_type::*;
+    match t {
+        DSO_KERNEL => "kernel",
+        DSO_KERNEL_MODULE => "kernel module",
+        DSO_ELF_FILE => "ELF file",
+        DSO_DEX_FILE => "dex file",
+        DSO_SYMBOL_MAP_FILE => "symbol map",
+        _ => "unknown file",
+    }
 }

@@ -1,7 +1,120 @@
 //! The JIT symbol sources a runtime writes: perf maps (`/tmp/perf-PID.map`, lines of
-//! `START SIZE NAME`) and jitdump files (`jit-PID.dump`, code-load and code-move records).
+//! `START SIZE NAME`) and jitdump files (`jit-PID.dump`, code-load and code-move records), and
+//! the symbol files the recorder copied from the GDB JIT interface (`Symfiles`).
 
 use std::collections::HashMap;
+
+use rperf_perfdata::{JitSymfile, SymfileKind};
+
+/// The symbol files runtimes registered through the GDB JIT interface, by process, with the
+/// time each was registered: an address maps to the code that was there at the sample's time.
+#[derive(Default)]
+pub struct Symfiles {
+    pub files: Vec<JitSymfile>,
+    /// Each process's ELF files by where their code starts, and the longest code range: the
+    /// files that may cover an address start at most that far before it.
+    by_pid: HashMap<i32, (Vec<usize>, u64)>,
+    /// Each process's registration and removal times, sorted: how many of them a time is
+    /// past tells which files are live then.
+    changes: HashMap<i32, Vec<u64>>,
+}
+
+impl Symfiles {
+    /// Indexes the files of a recording's `RPERF_JIT_SYMFILES` section.
+    pub fn new(files: Vec<JitSymfile>) -> Symfiles {
+        let mut by_pid: HashMap<i32, (Vec<usize>, u64)> = HashMap::new();
+        let mut changes: HashMap<i32, Vec<u64>> = HashMap::new();
+        for (i, f) in files.iter().enumerate() {
+            if f.kind == SymfileKind::Elf {
+                let (v, longest) = by_pid.entry(f.pid as i32).or_default();
+                v.push(i);
+                *longest = (*longest).max(f.code.1.saturating_sub(f.code.0));
+            }
+            let c = changes.entry(f.pid as i32).or_default();
+            c.push(f.registered_ns);
+            if f.removed_ns != u64::MAX {
+                c.push(f.removed_ns);
+            }
+        }
+        for (v, _) in by_pid.values_mut() {
+            v.sort_by_key(|&i| files[i].code.0);
+        }
+        for c in changes.values_mut() {
+            c.sort_unstable();
+        }
+        Symfiles { files, by_pid, changes }
+    }
+
+    /// The ELF symbol file that described `addr` in process `pid` at `time`: of the files
+    /// covering the address and live then, the one registered last (an address reused for new
+    /// code belongs to the newer file from its registration on).
+    pub fn find(&self, pid: i32, addr: u64, time: u64) -> Option<usize> {
+        let (v, longest) = self.by_pid.get(&pid)?;
+        let end = v.partition_point(|&i| self.files[i].code.0 <= addr);
+        let start = v.partition_point(|&i| self.files[i].code.0 < addr.saturating_sub(*longest));
+        v[start..end]
+            .iter()
+            .copied()
+            .filter(|&i| {
+                let f = &self.files[i];
+                addr < f.code.1 && f.registered_ns <= time && time < f.removed_ns
+            })
+            .max_by_key(|&i| (self.files[i].registered_ns, i))
+    }
+
+    /// The ELF symbol files of `pid` live at `time`.
+    pub fn live(&self, pid: i32, time: u64) -> impl Iterator<Item = usize> + '_ {
+        self.by_pid.get(&pid).into_iter().flat_map(|(v, _)| v).copied().filter(move |&i| {
+            let f = &self.files[i];
+            f.registered_ns <= time && time < f.removed_ns
+        })
+    }
+
+    /// Which set of files is live in `pid` at `time`, as a number that changes when the set
+    /// does (for caches of what was built from them).
+    pub fn epoch(&self, pid: i32, time: u64) -> usize {
+        self.changes.get(&pid).map_or(0, |c| c.partition_point(|&t| t <= time))
+    }
+}
+
+/// One line about a stored symbol file, for `rperf dump`: its process, kind, code range, size,
+/// times and the functions it names.
+pub fn describe_symfile(f: &JitSymfile) -> String {
+    let removed = match f.removed_ns {
+        u64::MAX => "still registered at the end".to_string(),
+        t => format!("removed by {}.{:09}", t / 1_000_000_000, t % 1_000_000_000),
+    };
+    let kind = match f.kind {
+        SymfileKind::Elf => "ELF",
+        SymfileKind::Dex => "dex",
+    };
+    let names = match f.kind {
+        SymfileKind::Elf => {
+            let linked = rperf_symbols::jit::link(&f.image);
+            match rperf_symbols::ElfInfo::from_bytes(std::path::Path::new("[JIT]"), &linked) {
+                Ok(elf) => {
+                    let mut v: Vec<&str> = elf.symbols.iter().map(|s| s.name.as_str()).take(8).collect();
+                    if elf.symbols.len() > v.len() {
+                        v.push("...");
+                    }
+                    format!(": {}", v.join(", "))
+                }
+                Err(_) => ": not a readable ELF image".to_string(),
+            }
+        }
+        SymfileKind::Dex => String::new(),
+    };
+    format!(
+        "pid {} {kind} {:#x}-{:#x}, {} bytes, registered {}.{:09}, {removed}{}",
+        f.pid,
+        f.code.0,
+        f.code.1,
+        f.image.len(),
+        f.registered_ns / 1_000_000_000,
+        f.registered_ns % 1_000_000_000,
+        crate::output::printable(&names)
+    )
+}
 
 /// The code-load records of a jitdump file as (address, size, name); moved code follows its
 /// move records. Reading stops at the first malformed record.
@@ -47,6 +160,32 @@ pub fn parse_perf_map(text: &str) -> Vec<(u64, u64, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn symfile(pid: u32, code: (u64, u64), registered_ns: u64, removed_ns: u64) -> JitSymfile {
+        JitSymfile { pid, kind: SymfileKind::Elf, registered_ns, removed_ns, code, image: Vec::new() }
+    }
+
+    #[test]
+    fn symfiles_map_an_address_to_the_code_there_at_the_time() {
+        // Two functions in the same memory, one after the other; another process's file.
+        let s = Symfiles::new(vec![
+            symfile(7, (0x1000, 0x1100), 100, 500),
+            symfile(7, (0x1000, 0x1080), 450, u64::MAX),
+            symfile(8, (0x1000, 0x1100), 0, u64::MAX),
+        ]);
+        assert_eq!(s.find(7, 0x1010, 50), None);
+        assert_eq!(s.find(7, 0x1010, 300), Some(0));
+        // Between the newer file's registration and the older one's removal: the newer.
+        assert_eq!(s.find(7, 0x1010, 460), Some(1));
+        assert_eq!(s.find(7, 0x1090, 460), Some(0));
+        assert_eq!(s.find(7, 0x1090, 600), None);
+        assert_eq!(s.find(8, 0x1090, 600), Some(2));
+        assert_eq!(s.find(9, 0x1090, 600), None);
+        assert_eq!(s.live(7, 300).collect::<Vec<_>>(), vec![0]);
+        assert_eq!(s.live(7, 600).collect::<Vec<_>>(), vec![1]);
+        assert!(s.epoch(7, 300) < s.epoch(7, 460) && s.epoch(7, 460) < s.epoch(7, 600));
+        assert_eq!(s.epoch(7, 460), s.epoch(7, 499));
+    }
 
     #[test]
     fn perf_map_lines() {

@@ -20,9 +20,11 @@
 //! ```
 #![deny(missing_docs)]
 
+mod annotate;
 mod convert;
 mod decode;
 mod dump;
+mod java;
 mod jit;
 mod load;
 mod model;
@@ -32,13 +34,20 @@ mod profile;
 mod progress;
 mod resolve;
 
+pub use annotate::{annotate, AnnotateOptions, FunctionCode};
 pub use dump::dump;
-pub use options::{CallOrder, Filters, Format, OffCpuMode, ReportOptions, SortKey, StackPrefix};
+pub use load::binaries;
+pub use options::{CallOrder, Filters, Format, OffCpuMode, ReportOptions, SortKey, StackPrefix, TimeBound};
 pub use profile::Profile;
 
 /// Reads a recording into a profile: load, convert, symbolize.
 pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
-    convert::convert(load::open(opts)?, opts)
+    let mut profile = convert::convert(load::open(opts)?, opts)?;
+    // The HTML report shows the code of its hottest functions.
+    if opts.format == Format::Html && opts.diff_base.is_none() {
+        profile.code = annotate::hot_code(&profile, opts.symfs.as_deref(), 20);
+    }
+    Ok(profile)
 }
 
 impl Profile {

@@ -44,6 +44,27 @@ pub struct Recording {
     pub len: u64,
     /// Repairs made and other problems of the header.
     pub warnings: Vec<String>,
+    /// How long sampling was on, and how long the recording lasted (rperf's recordings).
+    pub recorded: Option<(u64, u64)>,
+    /// The event of each sample id, where the reader could not tell events apart: files with
+    /// several events whose ids are only in the attribute section (older simpleperf files).
+    pub event_of_id: Option<HashMap<u64, usize>>,
+}
+
+/// The binaries a recording names with a build id (by path, as recorded), as `rperf android
+/// pull-binaries` fetches them; the kernel, the vDSO and other pseudo-files are left out.
+pub fn binaries(path: &Path) -> Result<Vec<(String, Vec<u8>)>, Error> {
+    let (PerfFileReader { perf_file, .. }, _, _) = open_reader(path)?;
+    let mut out: Vec<(String, Vec<u8>)> = perf_file
+        .build_ids()
+        .map(|m| {
+            m.into_values().map(|d| (String::from_utf8_lossy(&d.path).into_owned(), d.build_id)).collect()
+        })
+        .unwrap_or_default();
+    out.retain(|(p, id)| p.starts_with('/') && id.iter().any(|b| *b != 0));
+    out.sort();
+    out.dedup();
+    Ok(out)
 }
 
 /// Opens `opts.input` and reads its header and metadata.
@@ -52,6 +73,15 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
     let (PerfFileReader { perf_file, record_iter }, position, warnings) = open_reader(path)?;
     let len = std::fs::metadata(path).map_or(0, |m| m.len());
     let raw = raw_attrs(path);
+    let attrs = perf_file.event_attributes();
+    let event_of_id = (attrs.len() > 1 && attrs.iter().all(|a| a.event_ids.is_empty()))
+        .then(|| {
+            let ids = attr_ids(path, len);
+            let map: HashMap<u64, usize> =
+                ids.iter().enumerate().flat_map(|(i, ids)| ids.iter().map(move |&id| (id, i))).collect();
+            Some(map).filter(|m| !m.is_empty())
+        })
+        .flatten();
     let events = perf_file
         .event_attributes()
         .iter()
@@ -91,7 +121,9 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
     let old_rperf_offcpu = rperf_info.is_none()
         && perf_file.feature_section_data(Feature(feature::RPERF_KALLSYMS)).is_some()
         && cmdline.as_deref().is_some_and(|c| c.split(' ').any(|a| a == "--trace-offcpu"));
-    let off_cpu = rperf_info.is_some_and(|i| i.trace_offcpu) || simpleperf_offcpu || old_rperf_offcpu;
+    let off_cpu =
+        rperf_info.as_ref().is_some_and(|i| i.trace_offcpu) || simpleperf_offcpu || old_rperf_offcpu;
+    let recorded = rperf_info.and_then(|i| Some((i.recorded_ns?, i.elapsed_ns?)));
     Ok(Recording {
         perf_file,
         records: record_iter,
@@ -105,6 +137,8 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
         position,
         len,
         warnings,
+        event_of_id,
+        recorded,
     })
 }
 
@@ -134,22 +168,51 @@ pub fn file_header(path: &Path) -> Option<FileHeader> {
     FileHeader::parse(&head)
 }
 
-/// (type, config) of each attribute, in file order, read from the attribute section.
-fn raw_attrs(path: &Path) -> Vec<(u32, u64)> {
-    let Some(h) = file_header(path) else { return Vec::new() };
+/// The attribute section's bytes, with the file and the size of one entry; None when the
+/// header does not give a readable section of sane size.
+fn attr_section(path: &Path) -> Option<(std::fs::File, usize, Vec<u8>)> {
+    let h = file_header(path)?;
     let (off, size) = h.attrs;
     if h.attr_size < 16 || size > (1 << 24) {
-        return Vec::new();
+        return None;
     }
-    let Ok(f) = std::fs::File::open(path) else { return Vec::new() };
+    let f = std::fs::File::open(path).ok()?;
     let mut buf = vec![0u8; size as usize];
-    if read_at(&f, off, &mut buf).is_err() {
-        return Vec::new();
-    }
-    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
-    buf.chunks(h.attr_size as usize)
+    read_at(&f, off, &mut buf).ok()?;
+    Some((f, h.attr_size as usize, buf))
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+}
+
+/// (type, config) of each attribute, in file order, read from the attribute section.
+fn raw_attrs(path: &Path) -> Vec<(u32, u64)> {
+    let Some((_, entry, buf)) = attr_section(path) else { return Vec::new() };
+    buf.chunks(entry)
         .filter(|c| c.len() >= 16)
         .map(|c| (u32::from_le_bytes(c[0..4].try_into().expect("4 bytes")), u64_at(c, 8)))
+        .collect()
+}
+
+/// The id list of each entry of the attribute section (each entry ends in the offset and size
+/// of its list); lists that do not fit in the file are empty.
+fn attr_ids(path: &Path, file_len: u64) -> Vec<Vec<u64>> {
+    let Some((f, entry, buf)) = attr_section(path).filter(|(_, entry, _)| *entry >= 32) else {
+        return Vec::new();
+    };
+    buf.chunks_exact(entry)
+        .map(|c| {
+            let at = c.len() - 16;
+            let (ids_off, ids_size) = (u64_at(c, at), u64_at(c, at + 8));
+            let fits =
+                ids_off.checked_add(ids_size).is_some_and(|end| end <= file_len) && ids_size <= 8 << 20;
+            let mut ids = vec![0u8; if fits { ids_size as usize } else { 0 }];
+            if read_at(&f, ids_off, &mut ids).is_err() {
+                return Vec::new();
+            }
+            ids.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect()
+        })
         .collect()
 }
 

@@ -20,8 +20,40 @@ pub enum DsoKind {
     Anon,
     /// Code a runtime generated and named: a JIT symbol map or jitdump, or ART's JIT caches.
     Jit,
+    /// Dex bytecode (`.vdex`, `.dex`, `.jar`): Java and Kotlin methods ART interprets.
+    Dex,
     /// Addresses outside every mapping.
     Unknown,
+}
+
+/// How the code of a frame runs, in simpleperf's terms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ExecType {
+    /// Machine code of a binary or generated at run time (not by ART).
+    Native,
+    /// A Java or Kotlin method ART interprets (a frame in a dex file).
+    Interpreted,
+    /// A Java or Kotlin method ART compiled at run time (a frame in ART's JIT caches).
+    Jit,
+    /// ART's own code around Java methods: interpreter, trampolines, JIT plumbing.
+    Art,
+}
+
+impl ExecType {
+    /// The name JSON and pprof outputs use (simpleperf's `CallChainExecutionType`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ExecType::Native => "native_method",
+            ExecType::Interpreted => "interpreted_jvm_method",
+            ExecType::Jit => "jit_jvm_method",
+            ExecType::Art => "art_method",
+        }
+    }
+
+    /// A Java or Kotlin method, interpreted or compiled.
+    pub fn is_java(self) -> bool {
+        matches!(self, ExecType::Interpreted | ExecType::Jit)
+    }
 }
 
 impl DsoKind {
@@ -45,13 +77,35 @@ pub struct Dso {
 impl Dso {
     /// The name reports show: simpleperf's names for ART's JIT caches, the path otherwise.
     pub fn display_name(&self) -> &str {
-        if self.path.contains("jit_app_cache") {
-            "[JIT app cache]"
-        } else if self.path.contains("jit_zygote_cache") {
-            "[JIT zygote cache]"
-        } else {
-            &self.path
+        art_jit_cache(&self.path).unwrap_or(&self.path)
+    }
+
+    /// How code of this binary runs, before ART's frames are told apart (`java::shape`).
+    pub fn exec_type(&self) -> ExecType {
+        match self.kind {
+            DsoKind::Dex => ExecType::Interpreted,
+            DsoKind::Jit if art_jit_cache(&self.path).is_some() => ExecType::Jit,
+            _ => ExecType::Native,
         }
+    }
+
+    /// ART's runtime library, whose frames next to Java methods are ART's machinery.
+    pub fn is_art_runtime(&self) -> bool {
+        self.kind == DsoKind::File
+            && (self.path.ends_with("/libart.so") || self.path.ends_with("/libartd.so"))
+    }
+}
+
+/// The JIT cache of ART a path names (`[JIT app cache]`, `[JIT zygote cache]`): ART's
+/// in-memory caches and the symbol files simpleperf writes for their methods
+/// (`perf.data_jit_app_cache:START-END`).
+pub fn art_jit_cache(path: &str) -> Option<&'static str> {
+    if path.contains("jit_app_cache") || path == "[JIT app cache]" {
+        Some("[JIT app cache]")
+    } else if path.contains("jit_zygote_cache") || path == "[JIT zygote cache]" {
+        Some("[JIT zygote cache]")
+    } else {
+        None
     }
 }
 
@@ -146,6 +200,9 @@ pub struct Model {
     /// Interned names.
     pub strings: Vec<String>,
     string_index: HashMap<String, u32>,
+    /// Paths the recording says hold dex files (simpleperf's stored file types), besides those
+    /// named so (`.vdex`, `.dex`, `.jar`).
+    pub dex_paths: std::collections::HashSet<String>,
 }
 
 impl Model {
@@ -173,11 +230,14 @@ impl Model {
     }
 
     /// Classifies a recorded mapping path.
-    pub fn kind_of(path: &str) -> DsoKind {
+    pub fn kind_of(&self, path: &str) -> DsoKind {
         if path == "[vdso]" {
             DsoKind::Vdso
-        } else if path.contains("jit_app_cache") || path.contains("jit_zygote_cache") {
+        } else if art_jit_cache(path).is_some() {
             DsoKind::Jit
+        } else if self.dex_paths.contains(path) || [".vdex", ".dex", ".jar"].iter().any(|e| path.ends_with(e))
+        {
+            DsoKind::Dex
         } else if path.starts_with("[kernel.kallsyms]") || path.ends_with(".ko") {
             DsoKind::Kernel
         } else if path.starts_with("//anon")
@@ -203,7 +263,7 @@ impl Model {
         kernel: bool,
     ) {
         let (start, len, pgoff) = m;
-        let kind = if kernel { DsoKind::Kernel } else { Self::kind_of(path) };
+        let kind = if kernel { DsoKind::Kernel } else { self.kind_of(path) };
         let name = if kernel && path.starts_with("[kernel.kallsyms]") { "[kernel.kallsyms]" } else { path };
         let dso = self.dso(name, build_id, kind);
         let mapping = Mapping { start, end: start.saturating_add(len), pgoff, dso, exec };

@@ -17,6 +17,8 @@ pub enum SortKey {
     Symbol,
     /// Source file and line of the sampled address (`file:line`).
     Srcline,
+    /// The sampled address in its binary's own address space (simpleperf's `vaddr_in_file`).
+    VaddrInFile,
 }
 
 impl SortKey {
@@ -29,6 +31,7 @@ impl SortKey {
             "dso" => SortKey::Dso,
             "symbol" | "sym" => SortKey::Symbol,
             "srcline" => SortKey::Srcline,
+            "vaddr_in_file" => SortKey::VaddrInFile,
             _ => return None,
         })
     }
@@ -42,6 +45,7 @@ impl SortKey {
             SortKey::Dso => "Shared Object",
             SortKey::Symbol => "Symbol",
             SortKey::Srcline => "Source:Line",
+            SortKey::VaddrInFile => "VaddrInFile",
         }
     }
 }
@@ -70,24 +74,69 @@ pub struct Filters {
     pub symbols: Vec<String>,
     /// CPUs.
     pub cpus: Vec<u32>,
+    /// Only samples taken in `[start, end)` (`--time`); an absent end is open.
+    pub time: Option<(Option<TimeBound>, Option<TimeBound>)>,
 }
 
 impl Filters {
-    /// Whether a stack whose sampled function is `leaf` passes the `--dsos` and `--symbols`
-    /// filters.
-    pub fn leaf_matches(&self, names: &crate::profile::Names, leaf: crate::resolve::FuncId) -> bool {
-        let func = names.func(leaf);
-        if !self.symbols.is_empty() && !self.symbols.contains(&func.name) {
-            return false;
+    /// Which functions the `--dsos` and `--symbols` filters select, by function id; None when
+    /// neither is given. A symbol matches in either form, with or without C++ parameters
+    /// (`func2` or `func2(int, int)`); a binary by its path or its file name.
+    pub fn select(&self, names: &crate::profile::Names) -> Option<Vec<bool>> {
+        if self.symbols.is_empty() && self.dsos.is_empty() {
+            return None;
         }
-        if !self.dsos.is_empty() {
-            let path = &names.dsos[func.dso as usize].path;
-            let base = path.rsplit('/').next().unwrap_or(path);
-            if !self.dsos.iter().any(|d| d == path || d == base) {
-                return false;
-            }
+        let selected = names
+            .funcs
+            .iter()
+            .map(|func| {
+                let symbol_ok = self.symbols.is_empty()
+                    || self.symbols.contains(&func.name)
+                    || func.system.as_deref().is_some_and(|raw| {
+                        let short = rperf_symbols::demangle(raw);
+                        let full = rperf_symbols::demangle_full(raw);
+                        self.symbols.iter().any(|s| *s == short || *s == full || s == raw)
+                    });
+                let dso_ok = self.dsos.is_empty() || {
+                    let d = &names.dsos[func.dso as usize];
+                    let path = d.display_name();
+                    let base = path.rsplit('/').next().unwrap_or(path);
+                    self.dsos.iter().any(|x| x == path || x == base || *x == d.path)
+                };
+                symbol_ok && dso_ok
+            })
+            .collect();
+        Some(selected)
+    }
+}
+
+/// One end of a `--time` window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeBound {
+    /// Nanoseconds after the recording's first sample.
+    Relative(u64),
+    /// A timestamp of the recording's clock, in nanoseconds (as JSON's `time` and simpleperf's
+    /// filter files give them).
+    Absolute(u64),
+}
+
+impl TimeBound {
+    /// Parses `1.5` (seconds after the first sample) or `683802777472700ns` (a timestamp).
+    pub fn parse(s: &str) -> Option<TimeBound> {
+        let s = s.trim();
+        if let Some(ns) = s.strip_suffix("ns") {
+            return ns.parse().ok().map(TimeBound::Absolute);
         }
-        true
+        let secs: f64 = s.parse().ok().filter(|v: &f64| v.is_finite() && *v >= 0.0)?;
+        Some(TimeBound::Relative((secs * 1e9).round() as u64))
+    }
+
+    /// The timestamp this bound is, for a recording whose first sample is at `first`.
+    pub fn at(self, first: u64) -> u64 {
+        match self {
+            TimeBound::Relative(ns) => first.saturating_add(ns),
+            TimeBound::Absolute(t) => t,
+        }
     }
 }
 
@@ -108,11 +157,13 @@ pub enum Format {
     Gecko,
     /// JSON Lines: one record per sample with its symbolized stack.
     Json,
+    /// `perf script`'s default layout: a line per sample, then a line per frame.
+    Script,
 }
 
 impl Format {
     /// Every format name, for messages.
-    pub const NAMES: &'static str = "text, folded, svg, html, pprof, gecko or json";
+    pub const NAMES: &'static str = "text, folded, svg, html, pprof, gecko, json or script";
 
     /// Parses a format name.
     pub fn parse(s: &str) -> Option<Format> {
@@ -124,6 +175,7 @@ impl Format {
             "pprof" => Format::Pprof,
             "gecko" => Format::Gecko,
             "json" => Format::Json,
+            "script" => Format::Script,
             _ => return None,
         })
     }
@@ -154,7 +206,7 @@ impl Format {
 
     /// Formats that show samples one by one, so the profile keeps every sample.
     pub fn shows_samples(&self) -> bool {
-        matches!(self, Format::Gecko | Format::Json)
+        matches!(self, Format::Gecko | Format::Json | Format::Script | Format::Html)
     }
 
     /// Formats that show each frame's source file and line.
@@ -232,10 +284,15 @@ pub struct ReportOptions {
     pub print_event_count: bool,
     /// Comma-separated output.
     pub csv: bool,
+    /// The separator of `--csv` output (`,` by default).
+    pub csv_separator: String,
     /// Output format.
     pub format: Format,
     /// Weighting of off-CPU recordings; None picks mixed for them.
     pub trace_offcpu: Option<OffCpuMode>,
+    /// Only this event's section (an event name as the report prints it, or the event of an
+    /// off-CPU section).
+    pub event: Option<String>,
     /// Stack outputs weighted by event counts instead of sample counts (always for time).
     pub event_counts: bool,
     /// Inlined calls as frames of their own, from DWARF (`--no-inline` turns it off).
@@ -255,6 +312,12 @@ pub struct ReportOptions {
     /// Name code without symbols by binary and offset (`libfoo.so[+0x1a2b]`), one entry per
     /// address; off (`--no-show-ip`), all of a binary's unnamed code is `[unknown]`.
     pub show_ip: bool,
+    /// Demangled names with their parameters (`func2(int, int)`), as simpleperf prints them;
+    /// off, without (`func2`), as perf prints them.
+    pub full_names: bool,
+    /// Show ART's frames (interpreter, trampolines, JIT plumbing) next to Java methods; off,
+    /// they are hidden, so Java and Kotlin stacks read as methods.
+    pub show_art_frames: bool,
     /// A comparison against this base recording: a table of functions (text), differential
     /// folded stacks, or a differential flamegraph (svg, html). The caller loads it.
     pub diff_base: Option<PathBuf>,
@@ -277,9 +340,11 @@ impl Default for ReportOptions {
             raw_period: false,
             print_event_count: false,
             csv: false,
+            csv_separator: ",".into(),
             format: Format::Text,
             trace_offcpu: None,
             event_counts: false,
+            event: None,
             inline: true,
             prefix: StackPrefix::Comm,
             annotate: false,
@@ -289,6 +354,8 @@ impl Default for ReportOptions {
             diff_base: None,
             force: false,
             show_ip: true,
+            full_names: false,
+            show_art_frames: false,
         }
     }
 }

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use crate::model::{Dso, DsoKind, Model};
+use crate::model::{Dso, DsoKind, ExecType, Model};
 use crate::options::{OffCpuMode, ReportOptions};
 use crate::resolve::{AddrId, Func, FuncId, Symbolized};
 
@@ -158,6 +158,8 @@ pub struct Info {
     pub written: Option<std::time::SystemTime>,
     /// Perf clock time of the first and last sample.
     pub time_range: (u64, u64),
+    /// How long sampling was on and how long the recording lasted, in ns, where it says.
+    pub recorded: Option<(u64, u64)>,
 }
 
 /// A recording, read, symbolized, filtered and weighted.
@@ -174,10 +176,18 @@ pub struct Profile {
     pub stacks: Vec<Vec<AddrId>>,
     /// The functions of each distinct stack, innermost first (inline frames expanded).
     pub stack_funcs: Vec<Vec<FuncId>>,
+    /// How the code of each frame address of each stack runs (parallel to `stacks`).
+    pub stack_exec: Vec<Vec<ExecType>>,
+    /// The functions `--dsos` and `--symbols` select, by id; None without those filters. With
+    /// `--children` they select call-chain entries: a stack counts when any of its functions
+    /// is selected, and only selected functions are entries of the text report.
+    pub selected: Option<Vec<bool>>,
     /// The frame that marks off-CPU time in stack outputs, when there is any.
     pub off_cpu_marker: Option<FuncId>,
     /// Non-fatal problems met while reading.
     pub warnings: Vec<String>,
+    /// The code of the hottest functions, for outputs that show it (the HTML report).
+    pub code: Vec<crate::annotate::FunctionCode>,
 }
 
 impl Profile {
@@ -269,6 +279,10 @@ pub struct ProfileBuilder {
     filters: crate::options::Filters,
     max_stack: usize,
     keep_rows: bool,
+    children: bool,
+    show_art_frames: bool,
+    /// The sections `--event` keeps, when given.
+    only: Option<Vec<bool>>,
 }
 
 impl ProfileBuilder {
@@ -293,6 +307,20 @@ impl ProfileBuilder {
         } else {
             (events.iter().map(|e| section(e.name.clone(), e.type_, e.config, Unit::Events)).collect(), None)
         };
+        let only = match &opts.event {
+            None => None,
+            Some(e) => {
+                let of = |s: &Section| s.name == *e || s.name.split(" (").next() == Some(e.as_str());
+                if !sections.iter().any(of) {
+                    let names: Vec<&str> = sections.iter().map(|s| s.name.as_str()).collect();
+                    return Err(format!(
+                        "--event {e}: the recording has no such event; it has {}",
+                        names.join(", ")
+                    ));
+                }
+                Some(sections.iter().map(of).collect())
+            }
+        };
         let counts = sections.iter().map(|_| SectionCounts::default()).collect();
         Ok(ProfileBuilder {
             sections,
@@ -306,6 +334,9 @@ impl ProfileBuilder {
             filters: opts.filters.clone(),
             max_stack: opts.max_stack,
             keep_rows,
+            children: opts.children,
+            show_art_frames: opts.show_art_frames,
+            only,
         })
     }
 
@@ -391,6 +422,13 @@ impl ProfileBuilder {
         weight: u64,
     ) {
         let f = &self.filters;
+        if let Some((start, end)) = f.time {
+            // Relative bounds count from the first sample (samples arrive in time order).
+            let first = self.time_range.0;
+            if start.is_some_and(|s| time < s.at(first)) || end.is_some_and(|e| time >= e.at(first)) {
+                return;
+            }
+        }
         if (!f.pids.is_empty() && !f.pids.contains(&thread.pid))
             || (!f.tids.is_empty() && !f.tids.contains(&thread.tid))
             || (!f.cpus.is_empty() && !f.cpus.contains(&cpu))
@@ -434,15 +472,26 @@ impl ProfileBuilder {
             funcs.push(Func { dso, name: "[off-cpu]".into(), inlined: false, system: None });
             (funcs.len() - 1) as FuncId
         });
-        let stack_funcs: Vec<Vec<FuncId>> = self
-            .stacks
+        let names = Names { comms: model.strings, dsos: model.dsos, funcs, srclines, files };
+        // Java stacks read as methods (ART's frames hidden unless asked for).
+        let shaper = crate::java::Shaper::new(&names, &symbols, self.show_art_frames);
+        let (stacks, stack_exec): (Vec<Vec<AddrId>>, Vec<Vec<ExecType>>) =
+            std::mem::take(&mut self.stacks).into_iter().map(|addrs| shaper.shape(addrs)).unzip();
+        drop(shaper);
+        let stack_funcs: Vec<Vec<FuncId>> = stacks
             .iter()
             .map(|addrs| addrs.iter().flat_map(|a| symbols.funcs(*a).iter().copied()).collect())
             .collect();
-        let names = Names { comms: model.strings, dsos: model.dsos, funcs, srclines, files };
+        // Without --children the filters select samples by their sampled function; with it,
+        // by any function of the call chain (simpleperf's semantics).
+        let selected = self.filters.select(&names);
         let kept: Vec<bool> = stack_funcs
             .iter()
-            .map(|f| f.first().is_some_and(|&leaf| self.filters.leaf_matches(&names, leaf)))
+            .map(|f| match &selected {
+                None => !f.is_empty(),
+                Some(sel) if self.children => f.iter().any(|&x| sel[x as usize]),
+                Some(sel) => f.first().is_some_and(|&leaf| sel[leaf as usize]),
+            })
             .collect();
         for (section, counts) in self.sections.iter_mut().zip(self.counts) {
             let mut stacks: Vec<StackCount> = counts
@@ -467,6 +516,10 @@ impl ProfileBuilder {
             rows.sort_by_key(|r| r.time);
             section.rows = rows;
         }
+        if let Some(only) = &self.only {
+            let mut keep = only.iter();
+            self.sections.retain(|_| *keep.next().expect("one flag per section"));
+        }
         let mut info = info;
         info.time_range = if self.time_range.0 > self.time_range.1 { (0, 0) } else { self.time_range };
         Profile {
@@ -474,10 +527,13 @@ impl ProfileBuilder {
             sections: self.sections,
             names,
             symbols,
-            stacks: self.stacks,
+            stacks,
             stack_funcs,
+            stack_exec,
+            selected,
             off_cpu_marker,
             warnings,
+            code: Vec::new(),
         }
     }
 }

@@ -37,6 +37,8 @@ enum AddrKind {
     Jit,
     /// A run-time address named by a JIT symbol map (`/tmp/perf-PID.map`).
     PerfMap,
+    /// A run-time address in code a symbol file of the GDB JIT interface describes.
+    Symfile,
     /// Outside every mapping.
     Unknown,
 }
@@ -67,6 +69,9 @@ pub struct Symbolized {
     places: Vec<(u32, u32)>,
     /// Interned `file:line` (or `binary[+offset]`) of each frame address.
     pub srcline: Vec<u32>,
+    /// Each frame address in its binary's own address space (simpleperf's `vaddr_in_file`):
+    /// the ELF virtual address where the binary or its stored symbols tell it, else the place.
+    vaddrs: Vec<u64>,
 }
 
 impl Symbolized {
@@ -74,6 +79,16 @@ impl Symbolized {
     /// address itself for kernel and JIT code.
     pub fn location(&self, a: AddrId) -> (DsoId, u64) {
         self.locations[a as usize]
+    }
+
+    /// Frame address `a` in its binary's own address space (simpleperf's `vaddr_in_file`).
+    pub fn vaddr_in_file(&self, a: AddrId) -> u64 {
+        self.vaddrs[a as usize]
+    }
+
+    /// How many frame addresses there are.
+    pub fn len(&self) -> usize {
+        self.locations.len()
     }
 
     /// Frame address `i` names function `i`, in binary 0 (for tests of what consumes names).
@@ -85,6 +100,7 @@ impl Symbolized {
             flat: (0..n as u32).collect(),
             places: Vec::new(),
             srcline: vec![0; n],
+            vaddrs: (0..n as u64).collect(),
         }
     }
 
@@ -122,6 +138,9 @@ struct Named {
     place: Place,
     /// `file:line` of the address.
     srcline: Option<String>,
+    /// The address in the binary's own address space (simpleperf's `vaddr_in_file`), when it
+    /// could be told.
+    vaddr: Option<u64>,
 }
 
 /// Symbols the recording carries itself (simpleperf's file feature).
@@ -147,7 +166,9 @@ pub struct Resolver {
     kernel_dso: Option<DsoId>,
     /// Interned functions.
     pub funcs: Vec<Func>,
-    func_index: HashMap<(DsoId, String, bool), FuncId>,
+    /// Functions by binary, name, inlined or not, and name as stored: C++ overloads are
+    /// functions of their own even when named without their parameters, as perf shows them.
+    func_index: HashMap<(DsoId, String, bool, Option<String>), FuncId>,
     /// Interned source lines.
     pub srclines: Vec<String>,
     srcline_index: HashMap<String, u32>,
@@ -155,6 +176,8 @@ pub struct Resolver {
     pub trust_any_owner: bool,
     /// Name code without symbols by its place (`libfoo.so[+0x1a2b]`); off: `[unknown]`.
     pub show_ip: bool,
+    /// Demangled names with their parameters (`func2(int, int)`), as simpleperf prints them.
+    pub full_names: bool,
     /// Functions that stand for code without a symbol.
     pub unnamed: std::collections::HashSet<FuncId>,
     /// Whether DWARF is read: inline frames (on unless --no-inline) and source lines.
@@ -168,14 +191,24 @@ pub struct Resolver {
     file_index: HashMap<String, u32>,
     addrs: Vec<(DsoId, u64, AddrKind)>,
     addr_index: HashMap<(DsoId, u64), AddrId>,
-    unwinders: HashMap<i32, (u64, ProcessUnwinder)>,
+    /// Each process's unwinder, with the mappings' generation and the JIT symbol files' epoch
+    /// it was built for.
+    unwinders: HashMap<i32, ((u64, usize), ProcessUnwinder)>,
     /// JIT symbol maps kept in the recording, by pid (text of `/tmp/perf-PID.map`).
     pub embedded_perf_maps: HashMap<i32, String>,
     /// jitdump files kept in the recording, by pid.
     pub embedded_jitdumps: HashMap<i32, Vec<u8>>,
     perf_maps: HashMap<i32, Option<(DsoId, SymbolTable)>>,
     perf_map_of_dso: HashMap<DsoId, i32>,
+    /// Symbol files of the GDB JIT interface kept in the recording.
+    pub symfiles: crate::jit::Symfiles,
+    /// The DSO of each symbol file seen, and the DSO its functions belong to (`[JIT]`, or
+    /// ART's cache).
+    symfile_dsos: HashMap<usize, DsoId>,
+    symfile_func_dso: HashMap<DsoId, DsoId>,
     unwind_cache: UnwindCache,
+    /// The libraries stored in each APK mapped (by recorded path).
+    apks: HashMap<String, Option<Vec<rperf_symbols::apk::Entry>>>,
     arch: Arch,
     /// Warnings to show once (build-id mismatches, missing binaries).
     pub warnings: Vec<String>,
@@ -235,6 +268,7 @@ impl Resolver {
             srcline_index: HashMap::new(),
             trust_any_owner: false,
             show_ip: true,
+            full_names: false,
             unnamed: Default::default(),
             dwarf_inline: true,
             want_srclines: false,
@@ -248,10 +282,29 @@ impl Resolver {
             embedded_jitdumps: HashMap::new(),
             perf_maps: HashMap::new(),
             perf_map_of_dso: HashMap::new(),
+            symfiles: Default::default(),
+            symfile_dsos: HashMap::new(),
+            symfile_func_dso: HashMap::new(),
             unwind_cache: UnwindCache::new(),
+            apks: HashMap::new(),
             arch,
             warnings: Vec::new(),
         }
+    }
+
+    /// A mapping of an APK at file offset `pgoff` (as Linux perf records Android's libraries,
+    /// mapped straight from the APK) as the library stored there: its path as simpleperf
+    /// records it (`X.apk!/lib/abi/libfoo.so`) and the offset in the library. None when the
+    /// APK is not found or no library is stored at that offset.
+    pub fn apk_library(&mut self, path: &str, pgoff: u64) -> Option<(String, u64)> {
+        if !path.ends_with(".apk") {
+            return None;
+        }
+        let finder = &self.finder;
+        let entries =
+            self.apks.entry(path.to_string()).or_insert_with(|| finder.apk_entries(path)).as_ref()?;
+        let e = rperf_symbols::apk::entry_at(entries, pgoff).filter(|e| e.name.ends_with(".so"))?;
+        Some((format!("{path}!/{}", e.name), pgoff - e.offset))
     }
 
     /// Kernel symbols, loaded on the first kernel frame.
@@ -268,13 +321,14 @@ impl Resolver {
     }
 
     fn intern_with_system(&mut self, dso: DsoId, name: &str, system: Option<&str>, inlined: bool) -> FuncId {
-        if let Some(&id) = self.func_index.get(&(dso, name.to_string(), inlined)) {
+        let system = system.filter(|s| *s != name).map(str::to_string);
+        let key = (dso, name.to_string(), inlined, system);
+        if let Some(&id) = self.func_index.get(&key) {
             return id;
         }
         let id = self.funcs.len() as FuncId;
-        let system = system.filter(|s| *s != name).map(str::to_string);
-        self.funcs.push(Func { dso, name: name.to_string(), inlined, system });
-        self.func_index.insert((dso, name.to_string(), inlined), id);
+        self.funcs.push(Func { dso, name: key.1.clone(), inlined, system: key.3.clone() });
+        self.func_index.insert(key, id);
         id
     }
 
@@ -314,8 +368,9 @@ impl Resolver {
     }
 
     /// The frame at `addr` (a lookup address: return addresses already minus one) in process
-    /// `pid`: which binary, and where in it. Cheap; names come later, from `symbolize`.
-    pub fn frame(&mut self, model: &mut Model, pid: i32, addr: u64, ctx: Context) -> AddrId {
+    /// `pid` at `time`: which binary, and where in it. Cheap; names come later, from
+    /// `symbolize`.
+    pub fn frame(&mut self, model: &mut Model, pid: i32, addr: u64, ctx: Context, time: u64) -> AddrId {
         let kernel = match ctx {
             Context::Kernel => true,
             Context::User => false,
@@ -330,8 +385,13 @@ impl Resolver {
         } else {
             let mapping = model.processes.get(&pid).and_then(|s| s.find(addr)).copied();
             let anonymous = mapping.is_none_or(|m| model.dsos[m.dso as usize].kind == DsoKind::Anon);
-            let jit = if anonymous { self.perf_map(model, pid, addr) } else { None };
+            let runtime_code = mapping.is_none_or(|m| model.dsos[m.dso as usize].kind.is_jit());
+            let symfile = if runtime_code { self.symfiles.find(pid, addr, time) } else { None };
+            let jit = if anonymous && symfile.is_none() { self.perf_map(model, pid, addr) } else { None };
             match (jit, mapping) {
+                _ if symfile.is_some() => {
+                    (self.symfile_dso(model, symfile.unwrap_or_default()), addr, AddrKind::Symfile)
+                }
                 (Some(jit), _) => (jit, addr, AddrKind::PerfMap),
                 (None, None) => (model.dso("[unknown]", None, DsoKind::Unknown), 0, AddrKind::Unknown),
                 // ART's JIT caches (simpleperf) store their symbols at the addresses the code ran at.
@@ -351,6 +411,29 @@ impl Resolver {
         self.addrs.push((dso, key, kind));
         self.addr_index.insert((dso, key), id);
         id
+    }
+
+    /// The DSO of symbol file `i`, made and loaded on first use; its functions belong to the
+    /// ART JIT cache its code is in (`[JIT app cache]`), else to `[JIT]`.
+    fn symfile_dso(&mut self, model: &mut Model, i: usize) -> DsoId {
+        if let Some(&d) = self.symfile_dsos.get(&i) {
+            return d;
+        }
+        let f = &self.symfiles.files[i];
+        let mapping = model.processes.get(&(f.pid as i32)).and_then(|s| s.find(f.code.0));
+        let cache = mapping.and_then(|m| crate::model::art_jit_cache(&model.dsos[m.dso as usize].path));
+        let name = format!("[JIT symbol file {} of pid {}]", i, f.pid);
+        let dso = model.dso(&name, None, DsoKind::Jit);
+        let linked = rperf_symbols::jit::link(&f.image);
+        let binary = ElfInfo::from_bytes(std::path::Path::new(&name), &linked).ok().map(|elf| {
+            let unwind = UnwindSections::from_elf(&linked).filter(|u| u.has_cfi()).map(Arc::new);
+            Arc::new(Binary { elf, unwind })
+        });
+        self.binaries.insert(dso, binary);
+        let func_dso = model.dso(cache.unwrap_or("[JIT]"), None, DsoKind::Jit);
+        self.symfile_dsos.insert(i, dso);
+        self.symfile_func_dso.insert(dso, func_dso);
+        dso
     }
 
     /// The DSO of `pid`'s JIT symbol map when it names `addr`: the map kept in the recording,
@@ -437,6 +520,18 @@ impl Resolver {
             self.kernel();
             self.assign_modules(model);
         }
+        // ART keeps JIT-compiled methods in many symbol files of one cache; a method is one
+        // function of the cache (`[JIT app cache]`) whichever file holds it.
+        let mut cache_of: HashMap<DsoId, DsoId> = self.symfile_func_dso.clone();
+        for &(dso, _, kind) in &self.addrs {
+            if kind != AddrKind::Jit || cache_of.contains_key(&dso) {
+                continue;
+            }
+            if let Some(cache) = crate::model::art_jit_cache(&model.dsos[dso as usize].path) {
+                let id = model.dso(cache, None, DsoKind::Jit);
+                cache_of.insert(dso, id);
+            }
+        }
         let model = &*model;
         let wanted: Vec<DsoId> = {
             let mut v: Vec<DsoId> = self
@@ -470,11 +565,14 @@ impl Resolver {
             flat: Vec::new(),
             places: Vec::new(),
             srcline: Vec::new(),
+            vaddrs: Vec::with_capacity(addrs.len()),
         };
         for (&(dso, key, kind), named) in addrs.iter().zip(names) {
             let start = out.flat.len() as u32;
+            out.vaddrs.push(named.vaddr.unwrap_or(key));
+            let func_dso = cache_of.get(&dso).copied().unwrap_or(dso);
             for (name, system, place) in &named.inlined {
-                out.flat.push(self.intern_with_system(dso, name, system.as_deref(), true));
+                out.flat.push(self.intern_with_system(func_dso, name, system.as_deref(), true));
                 if self.want_lines {
                     let p = self.intern_file(place);
                     out.places.push(p);
@@ -487,12 +585,12 @@ impl Resolver {
                 AddrKind::Unknown => None,
                 _ if !self.show_ip => None,
                 _ => {
-                    let path = model.dsos[dso as usize].display_name();
+                    let path = model.dsos[func_dso as usize].display_name();
                     Some(format!("{}[+{key:#x}]", path.rsplit('/').next().unwrap_or(path)))
                 }
             };
             let function = named.function.as_deref().or(unnamed.as_deref()).unwrap_or("[unknown]");
-            let id = self.intern_with_system(dso, function, named.system.as_deref(), false);
+            let id = self.intern_with_system(func_dso, function, named.system.as_deref(), false);
             if named.function.is_none() {
                 self.unnamed.insert(id);
             }
@@ -503,7 +601,7 @@ impl Resolver {
             }
             out.spans.push((start, out.flat.len() as u32 - start));
             let line = named.srcline.unwrap_or_else(|| {
-                let path = model.dsos[dso as usize].display_name();
+                let path = model.dsos[func_dso as usize].display_name();
                 format!("{}[+{key:x}]", path.rsplit('/').next().unwrap_or(path))
             });
             out.srcline.push(if self.want_srclines { self.intern_srcline(line) } else { 0 });
@@ -526,13 +624,29 @@ impl Resolver {
         }
     }
 
+    /// A stored (mangled) name as reports show it.
+    fn demangle(&self, name: &str) -> String {
+        if self.full_names {
+            rperf_symbols::demangle_full(name)
+        } else {
+            rperf_symbols::demangle(name)
+        }
+    }
+
+    /// A symbol's name as reports show it, and as stored.
+    fn symbol_names(&self, s: &rperf_symbols::Symbol) -> Named {
+        Named { function: Some(self.demangle(&s.name)), system: Some(s.name.clone()), ..Default::default() }
+    }
+
     fn name_of(&self, model: &Model, dso: DsoId, key: u64, kind: AddrKind) -> Named {
         let plain = |function: Option<String>| Named { function, ..Default::default() };
         match kind {
-            AddrKind::Kernel => plain(match &self.kernel {
-                KernelSource::Ready(k) => k.table.lookup(key).map(|s| s.name.clone()),
-                KernelSource::Pending(_) => None,
-            }),
+            AddrKind::Kernel => match &self.kernel {
+                KernelSource::Ready(k) => {
+                    k.table.lookup(key).map(|s| self.symbol_names(s)).unwrap_or_default()
+                }
+                KernelSource::Pending(_) => plain(None),
+            },
             AddrKind::Unknown => plain(None),
             AddrKind::PerfMap => plain(
                 self.perf_map_of_dso
@@ -541,9 +655,23 @@ impl Resolver {
                     .and_then(|(_, t)| t.lookup(key))
                     .map(|s| s.name.clone()),
             ),
+            AddrKind::Symfile => {
+                let Some(Some(b)) = self.binaries.get(&dso) else { return plain(None) };
+                let symbol = b.elf.symbols.lookup(key);
+                if self.dwarf_inline || self.want_srclines || self.want_lines {
+                    if let Some(named) = self.dwarf_names(&b.elf, key, symbol) {
+                        return named;
+                    }
+                }
+                symbol.map(|s| Named { vaddr: Some(key), ..self.symbol_names(s) }).unwrap_or_default()
+            }
             AddrKind::Jit => {
                 let path = &model.dsos[dso as usize].path;
-                plain(self.stored.get(path).and_then(|t| t.table.lookup(key)).map(|s| s.demangled()))
+                self.stored
+                    .get(path)
+                    .and_then(|t| t.table.lookup(key))
+                    .map(|s| self.symbol_names(s))
+                    .unwrap_or_default()
             }
             AddrKind::File => {
                 if let Some(Some(b)) = self.binaries.get(&dso) {
@@ -555,19 +683,17 @@ impl Resolver {
                             }
                         }
                         if let Some(sym) = symbol {
-                            return Named {
-                                function: Some(sym.demangled()),
-                                system: Some(sym.name.clone()),
-                                ..Default::default()
-                            };
+                            return Named { vaddr: Some(vaddr), ..self.symbol_names(sym) };
                         }
+                        return Named { vaddr: Some(vaddr), ..Default::default() };
                     }
                 }
-                let stored = self.stored.get(&model.dsos[dso as usize].path).and_then(|t| {
-                    let vaddr = stored_vaddr(key, t.min_vaddr, t.file_offset_of_min_vaddr)?;
-                    t.table.lookup(vaddr).map(|s| s.demangled())
-                });
-                plain(stored)
+                let Some(t) = self.stored.get(&model.dsos[dso as usize].path) else { return plain(None) };
+                let Some(vaddr) = stored_vaddr(key, t.min_vaddr, t.file_offset_of_min_vaddr) else {
+                    return plain(None);
+                };
+                let named = t.table.lookup(vaddr).map(|s| self.symbol_names(s)).unwrap_or_default();
+                Named { vaddr: Some(vaddr), ..named }
             }
         }
     }
@@ -592,7 +718,7 @@ impl Resolver {
             inner
                 .iter()
                 .map(|f| {
-                    let name = f.raw_name.as_deref().map_or("[unknown]".into(), rperf_symbols::demangle);
+                    let name = f.raw_name.as_deref().map_or("[unknown]".into(), |n| self.demangle(n));
                     (name, f.raw_name.clone(), place(f))
                 })
                 .collect()
@@ -602,20 +728,22 @@ impl Resolver {
         // Without inline frames the sampled line is the one the whole address belongs to.
         let at = if self.dwarf_inline { outer } else { &frames[0] };
         let (function, system) = match symbol {
-            Some(s) => (Some(s.demangled()), Some(s.name.clone())),
-            None => (outer.raw_name.as_deref().map(rperf_symbols::demangle), outer.raw_name.clone()),
+            Some(s) => (Some(self.demangle(&s.name)), Some(s.name.clone())),
+            None => (outer.raw_name.as_deref().map(|n| self.demangle(n)), outer.raw_name.clone()),
         };
-        Some(Named { inlined, function, system, place: place(at), srcline })
+        Some(Named { inlined, function, system, place: place(at), srcline, vaddr: Some(vaddr) })
     }
 
-    /// Unwinds a user stack of process `pid` with the binaries mapped there now.
+    /// Unwinds a user stack of process `pid` at `time` with the binaries mapped there then,
+    /// and the JIT code registered then.
     pub fn unwind(
         &mut self,
-        model: &Model,
+        model: &mut Model,
         pid: i32,
         regs: rperf_unwind::Regs,
         stack: &[u8],
         max: usize,
+        time: u64,
     ) -> rperf_unwind::Unwound {
         let Some(space) = model.processes.get(&pid) else {
             return rperf_unwind::Unwound {
@@ -623,11 +751,12 @@ impl Resolver {
                 truncated: true,
             };
         };
-        let generation = space.generation;
-        let stale = self.unwinders.get(&pid).is_none_or(|(g, _)| *g != generation);
+        let version = (space.generation, self.symfiles.epoch(pid, time));
+        let stale = self.unwinders.get(&pid).is_none_or(|(v, _)| *v != version);
         if stale {
             let mut u = ProcessUnwinder::new(self.arch);
             let maps: Vec<_> = space.maps().iter().filter(|m| m.exec).copied().collect();
+            let model = &mut *model;
             for m in maps {
                 let Some(b) = self.binary(model, m.dso) else { continue };
                 let (Some(sections), Some(svma)) = (&b.unwind, b.elf.offset_to_vaddr(m.pgoff)) else {
@@ -636,7 +765,18 @@ impl Resolver {
                 let bias = m.start.wrapping_sub(svma);
                 u.add_module(&model.dsos[m.dso as usize].path, m.start..m.end, bias, sections);
             }
-            self.unwinders.insert(pid, (generation, u));
+            // JIT code unwinds with the CFI its symbol file carries, at the addresses it ran at.
+            let live: Vec<usize> = self.symfiles.live(pid, time).collect();
+            for i in live {
+                let dso = self.symfile_dso(model, i);
+                let (start, end) = self.symfiles.files[i].code;
+                if let Some(Some(sections)) =
+                    self.binaries.get(&dso).map(|b| b.as_ref().and_then(|b| b.unwind.clone()))
+                {
+                    u.add_module(&model.dsos[dso as usize].path, start..end, 0, &sections);
+                }
+            }
+            self.unwinders.insert(pid, (version, u));
         }
         let (_, u) = &self.unwinders[&pid];
         u.unwind(&mut self.unwind_cache, regs, stack, max)
@@ -689,6 +829,16 @@ fn load_binary(finder: &BinaryFinder, d: &crate::model::Dso) -> (Option<Arc<Bina
             }
             Err(e) => (None, Some(format!("cannot read {}: {e}", path.display()))),
         },
+        Found::Embedded { apk, entry } => {
+            let name = format!("{}!/{}", apk.display(), entry.name);
+            match ElfInfo::load_range(std::path::Path::new(&name), &apk, entry.offset, entry.size) {
+                Ok(elf) => {
+                    let unwind = UnwindSections::from_elf(&elf.data).filter(|u| u.has_cfi()).map(Arc::new);
+                    (Some(Arc::new(Binary { elf, unwind })), None)
+                }
+                Err(e) => (None, Some(format!("cannot read {name}: {e}"))),
+            }
+        }
         Found::BuildIdMismatch(path) => (
             None,
             Some(format!(

@@ -14,6 +14,17 @@ pub fn of_file(path: &Path) -> Option<Vec<u8>> {
     of_image(&map)
 }
 
+/// The GNU build id of the ELF image stored at `offset`, `len` bytes long, in the file at
+/// `path` (a library inside an APK).
+pub fn of_file_range(path: &Path, offset: u64, len: u64) -> Option<Vec<u8>> {
+    let file = std::fs::File::open(path).ok()?;
+    // SAFETY: as in `of_file`.
+    let map =
+        unsafe { memmap2::MmapOptions::new().offset(offset).len(usize::try_from(len).ok()?).map(&file) }
+            .ok()?;
+    of_image(&map)
+}
+
 /// The GNU build id of an ELF image in memory.
 pub fn of_image(image: &[u8]) -> Option<Vec<u8>> {
     let obj = object::File::parse(image).ok()?;

@@ -54,6 +54,17 @@ impl ElfInfo {
         Self::from_map(path, Arc::new(map), roots)
     }
 
+    /// Maps and parses the ELF image stored at `offset`, `len` bytes long, in the file `path`
+    /// (a library inside an APK), named `name`.
+    pub fn load_range(name: &Path, path: &Path, offset: u64, len: u64) -> Result<ElfInfo, Error> {
+        let io = |e| Error::Io { path: path.into(), source: e };
+        let file = std::fs::File::open(path).map_err(io)?;
+        let len = usize::try_from(len).map_err(|_| io(std::io::Error::other("entry too large")))?;
+        // SAFETY: as in `load_with_debug_roots`.
+        let map = unsafe { memmap2::MmapOptions::new().offset(offset).len(len).map(&file) }.map_err(io)?;
+        Self::from_map(name, Arc::new(map), &[])
+    }
+
     /// Parses an image held in memory (the vDSO kept in a recording), named `name`.
     pub fn from_bytes(name: &Path, bytes: &[u8]) -> Result<ElfInfo, Error> {
         let io = |e| Error::Io { path: name.into(), source: e };
@@ -66,14 +77,7 @@ impl ElfInfo {
         let obj = object::File::parse(&data[..])
             .map_err(|e| Error::Parse { path: path.into(), reason: e.to_string() })?;
         let build_id = obj.build_id().ok().flatten().map(<[u8]>::to_vec);
-        let segments = obj
-            .segments()
-            .filter_map(|s| {
-                let (offset, filesz) = s.file_range();
-                Some(LoadSegment { vaddr: s.address(), offset, filesz })
-                    .filter(|_| filesz > 0 || s.size() > 0)
-            })
-            .collect();
+        let segments = LoadSegment::of(&obj);
         let debuglink = debuglink_of(&obj);
         let mut raw = text_symbols(&obj, obj.symbols());
         if raw.is_empty() {
@@ -126,6 +130,40 @@ impl ElfInfo {
     pub fn offset_to_vaddr(&self, offset: u64) -> Option<u64> {
         offset_to_vaddr(&self.segments, offset)
     }
+
+    /// The file's bytes at virtual addresses `start..end` (code to disassemble), when one load
+    /// segment holds them all.
+    pub fn bytes_at(&self, start: u64, end: u64) -> Option<&[u8]> {
+        let s = self.segments.iter().find(|s| start >= s.vaddr && end <= s.vaddr.saturating_add(s.filesz))?;
+        let from = usize::try_from(s.offset.checked_add(start - s.vaddr)?).ok()?;
+        let to = from.checked_add(usize::try_from(end.checked_sub(start)?).ok()?)?;
+        self.data.get(from..to)
+    }
+}
+
+impl LoadSegment {
+    /// The load segments of an ELF file.
+    pub fn of(obj: &object::File<'_>) -> Vec<LoadSegment> {
+        obj.segments()
+            .filter_map(|s| {
+                let (offset, filesz) = s.file_range();
+                Some(LoadSegment { vaddr: s.address(), offset, filesz })
+                    .filter(|_| filesz > 0 || s.size() > 0)
+            })
+            .collect()
+    }
+}
+
+/// The virtual address where a mapping of the file from offset `pgoff` begins (mmap offsets
+/// are page-aligned: the page holding a segment's start may begin before the segment's own
+/// offset). A segment's file offsets and addresses differ by the same amount all through it, so
+/// `mapping start - this` is the binary's load bias. The sum wraps, as the bias does.
+pub fn mapping_vaddr(segments: &[LoadSegment], pgoff: u64) -> Option<u64> {
+    let page = 4096u64;
+    let s = segments
+        .iter()
+        .find(|s| pgoff >= s.offset & !(page - 1) && pgoff < s.offset.saturating_add(s.filesz.max(1)))?;
+    Some(s.vaddr.wrapping_sub(s.offset).wrapping_add(pgoff))
 }
 
 /// The virtual address of a file offset by the load segments. Both come from files (the

@@ -11,21 +11,23 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod apk;
 pub mod buildid;
 mod demangle;
 mod dwarf;
 mod elf;
+pub mod jit;
 pub mod kallsyms;
 mod kernel;
 mod locate;
 mod table;
 pub mod trusted;
 
-pub use demangle::demangle;
+pub use demangle::{demangle, demangle_full};
 pub use dwarf::{DebugInfo, SourceFrame};
-pub use elf::{debug_file_candidates, ElfInfo, LoadSegment};
+pub use elf::{debug_file_candidates, mapping_vaddr, ElfInfo, LoadSegment};
 pub use kernel::KernelSymbols;
-pub use locate::{running_vdso, BinaryFinder, Found};
+pub use locate::{inside, running_vdso, BinaryFinder, Found};
 pub use table::{Binding, Symbol, SymbolTable};
 
 /// Errors of loading symbol sources.

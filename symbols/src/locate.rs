@@ -9,6 +9,13 @@ use std::path::{Path, PathBuf};
 pub enum Found {
     /// A file whose build id matches (or could not be compared).
     File(PathBuf),
+    /// A library stored in an APK, found in the APK file.
+    Embedded {
+        /// The APK file.
+        apk: PathBuf,
+        /// The library in it.
+        entry: crate::apk::Entry,
+    },
     /// Candidates existed but had another build id.
     BuildIdMismatch(PathBuf),
     /// Nothing found.
@@ -20,6 +27,9 @@ pub struct BinaryFinder {
     symfs: Option<PathBuf>,
     by_build_id: HashMap<String, PathBuf>,
     recorded_vdso: Option<Vec<u8>>,
+    /// The recording was made on the running kernel, so this machine's vDSO is the one it
+    /// ran, even without a build id to compare.
+    same_kernel: bool,
 }
 
 impl BinaryFinder {
@@ -38,11 +48,57 @@ impl BinaryFinder {
                 }
             }
         }
-        BinaryFinder { symfs: symfs.map(Path::to_path_buf), by_build_id, recorded_vdso: None }
+        BinaryFinder {
+            symfs: symfs.map(Path::to_path_buf),
+            by_build_id,
+            recorded_vdso: None,
+            same_kernel: false,
+        }
     }
 
-    /// Finds the binary recorded as `path` with `build_id`.
+    /// Finds the binary recorded as `path` with `build_id`; a library recorded inside an APK
+    /// (`X.apk!/lib/abi/libfoo.so`) is also looked for in the APK.
     pub fn find(&self, path: &str, build_id: Option<&[u8]>) -> Found {
+        let found = self.find_file(path, build_id);
+        if matches!(found, Found::File(_)) {
+            return found;
+        }
+        let Some((apk, name)) = crate::apk::split(path) else { return found };
+        let mut mismatch = None;
+        for apk in self.candidates(apk, None).into_iter().filter(|c| c.is_file()) {
+            let Some(entry) =
+                crate::apk::stored_entries(&apk).and_then(|e| e.into_iter().find(|e| e.name == name))
+            else {
+                continue;
+            };
+            let want = build_id.filter(|b| b.iter().any(|x| *x != 0));
+            let have = want.and_then(|_| crate::buildid::of_file_range(&apk, entry.offset, entry.size));
+            match (want, have) {
+                (Some(want), Some(have)) if !crate::buildid::same(want, &have) => {
+                    mismatch.get_or_insert(apk);
+                }
+                _ => return Found::Embedded { apk, entry },
+            }
+        }
+        match (found, mismatch) {
+            (Found::BuildIdMismatch(p), _) | (Found::Missing, Some(p)) => Found::BuildIdMismatch(p),
+            _ => Found::Missing,
+        }
+    }
+
+    /// The entries stored uncompressed in the APK recorded as `path`, from the APK under the
+    /// symbol directory or at its recorded path.
+    pub fn apk_entries(&self, path: &str) -> Option<Vec<crate::apk::Entry>> {
+        self.candidates(path, None)
+            .into_iter()
+            .filter(|c| c.is_file())
+            .find_map(|c| crate::apk::stored_entries(&c))
+    }
+
+    /// Where a binary recorded as `path` may be, in order: by build id through the symbol
+    /// directory's `build_id_list`, under the symbol directory by path and by file name, then
+    /// the recorded path itself.
+    fn candidates(&self, path: &str, build_id: Option<&[u8]>) -> Vec<PathBuf> {
         let mut candidates = Vec::new();
         if let Some(id) = build_id.filter(|b| !b.is_empty()) {
             let key = crate::buildid::hex(id);
@@ -64,8 +120,12 @@ impl BinaryFinder {
             }
         }
         candidates.push(PathBuf::from(path));
+        candidates
+    }
+
+    fn find_file(&self, path: &str, build_id: Option<&[u8]>) -> Found {
         let mut mismatch = None;
-        for c in candidates {
+        for c in self.candidates(path, build_id) {
             if !c.is_file() {
                 continue;
             }
@@ -107,14 +167,20 @@ impl BinaryFinder {
         self.symfs.iter().cloned().collect()
     }
 
+    /// Says whether the recording was made on the running kernel.
+    pub fn set_same_kernel(&mut self, same: bool) {
+        self.same_kernel = same;
+    }
+
     /// Uses the vDSO image a recording kept.
     pub fn set_recorded_vdso(&mut self, image: Vec<u8>) {
         self.recorded_vdso = Some(image);
     }
 
     /// The vDSO image with `build_id`: the recording's copy, perf's build-id cache
-    /// (`~/.debug/[vdso]/ID/vdso`), else this machine's own vDSO when its build id matches (or
-    /// none was recorded).
+    /// (`~/.debug/[vdso]/ID/vdso`), else this machine's own vDSO when its build id matches, or
+    /// when none was recorded and the recording was made on this kernel (another machine's
+    /// vDSO, of another architecture perhaps, would name its code wrongly).
     pub fn find_vdso(&self, build_id: Option<&[u8]>) -> Option<Vec<u8>> {
         let want = build_id.filter(|b| b.iter().any(|x| *x != 0));
         if let Some(image) = &self.recorded_vdso {
@@ -128,8 +194,8 @@ impl BinaryFinder {
         }
         let image = running_vdso()?;
         match (want, crate::buildid::of_image(&image)) {
-            (Some(want), Some(have)) if !crate::buildid::same(want, &have) => None,
-            _ => Some(image),
+            (Some(want), Some(have)) => crate::buildid::same(want, &have).then_some(image),
+            (Some(_), None) | (None, _) => self.same_kernel.then_some(image),
         }
     }
 }

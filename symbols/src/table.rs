@@ -82,6 +82,11 @@ impl SymbolTable {
         (addr < s.end).then_some(s)
     }
 
+    /// The symbols, by address.
+    pub fn iter(&self) -> impl Iterator<Item = &Symbol> {
+        self.syms.iter()
+    }
+
     /// Number of symbols.
     pub fn len(&self) -> usize {
         self.syms.len()

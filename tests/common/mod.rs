@@ -18,6 +18,21 @@ pub fn scratch(name: &str) -> PathBuf {
     dir
 }
 
+/// Copies an executable with `install`, so this process never holds the copy open for
+/// writing: a child that another test thread forks at that moment would keep it open until its
+/// exec, and running the copy would then fail with "Text file busy".
+pub fn copy_executable(from: &Path, to: &Path) {
+    let st = Command::new("install").arg("-m").arg("0755").arg(from).arg(to).status().unwrap();
+    assert!(st.success(), "install {} {}", from.display(), to.display());
+}
+
+/// Writes an executable script, the same way as `copy_executable`.
+pub fn write_executable(path: &Path, text: &str) {
+    let source = path.with_extension("source");
+    std::fs::write(&source, text).unwrap();
+    copy_executable(&source, path);
+}
+
 /// Compiled test programs.
 pub struct Programs {
     /// workload.cpp built -O2 -g with frame pointers.
@@ -40,6 +55,10 @@ pub struct Programs {
     pub clock: PathBuf,
     /// phases.cpp (frame pointers): hot in func_alpha (`before`) or func_beta (`after`).
     pub phases: PathBuf,
+    /// overload.cpp (frame pointers): two overloads of work::spin, hot 2:1.
+    pub overload: PathBuf,
+    /// startup.cpp (frame pointers): a startup phase, then a steady phase; prints their lengths.
+    pub startup: PathBuf,
 }
 
 /// Builds tests/programs once per test binary.
@@ -92,6 +111,10 @@ pub fn programs() -> &'static Programs {
         build("clock.cpp", &clock, &["-fno-omit-frame-pointer"]);
         let phases = dir.join("phases");
         build("phases.cpp", &phases, &["-fno-omit-frame-pointer"]);
+        let overload = dir.join("overload");
+        build("overload.cpp", &overload, &["-fno-omit-frame-pointer"]);
+        let startup = dir.join("startup");
+        build("startup.cpp", &startup, &["-fno-omit-frame-pointer"]);
         Programs {
             workload_fp,
             workload,
@@ -103,6 +126,8 @@ pub fn programs() -> &'static Programs {
             inline_rs,
             clock,
             phases,
+            overload,
+            startup,
         }
     })
 }
@@ -232,4 +257,48 @@ pub fn simpleperf_testdata() -> PathBuf {
         dir.display()
     );
     dir
+}
+
+/// The rows of the tables of `rperf report --csv` (every event's), as maps from simpleperf's
+/// column names (`Overhead`, `Children`, `Self`, `Sample`, `Shared Object`, `Symbol`,
+/// `EventCount`, `EventName`, ...) to cells, quotes removed.
+pub fn csv_rows(text: &str, sep: char) -> Vec<std::collections::HashMap<String, String>> {
+    let mut out = Vec::new();
+    let mut head: Option<Vec<String>> = None;
+    for line in text.lines() {
+        if line.is_empty() {
+            head = None;
+            continue;
+        }
+        let cells = csv_cells(line, sep);
+        match &head {
+            None if cells.first().is_some_and(|c| c == "Overhead" || c == "Children") => head = Some(cells),
+            None => {}
+            Some(h) => out.push(h.iter().cloned().zip(cells).collect()),
+        }
+    }
+    out
+}
+
+fn csv_cells(line: &str, sep: char) -> Vec<String> {
+    let mut cells = vec![String::new()];
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+                cells.last_mut().unwrap().push('"');
+            }
+            '"' => quoted = !quoted,
+            c if c == sep && !quoted => cells.push(String::new()),
+            c => cells.last_mut().unwrap().push(c),
+        }
+    }
+    cells
+}
+
+/// A percentage cell (`12.34%`) as a number.
+pub fn pct(cell: &str) -> f64 {
+    cell.trim_end_matches('%').parse().unwrap_or_else(|_| panic!("not a percentage: {cell}"))
 }

@@ -109,6 +109,8 @@ pub struct Regs {
 /// The unwind sections of one binary, shared between every process that maps it.
 #[derive(Clone, Debug, Default)]
 pub struct UnwindSections {
+    /// What framehop counts CFI addresses from (it keeps them as 32-bit offsets).
+    base_svma: u64,
     text_svma: Option<Range<u64>>,
     text: Option<Arc<[u8]>>,
     eh_frame_svma: Option<Range<u64>>,
@@ -121,17 +123,40 @@ pub struct UnwindSections {
 impl UnwindSections {
     /// Extracts .eh_frame, .eh_frame_hdr, .debug_frame and .text from ELF bytes.
     pub fn from_elf(data: &[u8]) -> Option<UnwindSections> {
+        Self::extract(data, true)
+    }
+
+    /// Like `from_elf`, without the code: the CFI alone, a fraction of a binary's size (what a
+    /// recorder keeps for every binary it unwinds through).
+    pub fn cfi_of_elf(data: &[u8]) -> Option<UnwindSections> {
+        Self::extract(data, false)
+    }
+
+    fn extract(data: &[u8], with_text: bool) -> Option<UnwindSections> {
         let obj = object::File::parse(data).ok()?;
         let sect = |name: &str| {
             let s = obj.section_by_name(name)?;
             let bytes = s.uncompressed_data().ok()?;
             Some((s.address()..s.address() + s.size(), Arc::<[u8]>::from(&*bytes)))
         };
-        let (text_svma, text) = sect(".text").unzip();
+        let (text_svma, text) = if with_text {
+            sect(".text").unzip()
+        } else {
+            (obj.section_by_name(".text").map(|s| s.address()..s.address() + s.size()), None)
+        };
         let (eh_frame_svma, eh_frame) = sect(".eh_frame").unzip();
         let (eh_frame_hdr_svma, eh_frame_hdr) = sect(".eh_frame_hdr").unzip();
         let debug_frame = sect(".debug_frame").map(|(_, d)| d);
+        // Linked binaries start near 0; JIT code's symbol files hold run-time addresses
+        // (0x7f...), which count from the lowest of them.
+        let starts: Vec<u64> =
+            [&text_svma, &eh_frame_svma, &eh_frame_hdr_svma].into_iter().flatten().map(|r| r.start).collect();
+        let base_svma = match starts.iter().max() {
+            Some(&top) if top > u64::from(u32::MAX) => starts.iter().copied().min().unwrap_or(0),
+            _ => 0,
+        };
         Some(UnwindSections {
+            base_svma,
             text_svma,
             text,
             eh_frame_svma,
@@ -149,7 +174,7 @@ impl UnwindSections {
 
     fn section_info(&self) -> ExplicitModuleSectionInfo<Arc<[u8]>> {
         ExplicitModuleSectionInfo {
-            base_svma: 0,
+            base_svma: self.base_svma,
             text_svma: self.text_svma.clone(),
             text: self.text.clone(),
             eh_frame_svma: self.eh_frame_svma.clone(),
@@ -217,7 +242,9 @@ impl ProcessUnwinder {
 
     /// Adds a binary mapped at `avma` whose addresses are its SVMAs plus `bias`.
     pub fn add_module(&mut self, name: &str, avma: Range<u64>, bias: u64, sections: &UnwindSections) {
-        let module = Module::new(name.to_string(), avma, bias, sections.section_info());
+        // framehop places the module by the address its base SVMA is loaded at.
+        let base_avma = bias.wrapping_add(sections.base_svma);
+        let module = Module::new(name.to_string(), avma, base_avma, sections.section_info());
         match self {
             ProcessUnwinder::X86(u) => u.add_module(module),
             ProcessUnwinder::Arm(u) => u.add_module(module),

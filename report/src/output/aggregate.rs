@@ -23,6 +23,8 @@ pub struct ResolvedSample<'a> {
     pub srcline: u32,
     /// Functions, innermost first.
     pub frames: &'a [FuncId],
+    /// Each frame's address in its binary (`vaddr_in_file`), when sorted by it; else empty.
+    pub vaddrs: &'a [u64],
 }
 
 /// What identifies a report entry; fields not in the sort keys are zero.
@@ -40,6 +42,8 @@ pub struct EntryKey {
     pub func: u32,
     /// Source line id.
     pub srcline: u32,
+    /// The address in the binary (`vaddr_in_file`).
+    pub vaddr: u64,
 }
 
 /// A call-graph node.
@@ -98,6 +102,33 @@ pub struct Entry {
     pub children: u64,
     /// The call graph under the entry.
     pub tree: CallTree,
+    /// The entries next to this one on the way from the call graphs' roots (its callers in
+    /// caller order, its callees in callee order): when there is only one, this entry's call
+    /// graph is part of that one's, and brief call graphs skip it.
+    pub parent: Parent,
+}
+
+/// The entries a call-graph entry is reached from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Parent {
+    /// Not reached from another entry (yet).
+    #[default]
+    None,
+    /// Always from this one.
+    One(EntryKey),
+    /// From several, or it is itself where call graphs start.
+    Many,
+}
+
+impl Parent {
+    fn add(&mut self, p: Option<EntryKey>) {
+        *self = match (*self, p) {
+            (_, None) | (Parent::Many, _) => Parent::Many,
+            (Parent::None, Some(k)) => Parent::One(k),
+            (Parent::One(a), Some(k)) if a == k => Parent::One(a),
+            (Parent::One(_), Some(_)) => Parent::Many,
+        };
+    }
 }
 
 /// The aggregate of one event.
@@ -114,7 +145,7 @@ pub struct EventAggregate {
 /// What aggregation needs to know of the options.
 #[derive(Clone, Debug)]
 pub struct AggregateConfig {
-    keys: [bool; 6],
+    keys: [bool; 7],
     children: bool,
     call_graph: Option<CallOrder>,
 }
@@ -131,14 +162,21 @@ impl AggregateConfig {
                 has(SortKey::Dso),
                 has(SortKey::Symbol),
                 has(SortKey::Srcline),
+                has(SortKey::VaddrInFile),
             ],
             children: opts.children,
             call_graph: opts.call_graph,
         }
     }
 
-    fn key(&self, s: &ResolvedSample<'_>, func: FuncId, funcs: &[Func]) -> EntryKey {
-        let [c, p, t, d, f, l] = self.keys;
+    /// Whether entries are told apart by address.
+    pub fn by_vaddr(&self) -> bool {
+        self.keys[6]
+    }
+
+    fn key(&self, s: &ResolvedSample<'_>, i: usize, funcs: &[Func]) -> EntryKey {
+        let func = s.frames[i];
+        let [c, p, t, d, f, l, v] = self.keys;
         EntryKey {
             comm: if c { s.comm } else { 0 },
             pid: if p { s.pid } else { 0 },
@@ -147,6 +185,7 @@ impl AggregateConfig {
             func: if f { func } else { 0 },
             // The source line belongs to the sampled address, so only the leaf has one.
             srcline: if l && func == s.frames[0] { s.srcline + 1 } else { 0 },
+            vaddr: if v { s.vaddrs.get(i).copied().unwrap_or(0) } else { 0 },
         }
     }
 }
@@ -156,8 +195,16 @@ impl EventAggregate {
     pub fn of_section(p: &Profile, section: &Section, opts: &ReportOptions) -> EventAggregate {
         let cfg = AggregateConfig::new(opts);
         let mut agg = EventAggregate::default();
+        let mut vaddrs = Vec::new();
         for c in &section.stacks {
             let frames = &p.stack_funcs[c.stack as usize];
+            vaddrs.clear();
+            if cfg.by_vaddr() {
+                for &a in &p.stacks[c.stack as usize] {
+                    let v = p.symbols.vaddr_in_file(a);
+                    vaddrs.extend(p.symbols.funcs(a).iter().map(|_| v));
+                }
+            }
             let srcline = p.stacks[c.stack as usize].first().map_or(0, |a| p.symbols.srcline[*a as usize]);
             let t = c.thread;
             let sample = ResolvedSample {
@@ -168,23 +215,36 @@ impl EventAggregate {
                 samples: c.samples,
                 srcline,
                 frames,
+                vaddrs: &vaddrs,
             };
-            agg.add(&cfg, &sample, &p.names.funcs);
+            agg.add(&cfg, &sample, &p.names.funcs, p.selected.as_deref());
         }
         agg
     }
 
-    /// Folds one sample in. Counts come from the file, so sums saturate instead of overflowing
-    /// on corrupt periods (a regression found by tests/damaged_files.rs).
-    pub fn add(&mut self, cfg: &AggregateConfig, s: &ResolvedSample<'_>, funcs: &[Func]) {
+    /// Folds one sample in; only functions in `selected` (all, when None) become entries.
+    /// Counts come from the file, so sums saturate instead of overflowing on corrupt periods
+    /// (a regression found by tests/damaged_files.rs).
+    pub fn add(
+        &mut self,
+        cfg: &AggregateConfig,
+        s: &ResolvedSample<'_>,
+        funcs: &[Func],
+        selected: Option<&[bool]>,
+    ) {
         let Some(&leaf) = s.frames.first() else { return };
+        let is_selected = |f: FuncId| selected.is_none_or(|sel| sel.get(f as usize).copied().unwrap_or(true));
         self.samples = self.samples.saturating_add(s.samples);
         self.period = self.period.saturating_add(s.period);
-        let key = cfg.key(s, leaf, funcs);
-        let e = self.entries.entry(key).or_default();
-        e.samples = e.samples.saturating_add(s.samples);
-        e.period = e.period.saturating_add(s.period);
+        if is_selected(leaf) {
+            let key = cfg.key(s, 0, funcs);
+            let e = self.entries.entry(key).or_default();
+            e.samples = e.samples.saturating_add(s.samples);
+            e.period = e.period.saturating_add(s.period);
+        }
         if !cfg.children {
+            let key = cfg.key(s, 0, funcs);
+            let e = self.entries.entry(key).or_default();
             match cfg.call_graph {
                 Some(CallOrder::Callee) => e.tree.add_path(s.frames.iter().copied(), s.period),
                 Some(CallOrder::Caller) => e.tree.add_path(s.frames.iter().rev().copied(), s.period),
@@ -194,13 +254,30 @@ impl EventAggregate {
         }
         // Inclusive counts: every distinct entry on the stack gets the sample once.
         let mut seen: Vec<EntryKey> = Vec::with_capacity(s.frames.len());
+        let last = s.frames.len() - 1;
         for (i, &func) in s.frames.iter().enumerate() {
-            let key = cfg.key(s, func, funcs);
+            if !is_selected(func) {
+                continue;
+            }
+            let key = cfg.key(s, i, funcs);
             if seen.contains(&key) {
                 continue;
             }
             seen.push(key);
+            // The entry this one is reached from in this stack, as simpleperf counts it: the
+            // sampled function in caller order and the outermost caller in callee order end
+            // the walk and count nothing; the root a walk starts from is reached from nowhere;
+            // a neighbour the filters leave out is no entry.
+            let neighbour = |j: usize| is_selected(s.frames[j]).then(|| cfg.key(s, j, funcs));
+            let from = match cfg.call_graph {
+                Some(CallOrder::Caller) if i > 0 => Some((i < last).then(|| neighbour(i + 1)).flatten()),
+                Some(CallOrder::Callee) if i < last => Some((i > 0).then(|| neighbour(i - 1)).flatten()),
+                _ => None,
+            };
             let e = self.entries.entry(key).or_default();
+            if let Some(from) = from {
+                e.parent.add(from);
+            }
             e.children = e.children.saturating_add(s.period);
             match cfg.call_graph {
                 // The functions this entry called, down to the sampled one.
@@ -240,13 +317,25 @@ mod tests {
                 period: 10,
                 samples: 1,
                 frames: &[0, 1, 2],
+                vaddrs: &[],
             },
             &f,
+            None,
         );
         agg.add(
             &cfg,
-            &ResolvedSample { comm: 0, pid: 1, tid: 1, srcline: 0, period: 5, samples: 1, frames: &[1, 2] },
+            &ResolvedSample {
+                comm: 0,
+                pid: 1,
+                tid: 1,
+                srcline: 0,
+                period: 5,
+                samples: 1,
+                frames: &[1, 2],
+                vaddrs: &[],
+            },
             &f,
+            None,
         );
         let get = |func| agg.entries.get(&EntryKey { func, ..Default::default() }).unwrap().clone();
         assert_eq!((get(0).period, get(0).children), (10, 10));
@@ -274,8 +363,10 @@ mod tests {
                 period: 1,
                 samples: 1,
                 frames: &[0, 1, 2],
+                vaddrs: &[],
             },
             &funcs(),
+            None,
         );
         let e = agg.entries.values().next().unwrap();
         let first = e.tree.nodes[0].children[0] as usize;

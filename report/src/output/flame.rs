@@ -84,12 +84,11 @@ pub fn main_lines(p: &Profile, opts: &ReportOptions) -> Vec<(String, u64)> {
     }
 }
 
-/// Writes folded stacks, every section's.
+/// Writes folded stacks of the section stack outputs show (one event: weights of different
+/// events do not add up; `--event` picks another).
 pub fn write_folded(out: &mut dyn Write, p: &Profile, opts: &ReportOptions) -> io::Result<()> {
-    for s in p.shown_sections() {
-        for (line, weight) in folded_lines(p, s, FoldStyle::new(opts, s)) {
-            writeln!(out, "{line} {weight}")?;
-        }
+    for (line, weight) in main_lines(p, opts) {
+        writeln!(out, "{line} {weight}")?;
     }
     Ok(())
 }

@@ -38,6 +38,7 @@ pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
     let user = g.add_category("User", CategoryColor::Yellow);
     let kernel = g.add_category("Kernel", CategoryColor::Orange);
     let waiting = g.add_category("Off-CPU", CategoryColor::Blue);
+    let jit = g.add_category("JIT", CategoryColor::Green);
     // Timestamps are relative to the first sample; one that lies before it (a damaged file) is
     // placed at the start rather than wrapped.
     let at = |t: u64| Timestamp::from_nanos_since_reference(t.saturating_sub(first));
@@ -68,6 +69,7 @@ pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
                         let category = match names.dso_of(f).kind {
                             DsoKind::Kernel => kernel,
                             _ if Some(f) == p.off_cpu_marker => waiting,
+                            k if k.is_jit() => jit,
                             _ => user,
                         };
                         FrameInfo {

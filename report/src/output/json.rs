@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! {"event":"cpu-clock","time":1234,"pid":7,"tid":7,"comm":"app","cpu":0,"period":250000,
-//!  "stack":[{"symbol":"leaf","dso":"/usr/bin/app","file":"app.c","line":12,"inlined":false},...]}
+//!  "stack":[{"symbol":"leaf","dso":"/usr/bin/app","file":"app.c","line":12,"inlined":false,
+//!            "execution_type":"native_method","jit":false},...]}
 //! ```
 
 use std::io::{self, Write};
@@ -21,7 +22,8 @@ pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
         for row in &s.rows {
             let stack = rendered[row.stack as usize].get_or_insert_with(|| {
                 let mut frames = Vec::new();
-                for &a in &p.stacks[row.stack as usize] {
+                let execs = &p.stack_exec[row.stack as usize];
+                for (&a, exec) in p.stacks[row.stack as usize].iter().zip(execs) {
                     let places = p.symbols.places(a);
                     for (i, &f) in p.symbols.funcs(a).iter().enumerate() {
                         let func = names.func(f);
@@ -32,6 +34,8 @@ pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
                             "file": (file > 0).then(|| names.files[file as usize - 1].as_str()),
                             "line": (line > 0).then_some(line),
                             "inlined": func.inlined,
+                            "execution_type": exec.name(),
+                            "jit": names.dso_of(f).kind.is_jit(),
                         }));
                     }
                 }

@@ -7,6 +7,7 @@ mod gecko;
 mod html;
 mod json;
 mod pprof;
+mod script;
 mod text;
 
 use std::io::{self, Write};
@@ -44,6 +45,7 @@ pub fn write(
         (Format::Pprof, None) => pprof::write(out, p, opts),
         (Format::Gecko, None) => gecko::write(out, p),
         (Format::Json, None) => json::write(out, p),
+        (Format::Script, None) => script::write(out, p),
         (f, Some(_)) => {
             Err(io::Error::other(format!("--diff compares in text, folded, svg or html output, not {f:?}")))
         }
@@ -67,6 +69,11 @@ pub(crate) fn printable(s: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// `s` as HTML text or an attribute value (the HTML report and `rperf annotate --format html`).
+pub(crate) fn escape_html(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 /// What the weights of stack outputs count.

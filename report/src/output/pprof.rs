@@ -10,6 +10,7 @@ use std::io::{self, Write};
 
 use prost::Message;
 
+use crate::model::ExecType;
 use crate::options::ReportOptions;
 use crate::profile::Profile;
 
@@ -183,6 +184,10 @@ fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
         out.default_sample_type = st.id(name);
     }
     let (pid_key, tid_key, thread_key) = (st.id("pid"), st.id("tid"), st.id("thread"));
+    // Recordings with Java methods say how each frame's code ran, innermost first, in a label
+    // (pprof has no per-frame attributes).
+    let java = p.stack_exec.iter().flatten().any(|t| *t != ExecType::Native);
+    let exec_key = if java { st.id("execution_types") } else { 0 };
     let funcs = &p.names.funcs;
     let mut mappings: HashMap<u32, u64> = HashMap::new();
     let mut locations: HashMap<u32, u64> = HashMap::new();
@@ -292,6 +297,15 @@ fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
                     proto::Label { key: tid_key, num: i64::from(tid), ..Default::default() },
                     proto::Label { key: thread_key, str: st.id(p.names.comm(comm)), ..Default::default() },
                 ];
+                if java {
+                    let marker = marker.map(|_| ExecType::Native.name());
+                    let types: Vec<&str> = marker
+                        .into_iter()
+                        .chain(p.stack_exec[c.stack as usize].iter().map(|t| t.name()))
+                        .collect();
+                    let str = st.id(&types.join(","));
+                    sample.label.push(proto::Label { key: exec_key, str, ..Default::default() });
+                }
                 out.sample.push(sample);
             }
         }

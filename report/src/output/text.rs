@@ -22,6 +22,7 @@ fn column(names: &Names, key: SortKey, k: &EntryKey) -> String {
             0 => "[unknown]".into(),
             l => names.srclines.get(l as usize - 1).cloned().unwrap_or_else(|| "[unknown]".into()),
         },
+        SortKey::VaddrInFile => format!("{:#x}", k.vaddr),
     };
     super::printable(&text).into_owned()
 }
@@ -50,6 +51,15 @@ fn write_header(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
     if let Some(a) = &p.info.arch {
         writeln!(out, "Arch: {}", super::printable(a))?;
     }
+    // Sampling that was off for part of the recording (--delay, --control) is said.
+    if let Some((on, all)) = p.info.recorded.filter(|(on, all)| on + 1_000_000 < *all) {
+        writeln!(
+            out,
+            "Recorded: {:.3} s of {:.3} s (sampling was off for the rest)",
+            on as f64 / 1e9,
+            all as f64 / 1e9
+        )?;
+    }
     Ok(())
 }
 
@@ -72,7 +82,7 @@ pub fn write(out: &mut dyn Write, p: &Profile, opts: &ReportOptions) -> io::Resu
             writeln!(out, "Truncated stacks: {}", s.truncated)?;
         }
         writeln!(out)?;
-        write_section(out, &agg, s.weight, &p.names, opts)?;
+        write_section(out, &agg, s, &p.names, opts)?;
     }
     Ok(())
 }
@@ -116,9 +126,21 @@ pub fn write_diff(out: &mut dyn Write, p: &Profile, base: &Profile, opts: &Repor
     writeln!(out, "New: {} ({} samples)", p.info.input.display(), p.main_section().map_or(0, |s| s.samples))?;
     writeln!(out)?;
     if opts.csv {
-        writeln!(out, "Baseline,New,Delta,Shared Object,Symbol")?;
+        writeln!(
+            out,
+            "{}",
+            ["Baseline", "New", "Delta", "Shared Object", "Symbol"].join(&opts.csv_separator)
+        )?;
         for (b, n, (dso, sym)) in rows {
-            writeln!(out, "{b:.2}%,{n:.2}%,{:+.2}%,{},{}", n - b, csv_field(dso), csv_field(sym))?;
+            let sep = opts.csv_separator.as_str();
+            let cells = [
+                format!("{b:.2}%"),
+                format!("{n:.2}%"),
+                format!("{:+.2}%", n - b),
+                csv_field(dso, sep),
+                csv_field(sym, sep),
+            ];
+            writeln!(out, "{}", cells.join(sep))?;
         }
         return Ok(());
     }
@@ -135,13 +157,24 @@ pub fn write_diff(out: &mut dyn Write, p: &Profile, base: &Profile, opts: &Repor
 fn write_section(
     out: &mut dyn Write,
     agg: &EventAggregate,
-    total: u64,
+    section: &crate::profile::Section,
     names: &Names,
     opts: &ReportOptions,
 ) -> io::Result<()> {
+    let total = section.weight;
     let mut entries: Vec<(&EntryKey, &Entry)> = agg.entries.iter().collect();
     let weight = |e: &Entry| if opts.children { e.children } else { e.period };
-    entries.sort_by(|a, b| weight(b.1).cmp(&weight(a.1)).then_with(|| a.0.cmp(b.0)));
+    // simpleperf's order: by weight, entries whose call graph is skipped after those shown,
+    // then by self weight.
+    let skipped =
+        |e: &Entry| opts.call_graph.is_some() && matches!(e.parent, super::aggregate::Parent::One(_));
+    entries.sort_by(|a, b| {
+        weight(b.1)
+            .cmp(&weight(a.1))
+            .then_with(|| skipped(a.1).cmp(&skipped(b.1)))
+            .then_with(|| b.1.period.cmp(&a.1.period))
+            .then_with(|| a.0.cmp(b.0))
+    });
     entries.retain(|(_, e)| weight(e) > 0 && pct(weight(e), total) >= opts.percent_limit);
 
     let mut head: Vec<String> = Vec::new();
@@ -154,10 +187,18 @@ fn write_section(
     if opts.show_samples {
         head.push("Sample".into());
     }
+    // Event counts as simpleperf names them; CSV output always has them, with the event's name.
+    let event_counts = opts.print_event_count || opts.csv;
+    let counts_head: &[&str] =
+        if opts.children { &["AccEventCount", "SelfEventCount"] } else { &["EventCount"] };
     if opts.print_event_count {
-        head.push("EventCount".into());
+        head.extend(counts_head.iter().map(|s| s.to_string()));
     }
     head.extend(opts.sort.iter().map(|k| k.title().to_string()));
+    if event_counts && !opts.print_event_count {
+        head.extend(counts_head.iter().map(|s| s.to_string()));
+        head.push("EventName".into());
+    }
     let fmt_share = |v: u64| if opts.raw_period { v.to_string() } else { format!("{:.2}%", pct(v, total)) };
     let rows: Vec<Vec<String>> = entries
         .iter()
@@ -170,17 +211,27 @@ fn write_section(
             if opts.show_samples {
                 r.push(e.samples.to_string());
             }
+            let mut counts = Vec::new();
+            if opts.children {
+                counts.push(e.children.to_string());
+            }
+            counts.push(e.period.to_string());
             if opts.print_event_count {
-                r.push(e.period.to_string());
+                r.extend(counts.iter().cloned());
             }
             r.extend(opts.sort.iter().map(|key| column(names, *key, k)));
+            if event_counts && !opts.print_event_count {
+                r.extend(counts);
+                r.push(super::printable(&section.name).into_owned());
+            }
             r
         })
         .collect();
     if opts.csv {
-        writeln!(out, "{}", head.join(","))?;
+        let sep = opts.csv_separator.as_str();
+        writeln!(out, "{}", head.iter().map(|c| csv_field(c, sep)).collect::<Vec<_>>().join(sep))?;
         for r in &rows {
-            writeln!(out, "{}", r.iter().map(|c| csv_field(c)).collect::<Vec<_>>().join(","))?;
+            writeln!(out, "{}", r.iter().map(|c| csv_field(c, sep)).collect::<Vec<_>>().join(sep))?;
         }
         writeln!(out)?;
         return Ok(());
@@ -204,8 +255,15 @@ fn write_section(
     for (r, (_, e)) in rows.iter().zip(&entries) {
         writeln!(out, "{}", line(r))?;
         if opts.call_graph.is_some() {
-            let limit = if opts.full_callgraph { opts.percent_limit } else { opts.percent_limit.max(0.5) };
-            write_tree(out, &e.tree, names, total, limit, opts.raw_period)?;
+            // A brief call graph leaves out what another entry's graph shows whole: the graph
+            // of an entry reached from only one other entry is part of that one's.
+            if !opts.full_callgraph && matches!(e.parent, super::aggregate::Parent::One(_)) {
+                writeln!(out, "       [skipped in brief callgraph mode]")?;
+            } else {
+                let limit =
+                    if opts.full_callgraph { opts.percent_limit } else { opts.percent_limit.max(0.5) };
+                write_tree(out, &e.tree, names, total, limit, opts.raw_period)?;
+            }
             writeln!(out)?;
         }
     }
@@ -213,8 +271,9 @@ fn write_section(
     Ok(())
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
+/// A CSV field, quoted when it holds the separator, a quote or a line break.
+fn csv_field(s: &str, sep: &str) -> String {
+    if s.contains(sep) || s.contains(['"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_string()

@@ -1,0 +1,621 @@
+//! The GDB JIT interface, read while recording: runtimes that compile code at run time (LLVM's
+//! MCJIT and ORC, ART, Mono, LuaJIT) describe each piece of code with an in-memory symbol file
+//! (an ELF image) on a list that debuggers read from the process's memory. rperf reads the same
+//! list from every recorded process that has one, copies each new symbol file into the
+//! recording with the time it was seen and its code range, and notes when one goes away, so
+//! that a sample maps to the code that was at its address at its time.
+//!
+//! The interface (GDB's "JIT Compilation Interface"), 64-bit layout:
+//!
+//! ```text
+//! __jit_debug_descriptor: version u32, action_flag u32, relevant_entry *, first_entry *
+//! jit_code_entry:         next *, prev *, symfile_addr *, symfile_size u64
+//! ```
+//!
+//! ART extends both (magic `Android1` or `Android2` after the standard fields): the descriptor
+//! gains flags, the sizes of both structs, a sequence lock (odd while the list changes) and the
+//! time of the last action; each entry gains its registration time (CLOCK_MONOTONIC, the clock
+//! rperf samples with) and, with `Android2`, a sequence lock of its own (odd once removed).
+//! ART lists in-memory dex files the same way under `__dex_debug_descriptor`.
+//!
+//! A read is consistent or thrown away: the descriptor is read, the list walked, the new
+//! symbol files copied, and the descriptor read again; any change in between (or a lock held
+//! odd) means a retry, never a stored half. A descriptor that did not change is not walked,
+//! and one that has never listed anything is read less and less often.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use object::{Object, ObjectSection, ObjectSymbol};
+use rperf_perfdata::{JitReads, JitSymfile, SymfileKind};
+use rperf_symbols::{mapping_vaddr, LoadSegment};
+
+/// How often a descriptor is read (simpleperf reads every 100 ms): a symbol file seen new was
+/// registered after the read before, so this is how close its registration is known (for
+/// runtimes that don't stamp it, all but ART).
+const INTERVAL: Duration = Duration::from_millis(100);
+/// The longest wait between reads of a descriptor that has never listed anything: nothing at
+/// its addresses was registered before, so no sample can be misnamed by a late read.
+const MAX_INTERVAL: Duration = Duration::from_millis(1600);
+/// Attempts at a consistent read before waiting for the next poll.
+const TRIES: usize = 8;
+/// How often a changing list is walked whole, to notice removals.
+const FULL_WALK_NS: u64 = 1_000_000_000;
+/// `action_flag` after an unregistration.
+const JIT_UNREGISTER_FN: u32 = 2;
+/// How soon a descriptor is read again for a sample in code nothing describes.
+const RECENT: Duration = Duration::from_millis(5);
+/// The most entries one walk follows (a list that never ends is a torn read or a corrupt one).
+const MAX_ENTRIES: usize = 1 << 20;
+/// The largest symbol file copied.
+const MAX_SYMFILE: u64 = 64 << 20;
+
+/// The two lists a process may have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum List {
+    /// `__jit_debug_descriptor`: ELF symbol files of JIT-compiled code.
+    Jit,
+    /// `__dex_debug_descriptor`: ART's in-memory dex files.
+    Dex,
+}
+
+/// Where a binary keeps its descriptors: their virtual addresses and the load segments that
+/// turn a mapping of the file into the binary's load bias.
+#[derive(Debug)]
+struct Exports {
+    lists: Vec<(List, u64)>,
+    segments: Vec<LoadSegment>,
+}
+
+/// A descriptor as read: the standard fields and ART's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Descriptor {
+    action: u32,
+    relevant: u64,
+    first: u64,
+    /// ART's variant: `Android1` (1) or `Android2` (2), with its lock and last action's time.
+    art: Option<(u8, u32, u64)>,
+}
+
+impl Descriptor {
+    const STANDARD: usize = 24;
+    const ART: usize = 56;
+
+    fn parse(b: &[u8; Self::ART]) -> Descriptor {
+        let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+        let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
+        let art = match &b[24..32] {
+            b"Android1" => Some(1),
+            b"Android2" => Some(2),
+            _ => None,
+        };
+        Descriptor {
+            action: u32_at(4),
+            relevant: u64_at(8),
+            first: u64_at(16),
+            art: art.map(|v| (v, u32_at(44), u64_at(48))),
+        }
+    }
+
+    fn locked(&self) -> bool {
+        self.art.is_some_and(|(_, seq, _)| seq % 2 == 1)
+    }
+}
+
+/// One entry of a list, as read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Entry {
+    at: u64,
+    symfile: u64,
+    size: u64,
+    /// ART's registration time, 0 when not given.
+    registered: u64,
+}
+
+/// One descriptor of one process, and what it listed at the last consistent read.
+struct Watched {
+    list: List,
+    addr: u64,
+    last: Option<Descriptor>,
+    /// The entries listed, with the index of their stored symbol file.
+    live: HashMap<Entry, usize>,
+    next_read: Instant,
+    interval: Duration,
+    /// When the last consistent read happened (CLOCK_MONOTONIC ns): new entries were
+    /// registered after it.
+    last_read_ns: u64,
+    /// Whether it ever listed anything.
+    used: bool,
+    /// When the whole list was last walked consistently.
+    last_full_ns: u64,
+}
+
+/// Reads the GDB JIT interface of the recorded processes.
+#[derive(Default)]
+pub(crate) struct JitDebugReader {
+    enabled: bool,
+    exports: HashMap<String, Option<Exports>>,
+    processes: BTreeMap<u32, Vec<Watched>>,
+    /// Processes whose memory cannot be read (said once each).
+    refused: HashSet<u32>,
+    /// The symbol files copied so far.
+    pub symfiles: Vec<JitSymfile>,
+    pub reads: JitReads,
+    /// Whether any recorded process had the interface.
+    pub seen: bool,
+    /// Messages for the user, taken by the recorder.
+    pub notes: Vec<String>,
+}
+
+impl JitDebugReader {
+    /// A reader; a disabled one (`--no-jit-interface`) reads nothing.
+    pub fn new(enabled: bool) -> JitDebugReader {
+        JitDebugReader { enabled, ..Default::default() }
+    }
+
+    /// An executable mapping of `path` at `addr` (file offset `pgoff`) in process `pid`: when
+    /// the binary exports a descriptor, the process is watched from now on and read at once.
+    pub fn note_mapping(&mut self, pid: u32, addr: u64, pgoff: u64, path: &str) {
+        if !self.enabled || pid == 0 || pid == u32::MAX {
+            return;
+        }
+        let exports = self.exports.entry(path.to_string()).or_insert_with(|| exports_of(path));
+        let Some(exports) = exports else { return };
+        let Some(vaddr) = mapping_vaddr(&exports.segments, pgoff) else { return };
+        let bias = addr.wrapping_sub(vaddr);
+        let watched = self.processes.entry(pid).or_default();
+        let mut added = false;
+        for &(list, vaddr) in &exports.lists {
+            let at = vaddr.wrapping_add(bias);
+            if watched.iter().any(|w| w.addr == at) {
+                continue;
+            }
+            watched.push(Watched {
+                list,
+                addr: at,
+                last: None,
+                live: HashMap::new(),
+                next_read: Instant::now(),
+                interval: INTERVAL,
+                last_read_ns: 0,
+                used: false,
+                last_full_ns: monotonic_ns(),
+            });
+            added = true;
+        }
+        if added {
+            self.seen = true;
+            self.poll_process(pid, true);
+        }
+    }
+
+    /// The process ran a new program: its old lists are gone.
+    pub fn exec(&mut self, pid: u32) {
+        if let Some(watched) = self.processes.remove(&pid) {
+            let now = monotonic_ns();
+            self.close(watched, now);
+        }
+    }
+
+    /// The process exited: a last read if its memory is still there, then its entries end.
+    pub fn exit(&mut self, pid: u32) {
+        if self.processes.contains_key(&pid) {
+            self.poll_process(pid, true);
+            let watched = self.processes.remove(&pid).unwrap_or_default();
+            self.close(watched, monotonic_ns());
+        }
+    }
+
+    fn close(&mut self, watched: Vec<Watched>, now: u64) {
+        for w in watched {
+            for (_, i) in w.live {
+                self.symfiles[i].removed_ns = self.symfiles[i].removed_ns.min(now);
+            }
+        }
+    }
+
+    /// Whether `pid` has a descriptor rperf reads.
+    pub fn watches(&self, pid: u32) -> bool {
+        self.processes.contains_key(&pid)
+    }
+
+    /// Reads `pid`'s descriptors now, unless they were read in the last few milliseconds: a
+    /// sample in code nothing describes yet may be in code registered since the last poll.
+    pub fn poll_now(&mut self, pid: u32) {
+        let recent = self.processes.get(&pid).is_some_and(|ws| {
+            ws.iter().all(|w| w.next_read.saturating_duration_since(Instant::now()) + RECENT > w.interval)
+        });
+        if !recent {
+            self.poll_process(pid, true);
+        }
+    }
+
+    /// Reads every descriptor whose time has come.
+    pub fn poll(&mut self) {
+        let pids: Vec<u32> = self.processes.keys().copied().collect();
+        for pid in pids {
+            self.poll_process(pid, false);
+        }
+    }
+
+    fn poll_process(&mut self, pid: u32, now_too: bool) {
+        let Some(mut watched) = self.processes.remove(&pid) else { return };
+        let now = Instant::now();
+        let mut gone = false;
+        for w in watched.iter_mut() {
+            if !now_too && now < w.next_read {
+                continue;
+            }
+            w.interval = match self.read_list(pid, w) {
+                Read::Unchanged if !w.used => (w.interval * 2).min(MAX_INTERVAL),
+                Read::Unchanged | Read::Changed | Read::Busy => INTERVAL,
+                Read::Gone => {
+                    gone = true;
+                    break;
+                }
+            };
+            w.next_read = Instant::now() + w.interval;
+        }
+        if gone {
+            // Unreadable from now on: what it listed ends here.
+            self.close(watched, monotonic_ns());
+        } else {
+            self.processes.insert(pid, watched);
+        }
+    }
+
+    /// One consistent read of a list.
+    fn read_list(&mut self, pid: u32, w: &mut Watched) -> Read {
+        let mem = Memory { pid };
+        // A whole walk that the list changed under is not tried again this poll: the new
+        // entries at the front are read instead.
+        let mut whole = true;
+        for attempt in 0..TRIES {
+            if attempt > 0 {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            let before = match self.descriptor(&mem, w.addr) {
+                Ok(d) => d,
+                // Not mapped yet (the loader maps a library's data after its code): next poll.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::EFAULT) | Some(libc::EIO)) => {
+                    return Read::Busy
+                }
+                Err(e) => {
+                    if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
+                        && self.refused.insert(pid)
+                    {
+                        self.notes.push(format!(
+                            "cannot read the JIT interface of pid {pid} ({e}); its JIT code stays unnamed \
+                             (reading another user's process needs root or CAP_SYS_PTRACE, as perf_event_open does)"
+                        ));
+                    }
+                    return Read::Gone;
+                }
+            };
+            if before.locked() {
+                continue;
+            }
+            if w.last == Some(before) {
+                w.last_read_ns = monotonic_ns();
+                return Read::Unchanged;
+            }
+            // Runtimes put new entries first: walking up to the first known entry finds them.
+            // The whole list is walked to notice removals: after an unregistration, and at
+            // least once a second while the list changes.
+            let now = monotonic_ns();
+            let full = whole
+                && (before.action == JIT_UNREGISTER_FN || now.saturating_sub(w.last_full_ns) >= FULL_WALK_NS);
+            let stop = (!full).then_some(&w.live);
+            let Some(entries) = self.walk(&mem, &before, stop) else {
+                whole &= !full;
+                continue;
+            };
+            let mut copies = Vec::new();
+            for e in entries.iter().filter(|e| !w.live.contains_key(e)) {
+                if e.size == 0 || e.size > MAX_SYMFILE {
+                    continue;
+                }
+                let mut image = vec![0u8; e.size as usize];
+                if mem.read(e.symfile, &mut image).is_err() {
+                    continue;
+                }
+                // A symbol file freed and reused under the walk is not an ELF image any more.
+                if w.list == List::Jit && object::File::parse(&image[..]).is_err() {
+                    continue;
+                }
+                copies.push((*e, image));
+            }
+            // The list must not have changed while it was walked and copied: ART's lock says
+            // so. GDB's descriptor has no lock; entries found first are kept even when more
+            // came since (they were on the list), but removals count only from a walk of the
+            // whole list that nothing changed under.
+            let unchanged = matches!(self.descriptor(&mem, w.addr), Ok(after) if after == before);
+            if !unchanged && (full || before.art.is_some()) {
+                whole &= !full;
+                continue;
+            }
+            let now = monotonic_ns();
+            if full {
+                let seen: HashSet<Entry> = entries.iter().copied().collect();
+                w.live.retain(|e, i| {
+                    let keep = seen.contains(e);
+                    if !keep {
+                        self.symfiles[*i].removed_ns = now;
+                    }
+                    keep
+                });
+                w.last_full_ns = now;
+            }
+            for (e, image) in copies {
+                self.reads.symfiles += 1;
+                self.reads.bytes += image.len() as u64;
+                let registered =
+                    if e.registered != 0 && e.registered <= now { e.registered } else { w.last_read_ns };
+                let code = match w.list {
+                    List::Jit => code_range(&image),
+                    List::Dex => (e.symfile, e.symfile.saturating_add(e.size)),
+                };
+                let kind = match w.list {
+                    List::Jit => SymfileKind::Elf,
+                    List::Dex => SymfileKind::Dex,
+                };
+                w.live.insert(e, self.symfiles.len());
+                self.symfiles.push(JitSymfile {
+                    pid,
+                    kind,
+                    registered_ns: registered,
+                    removed_ns: u64::MAX,
+                    code,
+                    image,
+                });
+            }
+            w.used |= before.first != 0 || !w.live.is_empty();
+            w.last = Some(before);
+            w.last_read_ns = now;
+            return Read::Changed;
+        }
+        Read::Busy
+    }
+
+    fn descriptor(&mut self, mem: &Memory, addr: u64) -> std::io::Result<Descriptor> {
+        self.reads.descriptors += 1;
+        let mut b = [0u8; Descriptor::ART];
+        // ART's fields follow the standard ones; a standard descriptor may end the mapping.
+        if mem.read(addr, &mut b).is_err() {
+            b = [0u8; Descriptor::ART];
+            mem.read(addr, &mut b[..Descriptor::STANDARD])?;
+        }
+        Ok(Descriptor::parse(&b))
+    }
+
+    /// The entries of the list, first to last, or up to the first one in `stop`; `None` when
+    /// the walk ran into something torn.
+    fn walk(
+        &mut self,
+        mem: &Memory,
+        d: &Descriptor,
+        stop: Option<&HashMap<Entry, usize>>,
+    ) -> Option<Vec<Entry>> {
+        let mut out = Vec::new();
+        let mut visited = HashSet::new();
+        let mut at = d.first;
+        while at != 0 {
+            if out.len() >= MAX_ENTRIES || !visited.insert(at) {
+                return None;
+            }
+            self.reads.entries += 1;
+            let mut b = [0u8; 48];
+            let len = if d.art.is_some() { 48 } else { 32 };
+            mem.read(at, &mut b[..len]).ok()?;
+            let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+            let next = u64_at(0);
+            let (registered, seq) = match d.art {
+                Some(_) => (u64_at(32), u32::from_le_bytes(b[40..44].try_into().unwrap())),
+                None => (0, 0),
+            };
+            // Android2 marks a removed entry with an odd lock before it leaves the list.
+            let removed = matches!(d.art, Some((2, _, _))) && seq % 2 == 1;
+            if !removed {
+                let e = Entry { at, symfile: u64_at(16), size: u64_at(24), registered };
+                if stop.is_some_and(|known| known.contains_key(&e)) {
+                    break;
+                }
+                out.push(e);
+            }
+            at = next;
+        }
+        Some(out)
+    }
+}
+
+/// What one read of a list found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Read {
+    Changed,
+    Unchanged,
+    /// No consistent read (the lock held odd, the list changing under the walk): next poll.
+    Busy,
+    /// The process's memory can't be read (exited, not permitted, descriptor unmapped).
+    Gone,
+}
+
+/// A process's memory: `process_vm_readv`, else `/proc/PID/mem`.
+struct Memory {
+    pid: u32,
+}
+
+impl Memory {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+        let remote = libc::iovec { iov_base: addr as usize as *mut libc::c_void, iov_len: buf.len() };
+        // SAFETY: `local` covers `buf`, which lives through the call; the kernel checks `remote`.
+        let n = unsafe { libc::process_vm_readv(self.pid as i32, &local, 1, &remote, 1, 0) };
+        if n == buf.len() as isize {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if n >= 0 || err.raw_os_error() == Some(libc::ENOSYS) {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::File::open(format!("/proc/{}/mem", self.pid))?;
+            return f.read_exact_at(buf, addr);
+        }
+        Err(err)
+    }
+}
+
+/// CLOCK_MONOTONIC, the clock the recorder's events stamp samples with.
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime fills a local timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The descriptors `path` exports in its dynamic symbol table, with its load segments; `None`
+/// for binaries without them (most) and for files that are not regular 64-bit ELF files.
+fn exports_of(path: &str) -> Option<Exports> {
+    let file = std::fs::File::open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    // SAFETY: a read-only mapping of a binary the process maps; see rperf_symbols::ElfInfo.
+    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    let obj = object::File::parse(&map[..]).ok()?;
+    if !obj.is_64() {
+        return None;
+    }
+    let lists: Vec<(List, u64)> = obj
+        .dynamic_symbols()
+        .filter(|s| s.is_definition())
+        .filter_map(|s| match s.name().ok()? {
+            "__jit_debug_descriptor" => Some((List::Jit, s.address())),
+            "__dex_debug_descriptor" => Some((List::Dex, s.address())),
+            _ => None,
+        })
+        .collect();
+    if lists.is_empty() {
+        return None;
+    }
+    Some(Exports { lists, segments: LoadSegment::of(&obj) })
+}
+
+/// The code an ELF symbol file describes: its executable sections (whose addresses the runtime
+/// set to where the code runs), else its function symbols.
+fn code_range(image: &[u8]) -> (u64, u64) {
+    let Ok(obj) = object::File::parse(image) else { return (0, 0) };
+    let mut lo = u64::MAX;
+    let mut hi = 0u64;
+    for s in obj.sections() {
+        let exec = matches!(s.flags(), object::SectionFlags::Elf { sh_flags }
+            if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0);
+        if exec && s.size() > 0 && s.address() != 0 {
+            lo = lo.min(s.address());
+            hi = hi.max(s.address().saturating_add(s.size()));
+        }
+    }
+    if lo == u64::MAX {
+        for s in obj.symbols().filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0) {
+            lo = lo.min(s.address());
+            hi = hi.max(s.address().saturating_add(s.size().max(1)));
+        }
+    }
+    if lo == u64::MAX {
+        (0, 0)
+    } else {
+        (lo, hi)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptors_standard_and_art() {
+        let mut b = [0u8; Descriptor::ART];
+        b[0..4].copy_from_slice(&1u32.to_le_bytes());
+        b[4..8].copy_from_slice(&1u32.to_le_bytes());
+        b[8..16].copy_from_slice(&0x1000u64.to_le_bytes());
+        b[16..24].copy_from_slice(&0x1000u64.to_le_bytes());
+        let d = Descriptor::parse(&b);
+        assert_eq!((d.action, d.relevant, d.first, d.art), (1, 0x1000, 0x1000, None));
+        b[24..32].copy_from_slice(b"Android2");
+        b[44..48].copy_from_slice(&7u32.to_le_bytes());
+        b[48..56].copy_from_slice(&99u64.to_le_bytes());
+        let d = Descriptor::parse(&b);
+        assert_eq!(d.art, Some((2, 7, 99)));
+        assert!(d.locked());
+    }
+
+    /// This process reads itself: a list of two entries, then one removed.
+    #[test]
+    fn reads_a_list_in_memory() {
+        let image_a = std::fs::read("/proc/self/exe").unwrap();
+        let image_b = std::fs::read("/bin/true").unwrap();
+        // Not an ELF image (a symbol file freed and reused): never stored.
+        let garbage = b"not an ELF image".to_vec();
+        #[repr(C)]
+        struct CodeEntry {
+            next: u64,
+            prev: u64,
+            symfile: u64,
+            size: u64,
+        }
+        let c = Box::new(CodeEntry {
+            next: 0,
+            prev: 0,
+            symfile: garbage.as_ptr() as u64,
+            size: garbage.len() as u64,
+        });
+        let b = Box::new(CodeEntry {
+            next: &*c as *const CodeEntry as u64,
+            prev: 0,
+            symfile: image_b.as_ptr() as u64,
+            size: image_b.len() as u64,
+        });
+        let a = Box::new(CodeEntry {
+            next: &*b as *const CodeEntry as u64,
+            prev: 0,
+            symfile: image_a.as_ptr() as u64,
+            size: image_a.len() as u64,
+        });
+        let mut desc = [0u64; 7];
+        desc[0] = 1 | (1 << 32);
+        desc[1] = &*a as *const CodeEntry as u64;
+        desc[2] = &*a as *const CodeEntry as u64;
+        let mut r = JitDebugReader::default();
+        let pid = std::process::id();
+        let mut w = Watched {
+            list: List::Jit,
+            addr: desc.as_ptr() as u64,
+            last: None,
+            live: HashMap::new(),
+            next_read: Instant::now(),
+            interval: INTERVAL,
+            last_read_ns: 5,
+            used: false,
+            last_full_ns: 0,
+        };
+        assert_eq!(r.read_list(pid, &mut w), Read::Changed);
+        assert_eq!(r.symfiles.len(), 2);
+        assert_eq!(r.symfiles[0].image, image_a);
+        assert_eq!(r.symfiles[1].image, image_b);
+        assert_eq!(r.symfiles[0].registered_ns, 5);
+        assert!(r.symfiles[0].code.1 > r.symfiles[0].code.0, "the test binary has code");
+        // Unchanged: one descriptor read, no entry read.
+        let entries = r.reads.entries;
+        assert_eq!(r.read_list(pid, &mut w), Read::Unchanged);
+        assert_eq!(r.reads.entries, entries);
+        // The second entry is removed: it ends, the first stays, nothing is copied again.
+        let mut a = a;
+        a.next = 0;
+        desc[0] = 1 | (2 << 32);
+        std::hint::black_box(&a);
+        std::hint::black_box(&desc);
+        assert_eq!(r.read_list(pid, &mut w), Read::Changed);
+        assert_eq!(r.symfiles.len(), 2);
+        assert_eq!(r.symfiles[0].removed_ns, u64::MAX);
+        assert!(r.symfiles[1].removed_ns < u64::MAX);
+        drop((b, c));
+    }
+}

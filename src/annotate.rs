@@ -1,0 +1,90 @@
+//! `rperf annotate`: command-line options to `rperf_report::AnnotateOptions`.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use rperf_report::{AnnotateOptions, Filters, ReportOptions};
+
+/// Show where inside the hottest functions the samples fall: per source line and per
+/// instruction, with self and total shares (as perf annotate).
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  rperf annotate\n  rperf annotate --symbols hot_loop --source-dir ~/src/app\n  \
+    rperf annotate -i app.data --symfs binary_cache --dsos libgame.so --format html -o annotate.html"
+)]
+pub struct AnnotateArgs {
+    /// The recording.
+    #[arg(short = 'i', long = "input", default_value = "perf.data")]
+    input: PathBuf,
+    /// Write here instead of stdout.
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+    /// Only these functions (`;`-separated, with or without C++ parameters).
+    #[arg(long = "symbols")]
+    symbols: Option<String>,
+    /// Only samples in these binaries (path or file name, `;`-separated).
+    #[arg(long = "dsos")]
+    dsos: Option<String>,
+    /// How many of the hottest functions (without --symbols).
+    #[arg(long = "functions", value_name = "N", default_value_t = 5)]
+    functions: usize,
+    /// Look source files up here when their recorded paths do not exist (build paths of
+    /// another machine); may be repeated.
+    #[arg(long = "source-dir", value_name = "DIR")]
+    source_dirs: Vec<PathBuf>,
+    /// Look binaries up here first.
+    #[arg(long = "symfs", value_name = "DIR")]
+    symfs: Option<PathBuf>,
+    /// Only this event.
+    #[arg(short = 'e', long = "event")]
+    event: Option<String>,
+    /// Only samples in START,END (as rperf report --time).
+    #[arg(long = "time", value_name = "START,END")]
+    time: Option<String>,
+    /// text (default) or html.
+    #[arg(long = "format", default_value = "text")]
+    format: String,
+}
+
+/// Runs `rperf annotate`.
+pub fn run(a: AnnotateArgs) -> anyhow::Result<i32> {
+    let html = match a.format.as_str() {
+        "text" => false,
+        "html" => true,
+        f => bail!("--format {f}: use text or html"),
+    };
+    let split = |s: &Option<String>| -> Vec<String> {
+        s.as_deref()
+            .map(|s| s.split(';').filter(|x| !x.is_empty()).map(String::from).collect())
+            .unwrap_or_default()
+    };
+    let time = a.time.as_deref().map(crate::target_args::parse_time_window).transpose()?;
+    let report = ReportOptions {
+        input: a.input.clone(),
+        symfs: a.symfs.clone(),
+        event: a.event.clone(),
+        filters: Filters { dsos: split(&a.dsos), time, ..Default::default() },
+        ..Default::default()
+    };
+    let opts = AnnotateOptions {
+        report,
+        source_dirs: a.source_dirs,
+        functions: a.functions,
+        symbols: split(&a.symbols),
+        html,
+    };
+    let profile = rperf_report::load(&opts.report)?;
+    for w in &profile.warnings {
+        eprintln!("rperf: warning: {w}");
+    }
+    let mut out: Box<dyn std::io::Write> = match &a.output {
+        Some(p) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
+    };
+    rperf_report::annotate(&profile, &opts, &mut out)?;
+    out.flush()?;
+    Ok(0)
+}

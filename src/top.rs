@@ -1,0 +1,305 @@
+//! `rperf top`: a live function table, like perf top. A recording runs in the background into a
+//! private temporary file (rperf's own samples left out); every refresh reads what it holds so
+//! far (the file is readable at every flush) and shows the report's top rows. Keys: q quits,
+//! p (or space) pauses the display, j/k or the arrows move the selection, d zooms into the
+//! selected row's binary, t into its busiest thread, z zooms out.
+
+use std::io::Write;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Args;
+use rperf_record::{CallGraph, Rate, RecordOptions, Target};
+use rperf_report::{Filters, Format, ReportOptions, SortKey};
+
+/// Show the hottest functions live, refreshing (q quits, p pauses, d/t zoom into the selected
+/// row's binary or thread, z zooms out).
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Examples:\n  rperf top\n  rperf top -p 1234 -g\n  rperf top --app com.example.app --sort comm,dso,symbol"
+)]
+pub struct TopArgs {
+    #[command(flatten)]
+    target: crate::target_args::TargetArgs,
+    /// Events to sample (see `rperf list`).
+    #[arg(short = 'e', long = "event", value_name = "EVENTS")]
+    events: Vec<String>,
+    /// Samples per second.
+    #[arg(short = 'F', long = "freq", default_value_t = 1000)]
+    freq: u64,
+    /// Record call chains (frame pointers) and show the selected row's callers.
+    #[arg(short = 'g')]
+    call_graph: bool,
+    /// Sort keys, as for rperf report.
+    #[arg(long = "sort", default_value = "dso,symbol")]
+    sort: String,
+    /// Seconds between refreshes.
+    #[arg(long = "refresh", value_name = "SECONDS", default_value_t = 1.0)]
+    refresh: f64,
+    /// Rows shown.
+    #[arg(long = "rows", default_value_t = 20)]
+    rows: usize,
+    /// Stop after SECONDS.
+    #[arg(long = "duration", value_name = "SECONDS", value_parser = crate::target_args::parse_seconds)]
+    duration: Option<Duration>,
+}
+
+/// The private folder of one `rperf top`, removed at the end.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.0).ok();
+    }
+}
+
+/// One row of the table: its text and, where the sort keys give them, binary and function.
+struct Row {
+    text: String,
+    dso: Option<String>,
+    symbol: Option<String>,
+}
+
+/// Runs `rperf top`.
+pub fn run(a: TopArgs) -> anyhow::Result<i32> {
+    let target = if a.target.pids.is_none()
+        && a.target.tids.is_none()
+        && a.target.app.is_none()
+        && a.target.command.is_empty()
+    {
+        Target::SystemWide
+    } else {
+        a.target.resolve("top")?
+    };
+    let sort = a
+        .sort
+        .split(',')
+        .map(|k| SortKey::parse(k).with_context(|| format!("unknown sort key '{k}'")))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let events = crate::target_args::parse_events(&a.events)?;
+    let dir = std::env::temp_dir().join(format!("rperf-top-{}", std::process::id()));
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    let scratch = Scratch(dir);
+    let data = scratch.0.join("perf.data");
+    let (stop_read, stop_write) = rperf_record::launch::pipe().context("cannot create a pipe")?;
+    let opts = RecordOptions {
+        target,
+        events,
+        rate: Some(Rate::Frequency(a.freq)),
+        call_graph: if a.call_graph { CallGraph::FramePointer } else { CallGraph::None },
+        cpus: None,
+        inherit: true,
+        duration: a.duration,
+        output: data.clone(),
+        mmap_pages: None,
+        size_limit: None,
+        trace_offcpu: false,
+        cmdline: vec!["rperf".into(), "top".into()],
+        out_fd: None,
+        stop_fd: Some(std::os::fd::AsRawFd::as_raw_fd(&stop_read)),
+        delay: None,
+        control: None,
+        exclude_perf: true,
+        jit_interface: true,
+        post_unwind: false,
+    };
+    let recorder = std::thread::spawn(move || rperf_record::record(&opts, &mut |_| {}));
+    let _tty = rperf_record::tty::RawTerminal::enter();
+    let mut view = View {
+        sort,
+        call_graph: a.call_graph,
+        filters: Filters::default(),
+        selected: 0,
+        paused: false,
+        note: String::new(),
+    };
+    let refresh = Duration::from_secs_f64(a.refresh.max(0.05));
+    let mut next = Instant::now();
+    let mut rows: Vec<Row> = Vec::new();
+    let mut header = String::from("rperf top: starting");
+    // The profile the table shows, for callers and zooming.
+    let mut shown: Option<rperf_report::Profile> = None;
+    let mut out = std::io::stdout();
+    loop {
+        if recorder.is_finished() {
+            break;
+        }
+        if Instant::now() >= next {
+            if !view.paused {
+                (header, rows, shown) = view.read(&data, a.rows);
+            }
+            draw(&mut out, &header, &rows, &view, shown.as_ref())?;
+            next = Instant::now() + refresh;
+        }
+        match rperf_record::tty::read_key(next.saturating_duration_since(Instant::now())) {
+            Some(b'q') => break,
+            Some(b'p') | Some(b' ') => view.paused = !view.paused,
+            Some(b'j') | Some(b'B') => view.selected = (view.selected + 1).min(rows.len().saturating_sub(1)),
+            Some(b'k') | Some(b'A') => view.selected = view.selected.saturating_sub(1),
+            Some(b'd') => view.zoom_dso(rows.get(view.selected)),
+            Some(b't') => view.zoom_thread(shown.as_ref(), rows.get(view.selected)),
+            Some(b'z') => {
+                view.filters = Filters::default();
+                view.note.clear();
+            }
+            _ => continue,
+        }
+        next = Instant::now();
+    }
+    drop(stop_write);
+    let result = recorder.join().map_err(|_| anyhow::anyhow!("the recording thread failed"))?;
+    writeln!(out, "\x1b[0m")?;
+    result?;
+    Ok(0)
+}
+
+/// What the table shows: sort keys, zoom filters, selection.
+struct View {
+    sort: Vec<SortKey>,
+    call_graph: bool,
+    filters: Filters,
+    selected: usize,
+    paused: bool,
+    note: String,
+}
+
+impl View {
+    fn options(&self, data: &Path) -> ReportOptions {
+        ReportOptions {
+            input: data.to_path_buf(),
+            sort: self.sort.clone(),
+            filters: self.filters.clone(),
+            format: Format::Text,
+            ..Default::default()
+        }
+    }
+
+    /// The header line, the top `n` rows of the report of what is recorded so far, and its
+    /// profile.
+    fn read(&self, data: &Path, n: usize) -> (String, Vec<Row>, Option<rperf_report::Profile>) {
+        let profile = match rperf_report::load(&self.options(data)) {
+            Ok(p) => p,
+            Err(_) => return ("rperf top: waiting for samples".into(), Vec::new(), None),
+        };
+        let mut text = Vec::new();
+        profile.write(&mut text, &self.options(data), None).ok();
+        let text = String::from_utf8_lossy(&text);
+        let samples = text.lines().find_map(|l| l.strip_prefix("Samples: ")).unwrap_or("0").to_string();
+        let mut lines = text.lines().skip_while(|l| !l.starts_with("Overhead"));
+        let Some(head) = lines.next() else {
+            return (format!("rperf top: {samples} samples"), Vec::new(), Some(profile));
+        };
+        // Columns start where the header's titles do.
+        let titles: Vec<(usize, &str)> =
+            ["Shared Object", "Symbol"].iter().filter_map(|t| Some((head.find(t)?, *t))).collect();
+        let cell = |line: &str, title: &str| -> Option<String> {
+            let (start, _) = titles.iter().find(|(_, t)| *t == title)?;
+            let end = titles.iter().map(|(s, _)| *s).filter(|s| s > start).min().unwrap_or(line.len());
+            Some(line.get(*start..end.min(line.len()))?.trim().to_string())
+        };
+        let rows = lines
+            .take_while(|l| !l.is_empty())
+            .take(n)
+            .map(|l| Row { text: l.to_string(), dso: cell(l, "Shared Object"), symbol: cell(l, "Symbol") })
+            .collect();
+        let header = format!("rperf top: {samples} samples\n{head}");
+        (header, rows, Some(profile))
+    }
+
+    fn zoom_dso(&mut self, row: Option<&Row>) {
+        match row.and_then(|r| r.dso.clone()) {
+            Some(d) => {
+                self.note = format!("zoom: binary {d}");
+                self.filters.dsos = vec![d];
+            }
+            None => self.note = "d zooms into a binary: sort by dso".into(),
+        }
+        self.selected = 0;
+    }
+
+    /// Zooms into the thread with the most samples of the selected row's function.
+    fn zoom_thread(&mut self, shown: Option<&rperf_report::Profile>, row: Option<&Row>) {
+        let Some(symbol) = row.and_then(|r| r.symbol.clone()) else {
+            self.note = "t zooms into a thread: sort by symbol".into();
+            return;
+        };
+        let Some(p) = shown else { return };
+        let mut by_tid: std::collections::HashMap<i32, u64> = Default::default();
+        if let Some(s) = p.main_section() {
+            for c in &s.stacks {
+                let leaf = p.stack_funcs[c.stack as usize].first().map(|&f| p.names.func(f).name.as_str());
+                if leaf == Some(symbol.as_str()) {
+                    let w = by_tid.entry(c.thread.tid).or_default();
+                    *w = w.saturating_add(c.weight);
+                }
+            }
+        }
+        if let Some((&tid, _)) = by_tid.iter().max_by_key(|(_, w)| **w) {
+            self.note = format!("zoom: thread {tid}");
+            self.filters.tids = vec![tid];
+            self.selected = 0;
+        }
+    }
+
+    /// The selected row's callers (with -g): the functions that called it, with their shares.
+    fn callers(&self, shown: Option<&rperf_report::Profile>, row: Option<&Row>) -> Vec<String> {
+        let Some(symbol) = row.and_then(|r| r.symbol.clone()) else { return Vec::new() };
+        let Some(p) = shown else { return Vec::new() };
+        let mut by: std::collections::HashMap<String, u64> = Default::default();
+        let mut total = 0;
+        if let Some(s) = p.main_section() {
+            for c in &s.stacks {
+                let funcs = &p.stack_funcs[c.stack as usize];
+                if funcs.first().map(|&f| p.names.func(f).name.as_str()) == Some(symbol.as_str()) {
+                    total = u64::saturating_add(total, c.weight);
+                    let caller = funcs.get(1).map_or("[root]".to_string(), |&f| p.names.func_name(f));
+                    let w = by.entry(caller).or_default();
+                    *w = w.saturating_add(c.weight);
+                }
+            }
+        }
+        let mut v: Vec<(String, u64)> = by.into_iter().collect();
+        v.sort_by_key(|x| std::cmp::Reverse(x.1));
+        v.into_iter()
+            .take(5)
+            .map(|(n, w)| format!("  {:>6.2}%  {n}", 100.0 * w as f64 / total.max(1) as f64))
+            .collect()
+    }
+}
+
+fn draw(
+    out: &mut impl Write,
+    header: &str,
+    rows: &[Row],
+    view: &View,
+    shown: Option<&rperf_report::Profile>,
+) -> std::io::Result<()> {
+    let mut s = String::from("\x1b[H\x1b[2J");
+    let state = if view.paused { "  [paused]" } else { "" };
+    let mut head = header.lines();
+    s.push_str(&format!("{}{state}  {}\r\n", head.next().unwrap_or(""), view.note));
+    if let Some(h) = head.next() {
+        s.push_str(&format!("{h}\r\n"));
+    }
+    for (i, r) in rows.iter().enumerate() {
+        if i == view.selected {
+            s.push_str(&format!("\x1b[7m{}\x1b[0m\r\n", r.text));
+        } else {
+            s.push_str(&format!("{}\r\n", r.text));
+        }
+    }
+    if view.call_graph {
+        s.push_str("\r\nCallers of the selected row:\r\n");
+        for l in view.callers(shown, rows.get(view.selected)) {
+            s.push_str(&format!("{l}\r\n"));
+        }
+    }
+    s.push_str("\r\nq quit  p pause  j/k select  d zoom binary  t zoom thread  z zoom out\r\n");
+    out.write_all(s.as_bytes())?;
+    out.flush()
+}

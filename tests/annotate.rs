@@ -1,0 +1,91 @@
+//! `rperf annotate` against `perf annotate --stdio` on the same recording, and its HTML page.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+/// `perf annotate`'s "Sorted summary" of source lines: percent per `file:line`.
+fn perf_lines(data: &Path, symbol: &str) -> Vec<(String, f64)> {
+    let o = run(Command::new("perf").args(["annotate", "--stdio", "-l", "-i"]).arg(data).arg(symbol));
+    assert!(o.status.success(), "perf annotate: {}", stderr(&o));
+    let text = stdout(&o);
+    text.lines()
+        .skip_while(|l| !l.starts_with("Sorted summary"))
+        .skip(2)
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty() && !l.contains("Percent"))
+        .filter_map(|l| {
+            let (pct, line) = l.trim().split_once(' ')?;
+            Some((line.trim().to_string(), pct.parse().ok()?))
+        })
+        .collect()
+}
+
+/// rperf's summary: percent per `file:line`.
+fn rperf_lines(text: &str) -> HashMap<String, f64> {
+    text.lines()
+        .skip_while(|l| !l.starts_with("Sorted summary"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let pct = it.next()?.parse().ok()?;
+            Some((it.next()?.to_string(), pct))
+        })
+        .collect()
+}
+
+#[test]
+fn source_lines_agree_with_perf_annotate() {
+    let p = programs();
+    let dir = scratch("annotate_perf");
+    let data = dir.join("perf.data");
+    let o = run(Command::new("perf")
+        .args(["record", "-q", "-F", "2000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&p.inline_cpp)
+        .arg("1"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let theirs = perf_lines(&data, "outer_caller");
+    assert!(!theirs.is_empty());
+    let o = run(rperf().args(["annotate", "--symbols", "outer_caller", "-i"]).arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let ours = rperf_lines(&text);
+    for (line, pct) in theirs.iter().take(5) {
+        let mine = ours.get(line).copied().unwrap_or(0.0);
+        assert!((mine - pct).abs() <= 1.0, "{line}: perf {pct:.2}%, rperf {mine:.2}%\n{text}");
+    }
+    // The hot line is inlined code, and marked so; instructions carry their share.
+    assert!(text.contains("(inlined inner_kernel)"), "{text}");
+    assert!(text.contains("sqrtsd"), "{text}");
+}
+
+#[test]
+fn html_page_and_binaries_that_are_missing() {
+    let p = programs();
+    let data = record_fp("annotate_html", &p.inline_cpp, &["1"]);
+    let page = scratch("annotate_html_out").join("a.html");
+    let o = run(rperf()
+        .args(["annotate", "--format", "html", "--functions", "1", "-o"])
+        .arg(&page)
+        .arg("-i")
+        .arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.starts_with("<!DOCTYPE html>") && html.contains("outer_caller") && html.contains("sqrtsd"),
+        "{html}"
+    );
+    assert!(html.contains("inline.cpp:12"), "{html}");
+    // Without the binary, addresses only, and why.
+    let moved = scratch("annotate_moved").join("report.data");
+    std::fs::copy(&data, &moved).unwrap();
+    let o = run(rperf().args(["annotate", "--functions", "1", "--symfs", "/nonexistent", "-i"]).arg(&moved));
+    assert!(o.status.success());
+}

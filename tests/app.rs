@@ -1,0 +1,105 @@
+//! `rperf record --app NAME` with Android's meaning: a process belongs to the app when the first
+//! argument of its command line is NAME or starts with `NAME:`. Processes are started under the
+//! app's name (as `exec -a` does), the way Android names an app's processes.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Child, ChildStderr, Command, Stdio};
+
+use common::*;
+
+/// Starts `program args` with its first argument set to `name`.
+fn start_as(name: &str, program: &Path, args: &[&str]) -> Child {
+    Command::new(program).arg0(name).args(args).stdout(Stdio::piped()).spawn().unwrap()
+}
+
+/// Starts `rperf record --app NAME ARGS -o DATA` and returns once it says it is waiting.
+fn record_app(name: &str, data: &Path, args: &[&str]) -> (Child, BufReader<ChildStderr>, String) {
+    let mut rec = rperf()
+        .args(["record", "--app", name, "-g", "fp", "-F", "2000", "-o"])
+        .arg(data)
+        .args(args)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(rec.stderr.take().unwrap());
+    let mut seen = String::new();
+    let waiting = format!("waiting for app {name} to start (Ctrl-C to stop)");
+    while !seen.contains(&waiting) {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "rperf ended early: {seen}");
+        seen.push_str(&line);
+    }
+    (rec, err, seen)
+}
+
+/// Samples per pid in a recording.
+fn samples_by_pid(data: &Path) -> std::collections::HashMap<i32, u64> {
+    let o = run(rperf().args(["report", "--sort", "pid", "-n", "--csv", "-i"]).arg(data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    csv_rows(&stdout(&o), ',')
+        .iter()
+        .map(|r| (r["Pid"].parse().unwrap(), r["Sample"].parse().unwrap()))
+        .collect()
+}
+
+#[test]
+fn only_the_named_app_and_its_extra_processes_are_recorded() {
+    let p = programs();
+    let dir = scratch("app_names");
+    let data = dir.join("perf.data");
+    // An app whose name shares its first 15 bytes with the one recorded.
+    let mut other = start_as("com.example.myanotherapp", &p.workload_fp, &["2.5", "1"]);
+    let (mut rec, mut err, mut seen) = record_app("com.example.myapp", &data, &["--duration", "1.5"]);
+    let mut app = start_as("com.example.myapp", &p.workload_fp, &["1", "1"]);
+    let mut remote = start_as("com.example.myapp:remote", &p.workload_fp, &["1", "1"]);
+    let mut second_other = start_as("com.example.myapp2", &p.workload_fp, &["1", "1"]);
+    for c in [&mut app, &mut remote, &mut second_other] {
+        c.wait().unwrap();
+    }
+    std::io::Read::read_to_string(&mut err, &mut seen).unwrap();
+    assert!(rec.wait().unwrap().success(), "{seen}");
+    other.kill().ok();
+    other.wait().ok();
+    let by_pid = samples_by_pid(&data);
+    let count = |c: &Child| by_pid.get(&(c.id() as i32)).copied().unwrap_or(0);
+    assert!(count(&app) > 200, "the app: {by_pid:?}\n{seen}");
+    assert!(count(&remote) > 200, "its :remote process: {by_pid:?}\n{seen}");
+    assert_eq!(count(&other), 0, "com.example.myanotherapp was recorded: {by_pid:?}");
+    assert_eq!(count(&second_other), 0, "com.example.myapp2 was recorded: {by_pid:?}");
+}
+
+#[test]
+fn the_startup_of_an_app_is_recorded_and_recording_stops_when_it_exits() {
+    let p = programs();
+    let dir = scratch("app_startup");
+    let data = dir.join("perf.data");
+    let name = "com.example.startup";
+    let (mut rec, mut err, mut seen) = record_app(name, &data, &[]);
+    let app = start_as(name, &p.startup, &["0.2", "0.6"]);
+    let out = app.wait_with_output().unwrap();
+    // The app says how long each phase took; that is the work each phase did.
+    let phases: Vec<f64> =
+        String::from_utf8_lossy(&out.stdout).split_whitespace().map(|x| x.parse().unwrap()).collect();
+    let work_share = phases[0] / (phases[0] + phases[1]);
+    // No --duration and no signal: rperf stops because the app exited.
+    std::io::Read::read_to_string(&mut err, &mut seen).unwrap();
+    assert!(rec.wait().unwrap().success(), "{seen}");
+    assert!(seen.contains(&format!("every process of app {name} exited; recording stopped")), "{seen}");
+    let o = run(rperf().args(["report", "--sort", "symbol", "-n", "--csv", "-i"]).arg(&data));
+    let rows = csv_rows(&stdout(&o), ',');
+    let n =
+        |f: &str| rows.iter().find(|r| r["Symbol"] == f).map_or(0.0, |r| r["Sample"].parse::<f64>().unwrap());
+    let (startup, steady) = (n("startup_phase"), n("steady_phase"));
+    assert!(startup + steady > 200.0, "{rows:?}");
+    let sample_share = startup / (startup + steady);
+    assert!(
+        (sample_share - work_share).abs() < 0.05,
+        "startup: {:.1}% of the samples, {:.1}% of the work",
+        100.0 * sample_share,
+        100.0 * work_share
+    );
+}

@@ -1,0 +1,133 @@
+//! Recording controls: `--control fifo:CTL,ACK` pauses and resumes sampling, `--delay` starts it
+//! late, `--exclude-perf` leaves rperf's own samples out; the report says how much of the
+//! recording was sampled.
+
+mod common;
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+
+fn sample_times(data: &Path) -> Vec<u64> {
+    let o = run(rperf().args(["report", "--format", "json", "-i"]).arg(data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut t: Vec<u64> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["time"].as_u64().unwrap())
+        .collect();
+    t.sort_unstable();
+    t
+}
+
+fn recorded_line(data: &Path) -> String {
+    let o = run(rperf().args(["report", "--sort", "comm", "-i"]).arg(data));
+    stdout(&o).lines().find(|l| l.starts_with("Recorded: ")).unwrap_or_default().to_string()
+}
+
+fn mkfifo(p: &Path) {
+    assert!(Command::new("mkfifo").arg(p).status().unwrap().success());
+}
+
+#[test]
+fn control_pauses_and_resumes_sampling() {
+    let dir = scratch("ctl_pause");
+    let (ctl, ack) = (dir.join("ctl"), dir.join("ack"));
+    mkfifo(&ctl);
+    mkfifo(&ack);
+    let data = dir.join("perf.data");
+    let control = format!("fifo:{},{}", ctl.display(), ack.display());
+    let rec = rperf()
+        .args(["record", "-F", "2000", "--control", &control, "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&programs().workload_fp)
+        .args(["2", "1"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut acks = std::io::BufReader::new(std::fs::File::open(&ack).unwrap());
+    let mut command = |c: &str| {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&ctl)
+            .unwrap()
+            .write_all(format!("{c}\n").as_bytes())
+            .unwrap();
+        let mut line = String::new();
+        acks.read_line(&mut line).unwrap();
+        assert_eq!(line, "ack\n", "{c}");
+    };
+    std::thread::sleep(Duration::from_millis(400));
+    command("disable");
+    std::thread::sleep(Duration::from_millis(700));
+    command("enable");
+    let out = rec.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The workload ran on the CPU throughout; its samples stop for the pause and only then.
+    let t = sample_times(&data);
+    let gaps: Vec<u64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+    let long: Vec<&u64> = gaps.iter().filter(|&&g| g > 100_000_000).collect();
+    assert_eq!(long.len(), 1, "one pause: {long:?}");
+    assert!(*long[0] >= 600_000_000 && *long[0] < 900_000_000, "paused {} ms", long[0] / 1_000_000);
+    let line = recorded_line(&data);
+    assert!(line.starts_with("Recorded: 1.") && line.contains(" of 2."), "{line}");
+}
+
+#[test]
+fn delay_starts_sampling_late() {
+    let data = scratch("ctl_delay").join("perf.data");
+    // The startup phase (0.4 s) ends before sampling starts (0.6 s).
+    let o = run(rperf()
+        .args(["record", "-F", "2000", "--delay", "600", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&programs().startup)
+        .args(["0.4", "0.8"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = run(rperf().args(["report", "--sort", "symbol", "--csv", "-n", "-i"]).arg(&data));
+    let rows = csv_rows(&stdout(&o), ',');
+    let n =
+        |f: &str| rows.iter().find(|r| r["Symbol"] == f).map_or(0, |r| r["Sample"].parse::<u64>().unwrap());
+    assert_eq!(n("startup_phase"), 0, "{rows:?}");
+    assert!(n("steady_phase") > 200, "{rows:?}");
+    let line = recorded_line(&data);
+    assert!(line.starts_with("Recorded: 0.") && line.contains(" of 1."), "{line}");
+}
+
+/// Samples per pid of a system-wide DWARF recording made while a workload runs, and rperf's pid.
+fn system_wide(name: &str, extra: &[&str]) -> (std::collections::HashMap<String, u64>, u32, u32) {
+    let data = scratch(name).join("perf.data");
+    let mut work =
+        Command::new(&programs().workload_fp).args(["1.5", "2"]).stdout(Stdio::null()).spawn().unwrap();
+    // DWARF stacks at 4 kHz keep rperf busy enough to be sampled itself.
+    let rec = rperf()
+        .args(["record", "-a", "-g", "-F", "4000", "--duration", "1", "-o"])
+        .arg(&data)
+        .args(extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let me = rec.id();
+    let out = rec.wait_with_output().unwrap();
+    work.wait().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let o = run(rperf().args(["report", "--sort", "pid", "--csv", "-n", "-i"]).arg(&data));
+    let rows = csv_rows(&stdout(&o), ',');
+    (rows.iter().map(|r| (r["Pid"].clone(), r["Sample"].parse().unwrap())).collect(), me, work.id())
+}
+
+#[test]
+fn exclude_perf_leaves_rperf_out_of_system_wide_recordings() {
+    let (by_pid, me, _) = system_wide("ctl_with_perf", &[]);
+    assert!(
+        by_pid.get(&me.to_string()).is_some_and(|&n| n > 0),
+        "rperf is sampled without the flag: {by_pid:?}"
+    );
+    let (by_pid, me, work2) = system_wide("ctl_exclude", &["--exclude-perf"]);
+    assert!(!by_pid.contains_key(&me.to_string()), "rperf's own samples: {by_pid:?}");
+    assert!(by_pid.get(&work2.to_string()).is_some_and(|&n| n > 1000), "{by_pid:?}");
+}
