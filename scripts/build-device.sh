@@ -30,11 +30,12 @@ export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld
 cargo build --profile device --target aarch64-unknown-linux-musl --bin rperf
 cargo build --profile device --target x86_64-unknown-linux-musl --bin rperf
 
+built=${CARGO_TARGET_DIR:-target}
 for pair in arm64:aarch64-unknown-linux-musl x86_64:x86_64-unknown-linux-musl; do
   abi=${pair%%:*}
   triple=${pair#*:}
   mkdir -p "target/device/$abi"
-  cp "target/$triple/device/rperf" "target/device/$abi/rperf.tmp"
+  cp "$built/$triple/device/rperf" "target/device/$abi/rperf.tmp"
   mv "target/device/$abi/rperf.tmp" "target/device/$abi/rperf"
   echo "target/device/$abi/rperf: $(stat -c %s "target/device/$abi/rperf") bytes"
 done
