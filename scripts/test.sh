@@ -44,7 +44,7 @@ export RPERF_SIMPLEPERF_TESTDATA
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
-cargo test --workspace 2>&1 | tee "$log"
+cargo test --workspace --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 passed=$(grep -Eo '[0-9]+ passed' "$log" | awk '{s+=$1} END {print s+0}')

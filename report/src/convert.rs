@@ -340,12 +340,16 @@ fn kernel_symbols(
                 )))
             }
         };
-        return ready(KernelSymbols::from_kallsyms(&text));
+        return Ok(KernelSource::Pending(Box::new(move |addrs| {
+            (KernelSymbols::from_kallsyms_for(&text, addrs), None)
+        })));
     }
     let snapshot = linux_perf_data::Feature(rperf_perfdata::feature::RPERF_KALLSYMS);
     if let Some(d) = perf_file.feature_section_data(snapshot) {
         let text = String::from_utf8_lossy(d).into_owned();
-        return Ok(KernelSource::Pending(Box::new(move || (KernelSymbols::from_kallsyms(&text), None))));
+        return Ok(KernelSource::Pending(Box::new(move |addrs| {
+            (KernelSymbols::from_kallsyms_for(&text, addrs), None)
+        })));
     }
     let stored_kernel: Vec<(u64, u64, String)> = stored
         .iter()
@@ -357,14 +361,15 @@ fn kernel_symbols(
     }
     // The running kernel's symbols fit a recording made on this kernel.
     if recorded_on_this_kernel(perf_file) {
-        // The kernel formats /proc/kallsyms slowly (~50 ms); read it beside the records.
-        let mut loading = Some(std::thread::spawn(|| {
-            let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-            KernelSymbols::from_kallsyms(&text)
-        }));
-        return Ok(KernelSource::Pending(Box::new(move || {
-            let k = loading.take().and_then(|h| h.join().ok()).unwrap_or_default();
-            let warning = k.table.is_empty().then(|| {
+        // The kernel formats /proc/kallsyms slowly (~50 ms); read it beside the records, and
+        // parse only the symbols the recording's kernel addresses need.
+        let mut reading =
+            Some(std::thread::spawn(|| std::fs::read_to_string("/proc/kallsyms").unwrap_or_default()));
+        return Ok(KernelSource::Pending(Box::new(move |addrs| {
+            let text = reading.take().and_then(|h| h.join().ok()).unwrap_or_default();
+            let k = KernelSymbols::from_kallsyms_for(&text, addrs);
+            let hidden = rperf_symbols::kallsyms::find_address(&text, "_text").is_none();
+            let warning = hidden.then(|| {
                 "kernel addresses in /proc/kallsyms are hidden (kptr_restrict); kernel frames stay [unknown]: \
                  run as root or set kernel.kptr_restrict=0"
                     .to_string()

@@ -219,7 +219,7 @@ fn attr_ids(path: &Path, file_len: u64) -> Vec<Vec<u64>> {
 /// A file read through byte patches: corrections to header fields, so that the reader never
 /// acts on sizes the file cannot hold.
 pub struct PatchedFile {
-    inner: std::io::BufReader<std::fs::File>,
+    inner: Window,
     patches: Vec<(u64, Vec<u8>)>,
     pos: u64,
     /// The read position, for progress display.
@@ -228,7 +228,15 @@ pub struct PatchedFile {
 
 impl std::io::Read for PatchedFile {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
+        // Copied straight from the mapped file: no read() into a buffer first.
+        let n = match self.inner.rest(self.pos)? {
+            Some(rest) => {
+                let n = rest.len().min(buf.len());
+                buf[..n].copy_from_slice(&rest[..n]);
+                n
+            }
+            None => 0,
+        };
         for (at, bytes) in &self.patches {
             let (start, end) = (*at, *at + bytes.len() as u64);
             let (rs, re) = (self.pos, self.pos + n as u64);
@@ -247,7 +255,15 @@ impl std::io::Read for PatchedFile {
 
 impl std::io::Seek for PatchedFile {
     fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
-        self.pos = self.inner.seek(to)?;
+        use std::io::SeekFrom;
+        let pos = match to {
+            SeekFrom::Start(at) => Some(at),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+            SeekFrom::End(d) => self.inner.len.checked_add_signed(d),
+        };
+        self.pos = pos.ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start of the file")
+        })?;
         Ok(self.pos)
     }
 }
@@ -278,7 +294,7 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
             ));
         }
         // Big-endian recordings are left to the reader, which knows their layout.
-        let inner = std::io::BufReader::with_capacity(1 << 20, file);
+        let inner = Window::new(file, len);
         return Ok((PatchedFile { inner, patches, pos: 0, shared_pos: Default::default() }, warnings));
     };
     let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
@@ -430,12 +446,7 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
             }
         }
     }
-    let mut file = file;
-    {
-        use std::io::{Seek, SeekFrom};
-        file.seek(SeekFrom::Start(0)).map_err(|e| e.to_string())?;
-    }
-    let inner = std::io::BufReader::with_capacity(1 << 20, file);
+    let inner = Window::new(file, len);
     Ok((PatchedFile { inner, patches, pos: 0, shared_pos: Default::default() }, warnings))
 }
 
@@ -528,7 +539,7 @@ pub fn walk_records(path: &Path, start: u64, limit: u64) -> (u64, Option<BadReco
     let Ok(file) = std::fs::File::open(path) else { return (0, None) };
     let Ok(len) = file.metadata().map(|m| m.len()) else { return (0, None) };
     let end = start.saturating_add(limit).min(len);
-    let mut window = Window { file: &file, len, at: 0, map: None };
+    let mut window = Window::new(file, len);
     let mut at = start;
     while at.saturating_add(8) <= end {
         let Some(head) = window.bytes(at, 8) else { break };
@@ -567,34 +578,59 @@ pub fn walk_records(path: &Path, start: u64, limit: u64) -> (u64, Option<BadReco
     (at.min(end).saturating_sub(start), None)
 }
 
-/// A window of a file mapped a part at a time, so that walking a large recording's record
-/// headers neither copies it nor keeps all of it mapped.
-struct Window<'a> {
-    file: &'a std::fs::File,
+/// A window of a file mapped a part at a time, so that reading a large recording neither
+/// copies it through read() nor keeps all of it mapped (its pages would count as memory in
+/// use).
+pub struct Window {
+    file: std::fs::File,
     len: u64,
     at: u64,
     map: Option<memmap2::Mmap>,
 }
 
-impl Window<'_> {
-    const SIZE: u64 = 16 << 20;
+impl Window {
+    const SIZE: u64 = 4 << 20;
+
+    fn new(file: std::fs::File, len: u64) -> Window {
+        Window { file, len, at: 0, map: None }
+    }
 
     /// `n` bytes at file offset `off`.
     fn bytes(&mut self, off: u64, n: u64) -> Option<&[u8]> {
         let inside = |m: &memmap2::Mmap, at: u64| off >= at && off + n <= at + m.len() as u64;
         if !self.map.as_ref().is_some_and(|m| inside(m, self.at)) {
-            let page = 4096u64;
-            let at = off / page * page;
-            let len = Self::SIZE.min(self.len.checked_sub(at)?);
-            // SAFETY: the recording is mapped read-only and only read; a concurrent truncation
-            // could fault, the accepted risk of mapping input files.
-            let map =
-                unsafe { memmap2::MmapOptions::new().offset(at).len(len as usize).map(self.file) }.ok()?;
-            self.map = Some(map);
-            self.at = at;
+            self.map_at(off).ok()?;
         }
         let map = self.map.as_ref()?;
         let from = (off - self.at) as usize;
         map.get(from..from + n as usize)
+    }
+
+    /// The bytes from file offset `off` to the end of the window that holds it; None at or
+    /// past the end of the file.
+    fn rest(&mut self, off: u64) -> std::io::Result<Option<&[u8]>> {
+        if off >= self.len {
+            return Ok(None);
+        }
+        let inside = |m: &memmap2::Mmap, at: u64| off >= at && off < at + m.len() as u64;
+        if !self.map.as_ref().is_some_and(|m| inside(m, self.at)) {
+            self.map_at(off)?;
+        }
+        Ok(self.map.as_ref().map(|m| &m[(off - self.at) as usize..]))
+    }
+
+    /// Maps the window that starts at the page holding `off`, its pages read in at once.
+    fn map_at(&mut self, off: u64) -> std::io::Result<()> {
+        let page = 4096u64;
+        let at = off / page * page;
+        let len = Self::SIZE.min(self.len.saturating_sub(at));
+        self.map = None;
+        // SAFETY: the recording is mapped read-only and only read; a concurrent truncation
+        // could fault, the accepted risk of mapping input files.
+        let map =
+            unsafe { memmap2::MmapOptions::new().offset(at).len(len as usize).populate().map(&self.file) }?;
+        self.map = Some(map);
+        self.at = at;
+        Ok(())
     }
 }

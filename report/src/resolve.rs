@@ -16,9 +16,13 @@ use crate::model::{DsoId, DsoKind, Model};
 pub enum KernelSource {
     /// Loaded.
     Ready(KernelSymbols),
-    /// To load on first use; returns the symbols and possibly a warning.
-    Pending(Box<dyn FnMut() -> (KernelSymbols, Option<String>) + Send + Sync>),
+    /// To load on first use, for the kernel addresses given (a loader may leave out symbols
+    /// no address needs); returns the symbols and possibly a warning.
+    Pending(KernelLoader),
 }
+
+/// Loads kernel symbols for the kernel addresses given; returns them and possibly a warning.
+pub type KernelLoader = Box<dyn FnMut(&[u64]) -> (KernelSymbols, Option<String>) + Send + Sync>;
 
 /// Index of an interned function.
 pub type FuncId = u32;
@@ -307,10 +311,12 @@ impl Resolver {
         Some((format!("{path}!/{}", e.name), pgoff - e.offset))
     }
 
-    /// Kernel symbols, loaded on the first kernel frame.
+    /// Kernel symbols for the kernel addresses seen, loaded when there are any.
     fn kernel(&mut self) -> &KernelSymbols {
         if let KernelSource::Pending(load) = &mut self.kernel {
-            let (symbols, warning) = load();
+            let addrs: Vec<u64> =
+                self.addrs.iter().filter(|a| a.2 == AddrKind::Kernel).map(|a| a.1).collect();
+            let (symbols, warning) = load(&addrs);
             self.warnings.extend(warning);
             self.kernel = KernelSource::Ready(symbols);
         }
@@ -555,6 +561,9 @@ impl Resolver {
             self.binaries.insert(d, b);
             self.warnings.extend(w);
         }
+        if self.dwarf_inline || self.want_srclines || self.want_lines {
+            self.load_debug_info();
+        }
         let this = &*self;
         let names: Vec<Named> =
             this.addrs.par_iter().map(|&(dso, key, kind)| this.name_of(model, dso, key, kind)).collect();
@@ -608,6 +617,27 @@ impl Resolver {
         }
         self.addrs = addrs;
         out
+    }
+
+    /// Loads the DWARF of every binary with frames to name, in parallel, each prepared for the
+    /// addresses it will be asked about.
+    fn load_debug_info(&self) {
+        use rayon::prelude::*;
+        let mut by_binary: HashMap<DsoId, Vec<u64>> = HashMap::new();
+        for &(dso, key, kind) in &self.addrs {
+            if kind != AddrKind::File {
+                continue;
+            }
+            let Some(Some(b)) = self.binaries.get(&dso) else { continue };
+            if let Some(vaddr) = b.elf.offset_to_vaddr(key) {
+                by_binary.entry(dso).or_default().push(vaddr);
+            }
+        }
+        by_binary.par_iter().for_each(|(dso, vaddrs)| {
+            if let Some(Some(b)) = self.binaries.get(dso) {
+                b.elf.debug_info_for(vaddrs);
+            }
+        });
     }
 
     /// Kernel frames outside every recorded kernel map belong to the module the kallsyms

@@ -51,7 +51,14 @@ pub struct SourceFrame {
 
 /// The DWARF of one binary.
 pub struct DebugInfo {
+    /// addr2line over every compile unit, or only over those `focus` names.
     ctx: Mutex<addr2line::Context<Reader>>,
+    /// When `ctx` holds only some compile units: the address ranges of those left out, sorted.
+    /// Addresses inside them are looked up in `full`.
+    left_out: Option<AddressRanges>,
+    /// addr2line over every compile unit, built on first need when `ctx` holds only some.
+    full: std::sync::OnceLock<Option<Mutex<addr2line::Context<Reader>>>>,
+    map: Arc<memmap2::Mmap>,
     /// The file the DWARF came from.
     pub path: PathBuf,
     /// The split DWARF package beside it (`FILE.dwp`), opened on first need.
@@ -122,14 +129,30 @@ fn map_file(path: &Path) -> Option<Arc<memmap2::Mmap>> {
 impl DebugInfo {
     /// DWARF from the ELF file mapped as `map` (at `path`), if it has any.
     pub fn from_map(path: &Path, map: Arc<memmap2::Mmap>) -> Option<DebugInfo> {
+        Self::from_map_for(path, map, &[])
+    }
+
+    /// DWARF from the ELF file mapped as `map`, prepared for looking up `addrs` (SVMAs): where
+    /// the debug info is compressed and `.debug_aranges` tells which compile units hold them,
+    /// only those units are parsed (a distribution's debug file holds thousands, and parsing
+    /// each one's abbreviations and line table header costs tens of megabytes); other
+    /// addresses are looked up in all of them, parsed on first need.
+    pub fn from_map_for(path: &Path, map: Arc<memmap2::Mmap>, addrs: &[u64]) -> Option<DebugInfo> {
         let obj = object::File::parse(&map[..]).ok()?;
         if !has_dwarf(&obj) {
             return None;
         }
-        let dwarf = dwarf_of(&obj, &map)?;
+        let focused = (!addrs.is_empty()).then(|| focused_dwarf(&obj, &map, addrs)).flatten();
+        let (dwarf, left_out) = match focused {
+            Some((dwarf, ranges)) => (dwarf, Some(ranges)),
+            None => (dwarf_of(&obj, &map)?, None),
+        };
         let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
         Some(DebugInfo {
             ctx: Mutex::new(ctx),
+            left_out,
+            full: std::sync::OnceLock::new(),
+            map,
             path: path.to_path_buf(),
             package: std::sync::OnceLock::new(),
         })
@@ -138,7 +161,24 @@ impl DebugInfo {
     /// The frames at `svma`, innermost (inlined) first, the containing function last. Empty when
     /// the DWARF does not cover the address.
     pub fn frames(&self, svma: u64) -> Vec<SourceFrame> {
-        let ctx = self.ctx.lock().unwrap_or_else(|e| e.into_inner());
+        let focused = !self.left_out.as_ref().is_some_and(|ranges| {
+            let i = ranges.partition_point(|r| r.0 <= svma);
+            i > 0 && svma < ranges[i - 1].1
+        });
+        let ctx = if focused {
+            &self.ctx
+        } else {
+            let full = self.full.get_or_init(|| {
+                let obj = object::File::parse(&self.map[..]).ok()?;
+                let ctx = addr2line::Context::from_dwarf(dwarf_of(&obj, &self.map)?).ok()?;
+                Some(Mutex::new(ctx))
+            });
+            match full {
+                Some(ctx) => ctx,
+                None => return Vec::new(),
+            }
+        };
+        let ctx = ctx.lock().unwrap_or_else(|e| e.into_inner());
         let mut lookup = ctx.find_frames(svma);
         let iter = loop {
             match lookup {
@@ -163,6 +203,148 @@ impl DebugInfo {
         }
         out
     }
+}
+
+/// The DWARF of `obj` without the compile units that `.debug_aranges` says hold none of
+/// `addrs`, and the address ranges of those left out. They stay in `.debug_info` (offsets must
+/// not move) with their headers rewritten into type-unit headers of the same length, which
+/// addr2line passes over. Units without address ranges there, and units the kept ones refer
+/// into (DW_FORM_ref_addr), are kept. None when the DWARF can't be narrowed this way: `.debug_info` not compressed
+/// (narrowing would copy it), no `.debug_aranges`, 64-bit DWARF, or nothing to leave out.
+fn focused_dwarf(
+    obj: &object::File<'_>,
+    map: &Arc<memmap2::Mmap>,
+    addrs: &[u64],
+) -> Option<(gimli::Dwarf<Reader>, AddressRanges)> {
+    let endian = endian_of(obj);
+    let Cow::Owned(mut info) = obj.section_by_name(".debug_info")?.uncompressed_data().ok()? else {
+        return None;
+    };
+    let abbrev = load_section(obj, map, endian, ".debug_abbrev");
+    let aranges = load_section(obj, map, endian, ".debug_aranges");
+    // (begin, end, unit offset) of every address range, by begin.
+    let mut ranges: Vec<(u64, u64, usize)> = Vec::new();
+    let mut headers = gimli::DebugAranges::from(aranges).headers();
+    while let Ok(Some(h)) = headers.next() {
+        let unit = h.debug_info_offset().0;
+        let mut entries = h.entries();
+        while let Ok(Some(e)) = entries.next() {
+            let r = e.range();
+            if r.end > r.begin {
+                ranges.push((r.begin, r.end, unit));
+            }
+        }
+    }
+    if ranges.is_empty() {
+        return None;
+    }
+    ranges.sort_unstable();
+    let debug_info = gimli::DebugInfo::new(&info[..], endian);
+    let debug_abbrev = gimli::DebugAbbrev::new(abbrev.bytes(), endian);
+    let mut units = Vec::new();
+    let mut iter = debug_info.units();
+    while let Ok(Some(h)) = iter.next() {
+        let offset = h.debug_info_offset()?;
+        if h.format() != gimli::Format::Dwarf32 {
+            return None;
+        }
+        units.push((offset.0, h));
+    }
+    let unit_at = |offset: usize| units.partition_point(|u| u.0 <= offset).checked_sub(1);
+    // Units .debug_aranges doesn't list may hold any address: they stay.
+    let listed: std::collections::HashSet<usize> = ranges.iter().map(|r| r.2).collect();
+    let mut keep: Vec<bool> = units.iter().map(|u| !listed.contains(&u.0)).collect();
+    let mut todo: Vec<usize> = (0..units.len()).filter(|&u| keep[u]).collect();
+    for &a in addrs {
+        let i = ranges.partition_point(|r| r.0 <= a);
+        let Some(&(_, end, unit)) = i.checked_sub(1).map(|i| &ranges[i]) else { continue };
+        if a < end {
+            if let Some(u) = unit_at(unit).filter(|&u| !keep[u]) {
+                keep[u] = true;
+                todo.push(u);
+            }
+        }
+    }
+    // Names can come from DIEs in other units (DW_FORM_ref_addr): keep those units too.
+    while let Some(u) = todo.pop() {
+        let h = &units[u].1;
+        let abbrevs = h.abbreviations(&debug_abbrev).ok()?;
+        let mut entries = h.entries(&abbrevs);
+        while let Ok(Some(e)) = entries.next_dfs() {
+            for a in &e.attrs {
+                if let gimli::AttributeValue::DebugInfoRef(target) = a.value() {
+                    if let Some(t) = unit_at(target.0).filter(|&t| !keep[t]) {
+                        keep[t] = true;
+                        todo.push(t);
+                    }
+                }
+            }
+        }
+    }
+    let kept: std::collections::HashSet<usize> =
+        keep.iter().enumerate().filter(|k| *k.1).map(|(u, _)| units[u].0).collect();
+    let left_out = merge_ranges(ranges.iter().filter(|r| !kept.contains(&r.2)).map(|r| (r.0, r.1)));
+    let mut rewritten = 0;
+    let rewrite: Vec<(usize, usize, u8)> = units
+        .iter()
+        .zip(&keep)
+        .filter(|((_, h), keep)| {
+            !**keep && h.type_() == gimli::UnitType::Compilation && h.length_including_self() >= TYPE_HEADER
+        })
+        .map(|((offset, h), _)| (*offset, h.length_including_self(), h.address_size()))
+        .collect();
+    drop(units);
+    for (offset, len, address_size) in rewrite {
+        write_type_unit_header(&mut info[offset..offset + TYPE_HEADER], len, address_size, endian);
+        rewritten += 1;
+    }
+    if rewritten == 0 {
+        return None;
+    }
+    let len = info.len();
+    let info = Bytes { owner: Arc::new(info), start: 0, len };
+    let dwarf = gimli::Dwarf::load(|id| {
+        Ok::<_, gimli::Error>(match id {
+            gimli::SectionId::DebugInfo => Reader::new(info.clone(), endian),
+            gimli::SectionId::DebugAbbrev => abbrev.clone(),
+            id if unused(id) => load_section(obj, map, endian, ""),
+            id => load_section(obj, map, endian, id.name()),
+        })
+    })
+    .ok()?;
+    Some((dwarf, left_out))
+}
+
+/// Sorted, non-overlapping address ranges.
+type AddressRanges = Vec<(u64, u64)>;
+
+/// The size of a DWARF 5 type unit header (32-bit format).
+const TYPE_HEADER: usize = 24;
+
+/// Writes a DWARF 5 type unit header spanning `len` bytes (the length field included).
+fn write_type_unit_header(at: &mut [u8], len: usize, address_size: u8, endian: gimli::RunTimeEndian) {
+    let u32_bytes =
+        |v: u32| if endian == gimli::RunTimeEndian::Little { v.to_le_bytes() } else { v.to_be_bytes() };
+    let u16_bytes =
+        |v: u16| if endian == gimli::RunTimeEndian::Little { v.to_le_bytes() } else { v.to_be_bytes() };
+    at[0..4].copy_from_slice(&u32_bytes((len - 4) as u32));
+    at[4..6].copy_from_slice(&u16_bytes(5));
+    at[6] = gimli::DW_UT_type.0;
+    at[7] = address_size;
+    // Abbreviation offset, type signature and type offset: never read.
+    at[8..TYPE_HEADER].fill(0);
+}
+
+/// Sorted ranges with overlapping and adjacent ones merged.
+fn merge_ranges(ranges: impl Iterator<Item = (u64, u64)>) -> AddressRanges {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for (b, e) in ranges {
+        match out.last_mut() {
+            Some(last) if b <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((b, e)),
+        }
+    }
+    out
 }
 
 impl DebugInfo {
@@ -212,4 +394,71 @@ fn load_dwo(load: &addr2line::SplitDwarfLoad<Reader>) -> Option<Arc<gimli::Dwarf
     .ok()?;
     dwarf.make_dwo(&load.parent);
     Some(Arc::new(dwarf))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Builds a program of two compile units, with compressed DWARF, and returns it mapped.
+    fn two_unit_program() -> (PathBuf, Arc<memmap2::Mmap>) {
+        let dir = std::env::temp_dir().join(format!("rperf-dwarf-focus-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = "static inline __attribute__((always_inline)) int twice(int x) { return x * 2 + x / 3; }\n\
+                 int helper(int);\n\
+                 int main(int argc, char **argv) { (void)argv; int s = 0; for (int i = 0; i < argc * 1000; i++) s += twice(i) ^ helper(i); return s & 1; }\n";
+        let b = "static inline __attribute__((always_inline)) int square(int x) { return x * x - 7; }\n\
+                 int helper(int x) { int s = 0; for (int i = 0; i < x; i++) s += square(i); return s; }\n";
+        std::fs::write(dir.join("a.c"), a).unwrap();
+        std::fs::write(dir.join("b.c"), b).unwrap();
+        let exe = dir.join("two_units");
+        let st = std::process::Command::new("gcc")
+            .args(["-O2", "-g", "-gz=zlib", "a.c", "b.c", "-o", "two_units"])
+            .current_dir(&dir)
+            .status()
+            .expect("gcc builds the test program");
+        assert!(st.success());
+        let map = map_file(&exe).unwrap();
+        (exe, map)
+    }
+
+    #[test]
+    fn focused_lookups_answer_as_the_whole_dwarf() {
+        let (exe, map) = two_unit_program();
+        let obj = object::File::parse(&map[..]).unwrap();
+        let symbol = |name: &str| {
+            use object::ObjectSymbol;
+            let s = obj.symbols().find(|s| s.name() == Ok(name)).unwrap();
+            (s.address(), s.size())
+        };
+        let (main_at, main_size) = symbol("main");
+        let (helper_at, helper_size) = symbol("helper");
+        let whole = DebugInfo::from_map(&exe, map.clone()).unwrap();
+        assert!(whole.left_out.is_none());
+        // Prepared for main's unit only: b.c's unit is left out, and looked up when asked.
+        let focused = DebugInfo::from_map_for(&exe, map.clone(), &[main_at + 4]).unwrap();
+        let ranges = focused.left_out.as_ref().expect("narrowed to one unit");
+        assert!(!ranges.iter().any(|r| r.0 <= main_at && main_at < r.1));
+        assert!(ranges.iter().any(|r| r.0 <= helper_at && helper_at < r.1));
+        let addrs = (main_at..main_at + main_size).chain(helper_at..helper_at + helper_size);
+        let mut inlined = 0;
+        for a in addrs {
+            let frames = focused.frames(a);
+            assert_eq!(frames, whole.frames(a), "{a:#x}");
+            inlined += usize::from(frames.len() > 1);
+        }
+        assert!(inlined > 0, "the program has inlined frames");
+        assert!(focused.full.get().is_some(), "helper's unit was parsed on demand");
+    }
+
+    #[test]
+    fn type_unit_headers_span_what_they_replace() {
+        let mut b = [0xaau8; 40];
+        write_type_unit_header(&mut b[..TYPE_HEADER], 40, 8, gimli::RunTimeEndian::Little);
+        let info = gimli::DebugInfo::new(&b[..], gimli::RunTimeEndian::Little);
+        let h = info.units().next().unwrap().unwrap();
+        assert_eq!(h.length_including_self(), 40);
+        assert!(matches!(h.type_(), gimli::UnitType::Type { .. }));
+        assert_eq!(merge_ranges([(1, 5), (3, 8), (8, 9), (10, 12)].into_iter()), vec![(1, 9), (10, 12)]);
+    }
 }

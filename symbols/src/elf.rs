@@ -106,9 +106,16 @@ impl ElfInfo {
     /// The DWARF for this binary, loaded on first use: from the binary itself, else from its
     /// separate debug file (by build id, then .gnu_debuglink), whose build id must match.
     pub fn debug_info(&self) -> Option<&crate::DebugInfo> {
+        self.debug_info_for(&[])
+    }
+
+    /// The DWARF for this binary, as `debug_info` gives it; when this call loads it, it is
+    /// prepared for looking up `addrs` (SVMAs), which parses less of a large debug file
+    /// (`DebugInfo::from_map_for`). Any address can still be looked up.
+    pub fn debug_info_for(&self, addrs: &[u64]) -> Option<&crate::DebugInfo> {
         self.debug
             .get_or_init(|| {
-                if let Some(d) = crate::DebugInfo::from_map(&self.path, self.data.clone()) {
+                if let Some(d) = crate::DebugInfo::from_map_for(&self.path, self.data.clone(), addrs) {
                     return Some(d);
                 }
                 debug_file_candidates(
@@ -120,7 +127,7 @@ impl ElfInfo {
                 .into_iter()
                 .find_map(|cand| {
                     let map = open_matching(&cand, self.build_id.as_deref())?;
-                    crate::DebugInfo::from_map(&cand, map)
+                    crate::DebugInfo::from_map_for(&cand, map, addrs)
                 })
             })
             .as_ref()

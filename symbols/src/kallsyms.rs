@@ -20,22 +20,46 @@ pub struct KernelSymbol {
 /// Parses kallsyms text. Returns symbols sorted by address; all-zero addresses (hidden by
 /// kptr_restrict) give an empty list.
 pub fn parse(text: &str) -> Vec<KernelSymbol> {
-    let mut syms: Vec<KernelSymbol> = text
-        .lines()
-        .filter_map(|l| {
-            let mut it = l.split_whitespace();
-            let addr = u64::from_str_radix(it.next()?, 16).ok()?;
-            let kind = it.next()?.chars().next()?;
-            let name = it.next()?.to_string();
-            let module = it.next().map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
-            Some(KernelSymbol { addr, kind, name, module })
-        })
-        .collect();
+    let mut syms: Vec<KernelSymbol> = text.lines().filter_map(parse_line).collect();
     if syms.iter().all(|s| s.addr == 0) {
         return Vec::new();
     }
     syms.sort_by_key(|s| s.addr);
     syms
+}
+
+/// Parses one kallsyms line (`ADDR TYPE NAME [MODULE]`); only its first line when given more.
+pub fn parse_line(line: &str) -> Option<KernelSymbol> {
+    let line = line.split('\n').next()?;
+    let mut it = line.split_whitespace();
+    let addr = u64::from_str_radix(it.next()?, 16).ok()?;
+    let kind = it.next()?.chars().next()?;
+    let name = it.next()?.to_string();
+    let module = it.next().map(|m| m.trim_matches(|c| c == '[' || c == ']').to_string());
+    Some(KernelSymbol { addr, kind, name, module })
+}
+
+/// (address, offset of its line) of every text symbol (`t`, `T`, `w`, `W`) with a non-zero
+/// address, sorted by address (lines of one address keep their order): an index of the text
+/// that reads no names.
+pub fn text_symbol_index(text: &str) -> Vec<(u64, usize)> {
+    let bytes = text.as_bytes();
+    let mut index = Vec::with_capacity(bytes.len() / 40);
+    let mut at = 0;
+    while at < bytes.len() {
+        let end = bytes[at..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| at + i);
+        let line = &bytes[at..end];
+        if let Some(space) = line.iter().position(|&b| b == b' ') {
+            let is_text = matches!(line.get(space + 1), Some(b't' | b'T' | b'w' | b'W'));
+            let addr = std::str::from_utf8(&line[..space]).ok().and_then(|a| u64::from_str_radix(a, 16).ok());
+            if let (true, Some(addr)) = (is_text, addr.filter(|&a| a != 0)) {
+                index.push((addr, at));
+            }
+        }
+        at = end + 1;
+    }
+    index.sort_by_key(|e| e.0);
+    index
 }
 
 /// Reads /proc/kallsyms. Err explains why kernel symbols are not available.

@@ -35,6 +35,39 @@ impl KernelSymbols {
         KernelSymbols { table: SymbolTable::new(raw), modules }
     }
 
+    /// The text symbols of `/proc/kallsyms`-format text that hold `addrs`, and nothing else:
+    /// every line's address is read, but names only of the symbols needed, so a report
+    /// with a few hundred kernel addresses never builds a table of the kernel's 100,000+
+    /// symbols. Lookups of `addrs` answer as a table of the whole text would.
+    pub fn from_kallsyms_for(text: &str, addrs: &[u64]) -> KernelSymbols {
+        let index = crate::kallsyms::text_symbol_index(text);
+        let mut wanted: Vec<u64> = addrs.to_vec();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut raw = Vec::new();
+        let mut modules = Vec::new();
+        let mut last = None;
+        for addr in wanted {
+            let i = index.partition_point(|e| e.0 <= addr);
+            let Some(&(start, _)) = index.get(i.wrapping_sub(1)) else { continue };
+            if last == Some(start) {
+                continue;
+            }
+            last = Some(start);
+            // The symbol ends where the next one begins, as in a table of every symbol.
+            let size = index.get(i).map_or(0, |next| next.0 - start);
+            let first = index[..i].partition_point(|e| e.0 < start);
+            for &(_, line) in &index[first..i] {
+                let s = crate::kallsyms::parse_line(&text[line..]).expect("indexed lines parse");
+                modules.push((start, s.module));
+                raw.push((start, size, s.name));
+            }
+        }
+        modules.dedup_by(|next, prev| next.0 == prev.0);
+        let modules = if modules.iter().any(|o| o.1.is_some()) { modules } else { Vec::new() };
+        KernelSymbols { table: SymbolTable::new(raw), modules }
+    }
+
     /// The loadable module whose code holds `addr` (`ext4`), None for the core kernel.
     pub fn module_of(&self, addr: u64) -> Option<&str> {
         let i = self.modules.partition_point(|o| o.0 <= addr);
@@ -64,5 +97,30 @@ mod tests {
         assert_eq!(k.module_of(0xffffffffc0002010), Some("nf_tables"));
         assert_eq!(k.module_of(0xffffffff81000110), None);
         assert_eq!(k.table.lookup(0xffffffffc0001180).unwrap().name, "ext4_write");
+    }
+
+    #[test]
+    fn symbols_for_addresses_answer_as_the_whole_table() {
+        let text = "ffffffff81000000 T _text\nffffffff81000100 T __do_work\nffffffff81000100 T do_work\n\
+             ffffffff81000180 D data\nffffffff81000200 t next\nffffffffc0001000 t ext4_read\t[ext4]\n\
+             ffffffffc0001100 t ext4_write\t[ext4]\n0000000000000000 A fixed_percpu_data\n";
+        let whole = super::KernelSymbols::from_kallsyms(text);
+        let addrs = [
+            0xffffffff81000150,
+            0xffffffff810001f0,
+            0xffffffffc0001180,
+            0xffffffff80000000,
+            0xffffffffc0001010,
+        ];
+        let some = super::KernelSymbols::from_kallsyms_for(text, &addrs);
+        assert!(some.table.len() < whole.table.len());
+        for a in addrs {
+            let name = |k: &super::KernelSymbols| k.table.lookup(a).map(|s| s.name.clone());
+            assert_eq!(name(&some), name(&whole), "{a:x}");
+            assert_eq!(some.module_of(a), whole.module_of(a), "{a:x}");
+        }
+        assert_eq!(some.table.lookup(0xffffffff81000150).unwrap().name, "do_work");
+        let hidden = "0000000000000000 T _text\n0000000000000000 T foo\n";
+        assert!(super::KernelSymbols::from_kallsyms_for(hidden, &[0x10]).table.is_empty());
     }
 }
