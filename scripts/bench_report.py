@@ -1,16 +1,23 @@
 #!/usr/bin/env python3
-"""Report speed benchmark: `rperf report -g` vs `perf report --stdio` on the same DWARF recording.
+"""Report speed and memory benchmark: rperf report against perf report, `cat` and samply.
 
-Records tests/programs/mixed.cpp (-O2 -g, 2 threads) with `perf record --call-graph dwarf`
-at 4000 Hz (at least 25k samples and 200 MB unless --seconds is lowered), then reports it with
-both tools, output to /dev/null, and prints wall time and peak RSS of each (GNU time). With
-samply installed (`cargo install samply`), `samply import --save-only` is timed too.
+Three recordings, each made with Linux perf (so every tool reads the same file):
+- a large DWARF recording: tests/programs/mixed.cpp (-O2 -g, 2 threads) under
+  `perf record --call-graph dwarf` at 4000 Hz until the file holds at least --min-mb MB;
+- a small frame-pointer recording: the same program built with frame pointers, `perf record -g`
+  for 0.5 s;
+- a Node JIT recording: `node --perf-basic-prof tests/programs/hot.js` under `perf record -g`.
+
+Each is reported by `rperf report -g` and `perf report --stdio` (output to /dev/null), and the
+large one is also read by `cat FILE > /dev/null` (the time of reading it from the page cache)
+and, with samply installed (`cargo install samply`), imported by `samply import --save-only`.
+Runs are interleaved (a busy moment of the machine weighs on every command alike); medians of
+--runs are shown, with peak RSS (GNU time), and the issue's targets checked against them.
 
 With --baseline BIN (an rperf binary built from an earlier commit), the same reports are timed
-with it too, interleaved with this build's over --runs runs (medians), for before/after checks.
+with it too, for before/after checks.
 
-Usage: scripts/bench_report.py [--seconds 4] [--data FILE] [--baseline BIN] [--runs 5]
-       scripts/bench_report.py --seconds 40   (a multi-GB recording: memory must stay bounded)
+Usage: scripts/bench_report.py [--runs 5] [--min-mb 300] [--baseline BIN] [--keep DIR]
 """
 import argparse
 import os
@@ -32,58 +39,107 @@ def measure(cmd):
     return float(wall), int(rss) / 1024
 
 
+def build(src, exe, extra):
+    subprocess.run(["g++", "-O2", "-g", "-pthread", *extra, os.path.join(ROOT, "tests/programs", src), "-o", exe],
+                   check=True)
+
+
+def recordings(tmp, min_mb):
+    """(name, path) of the three recordings, made in tmp unless already there."""
+    out = []
+    big = os.path.join(tmp, "dwarf.data")
+    if not os.path.exists(big):
+        exe = os.path.join(tmp, "mixed")
+        build("mixed.cpp", exe, [])
+        seconds = 4.0
+        while True:
+            subprocess.run(["perf", "record", "-q", "-F", "4000", "--call-graph", "dwarf", "-o", big, "--", exe,
+                            str(seconds), "2"], check=True, stdout=subprocess.DEVNULL)
+            size = os.path.getsize(big) / 1e6
+            if size >= min_mb:
+                break
+            seconds *= min_mb / size * 1.1
+    out.append(("large DWARF", big))
+    small = os.path.join(tmp, "fp.data")
+    if not os.path.exists(small):
+        exe = os.path.join(tmp, "mixed_fp")
+        build("mixed.cpp", exe, ["-fno-omit-frame-pointer"])
+        subprocess.run(["perf", "record", "-q", "-F", "4000", "-g", "-o", small, "--", exe, "0.5", "2"],
+                       check=True, stdout=subprocess.DEVNULL)
+    out.append(("small frame-pointer", small))
+    jit = os.path.join(tmp, "node.data")
+    if shutil.which("node") and not os.path.exists(jit):
+        subprocess.run(["perf", "record", "-q", "-g", "-o", jit, "--", "node", "--perf-basic-prof",
+                        os.path.join(ROOT, "tests/programs/hot.js")], check=True, stdout=subprocess.DEVNULL,
+                       cwd=tmp)
+    if os.path.exists(jit):
+        out.append(("Node JIT", jit))
+    return out
+
+
+def samples_of(data):
+    stats = subprocess.run(["perf", "report", "--stats", "-i", data], capture_output=True, text=True).stdout
+    return next((l.split(":")[1].split()[0] for l in stats.splitlines() if "SAMPLE events" in l), "?")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seconds", type=float, default=4.0)
-    ap.add_argument("--data", help="an existing DWARF recording to report")
+    ap.add_argument("--runs", type=int, default=5, help="runs per command (medians are shown)")
+    ap.add_argument("--min-mb", type=float, default=300, help="size of the large DWARF recording")
     ap.add_argument("--baseline", help="another rperf binary to time on the same reports")
-    ap.add_argument("--runs", type=int, default=1, help="runs per command (medians are shown)")
+    ap.add_argument("--keep", help="a folder for the recordings, reused when they are there")
     args = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
     rperf = os.path.join(ROOT, "target/release/rperf")
-    data = args.data
-    if not data:
-        tmp = tempfile.mkdtemp(prefix="rperf-bench-report-")
-        exe = os.path.join(tmp, "mixed")
-        subprocess.run(["g++", "-O2", "-g", "-pthread", os.path.join(ROOT, "tests/programs/mixed.cpp"), "-o", exe],
-                       check=True)
-        data = os.path.join(tmp, "perf.data")
-        subprocess.run(["perf", "record", "-q", "-F", "4000", "--call-graph", "dwarf", "-o", data, "--", exe,
-                        str(args.seconds), "2"], check=True, stdout=subprocess.DEVNULL)
-    stats = subprocess.run(["perf", "report", "--stats", "-i", data], capture_output=True, text=True).stdout
-    samples = next((l.split(":")[1].split()[0] for l in stats.splitlines() if "SAMPLE events" in l), "?")
-    print(f"recording: {data}: {os.path.getsize(data) / 1e6:.0f} MB, {samples} samples")
-    runs = [
-        ("perf report --stdio", ["perf", "report", "--stdio", "-i", data]),
-        ("rperf report -g", [rperf, "report", "-g", "-i", data]),
-        ("rperf report", [rperf, "report", "-i", data]),
-    ]
-    if args.baseline:
-        runs.append(("baseline rperf report -g", [args.baseline, "report", "-g", "-i", data]))
-        runs.append(("baseline rperf report", [args.baseline, "report", "-i", data]))
-    if shutil.which("samply"):
-        runs.append(("samply import --save-only", ["samply", "import", "--save-only", "-o",
-                                                    os.path.join(tempfile.mkdtemp(), "p.json"), data]))
-    for _, cmd in runs:
+    tmp = args.keep or tempfile.mkdtemp(prefix="rperf-bench-report-")
+    os.makedirs(tmp, exist_ok=True)
+    files = recordings(tmp, args.min_mb)
+    samply = shutil.which("samply")
+    runs = []  # (file name, command name, command)
+    for name, data in files:
+        print(f"{name}: {data}: {os.path.getsize(data) / 1e6:.1f} MB, {samples_of(data)} samples")
+        runs.append((name, "perf report --stdio", ["perf", "report", "--stdio", "-i", data]))
+        runs.append((name, "rperf report -g", [rperf, "report", "-g", "-i", data]))
+        if args.baseline:
+            runs.append((name, "baseline rperf report -g", [args.baseline, "report", "-g", "-i", data]))
+        if name == "large DWARF":
+            runs.append((name, "cat", ["sh", "-c", f"cat '{data}' > /dev/null"]))
+            if samply:
+                runs.append((name, "samply import --save-only",
+                             ["samply", "import", "--save-only", "-o", os.path.join(tmp, "samply.json.gz"), data]))
+    for _, _, cmd in runs:
         measure(cmd)  # warm the page cache and symbol files
-    # Interleaved runs, so that a busy moment of the machine weighs on every command alike.
-    samples = {name: [] for name, _ in runs}
+    taken = {(f, n): [] for f, n, _ in runs}
     for _ in range(args.runs):
-        for name, cmd in runs:
-            samples[name].append(measure(cmd))
-    results = {}
-    for name, _ in runs:
-        walls = sorted(w for w, _ in samples[name])
-        rsss = sorted(r for _, r in samples[name])
-        results[name] = (walls[len(walls) // 2], rsss[len(rsss) // 2])
-        wall, rss = results[name]
-        print(f"{name:28} {wall:8.3f} s  {rss:8.1f} MiB peak RSS", flush=True)
-    pw, prss = results["perf report --stdio"]
-    rw, rrss = results["rperf report -g"]
-    print(f"rperf report -g is {pw / rw:.1f}x faster than perf report, with {rrss / prss:.2f}x its peak RSS")
+        for f, n, cmd in runs:
+            taken[(f, n)].append(measure(cmd))
+    med = {}
+    for f, n, _ in runs:
+        walls = sorted(w for w, _ in taken[(f, n)])
+        rsss = sorted(r for _, r in taken[(f, n)])
+        med[(f, n)] = (walls[len(walls) // 2], rsss[len(rsss) // 2])
+    print()
+    for f, n, _ in runs:
+        wall, rss = med[(f, n)]
+        print(f"{f:20} {n:28} {wall:8.3f} s  {rss:8.1f} MiB peak RSS")
+    print()
+    big = "large DWARF"
+    rw, _ = med[(big, "rperf report -g")]
+    cw, _ = med[(big, "cat")]
+    print(f"target: large DWARF report <= 1.5x cat: {rw / cw:.2f}x ({rw:.3f} s vs {cw:.3f} s)")
+    if samply:
+        sw, _ = med[(big, "samply import --save-only")]
+        print(f"target: >= 1.5x faster than samply import: {sw / rw:.2f}x")
+    worst = max(r for (f, n), (_, r) in med.items() if n == "rperf report -g")
+    print(f"target: report memory <= 32 MiB on every file: largest {worst:.1f} MiB")
+    sw, _ = med[("small frame-pointer", "rperf report -g")]
+    pw, _ = med[("small frame-pointer", "perf report --stdio")]
+    print(f"target: small frame-pointer file no slower than perf report: {sw:.3f} s vs {pw:.3f} s")
     if args.baseline:
-        bw, brss = results["baseline rperf report -g"]
-        print(f"against the baseline: {rw / bw:.2f}x its time, {rrss / brss:.2f}x its peak RSS")
+        for f, _ in files:
+            bw, brss = med[(f, "baseline rperf report -g")]
+            nw, nrss = med[(f, "rperf report -g")]
+            print(f"{f}: against the baseline: {nw / bw:.2f}x its time, {nrss / brss:.2f}x its peak RSS")
 
 
 if __name__ == "__main__":

@@ -132,6 +132,11 @@ struct Sink {
     jit_unwinding: usize,
     /// Unwinds DWARF samples as they come (`--post-unwind`).
     post: Option<PostUnwinder>,
+    /// Threads created by threads with events, which inherited them (from the kernel's FORK
+    /// records).
+    forked_tids: std::collections::HashSet<u32>,
+    /// Set while handling records made from /proc, which are no sign of inherited events.
+    synthesizing: bool,
 }
 
 /// Where each process's stacks end, so that stack copies can stop there. Read from
@@ -241,6 +246,9 @@ impl Sink {
             }
             record_type::MMAP2 | record_type::MMAP => self.note_mmap(type_, misc_bits, rec),
             record_type::FORK => {
+                if let Some(tid) = rec.get(16..20).filter(|_| !self.synthesizing) {
+                    self.forked_tids.insert(u32::from_le_bytes(tid.try_into().unwrap()));
+                }
                 if let (Some(pid), Some(ppid), Some(post)) =
                     (rec.get(8..12), rec.get(12..16), self.post.as_mut())
                 {
@@ -396,6 +404,8 @@ struct Session {
     sink: Sink,
     child: Option<Launched>,
     watched: BTreeSet<i32>,
+    /// Threads of attached processes whose events were opened directly.
+    opened_tids: std::collections::HashSet<i32>,
     /// Finds the processes of the app (`--app`) as they start.
     app: Option<target::AppWatcher>,
     builder: RecordBuilder,
@@ -588,6 +598,8 @@ impl Session {
             stacks: StackEnds::default(),
             error: None,
             exclude_pid: opts.exclude_perf.then(std::process::id),
+            forked_tids: Default::default(),
+            synthesizing: false,
         };
         let mut s = Session {
             opts: opts.clone(),
@@ -607,6 +619,7 @@ impl Session {
             sink,
             child,
             watched: BTreeSet::new(),
+            opened_tids: Default::default(),
             app: None,
             builder,
             notes,
@@ -678,7 +691,10 @@ impl Session {
     }
 
     fn attach_process(&mut self, pid: i32, note: &mut dyn FnMut(&str)) -> Result<(), Error> {
+        // Threads created after a thread's events are open inherit them; one created between
+        // listing the threads and opening their events does not: `follow_threads` opens those.
         for tid in procfs::threads_of(pid) {
+            self.opened_tids.insert(tid);
             match self.open_task(tid, note) {
                 Ok(()) => {}
                 // A thread that exited between listing and opening is not an error.
@@ -689,6 +705,30 @@ impl Session {
         self.synthesize(pid, None);
         self.watched.insert(pid);
         Ok(())
+    }
+
+    /// Opens the events of threads of attached processes that have none: listed (in `listed`)
+    /// before the last drain, neither opened directly nor created by a thread with events (the
+    /// kernel writes a FORK record for those, which that drain read). They were created while
+    /// their process was being attached.
+    fn follow_threads(&mut self, listed: Vec<i32>, note: &mut dyn FnMut(&str)) {
+        for tid in listed {
+            if self.opened_tids.contains(&tid) || self.sink.forked_tids.contains(&(tid as u32)) {
+                continue;
+            }
+            self.opened_tids.insert(tid);
+            match self.open_task(tid, note) {
+                Ok(()) => {
+                    if let Err(e) = self.sync_attrs() {
+                        self.sink.error.get_or_insert(e);
+                    }
+                }
+                Err(Error::Open { source, .. }) if source.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(e) => {
+                    self.sink.error.get_or_insert(e);
+                }
+            }
+        }
     }
 
     fn synthesize(&mut self, pid: i32, only_tid: Option<i32>) {
@@ -720,7 +760,9 @@ impl Session {
                     continue;
                 }
             }
+            self.sink.synthesizing = true;
             self.sink.handle(&r);
+            self.sink.synthesizing = false;
         }
     }
 
@@ -927,7 +969,15 @@ impl Session {
                     break StopReason::Requested;
                 }
             }
+            // Threads of attached processes, listed before the drain (see follow_threads).
+            let listed: Vec<i32> = match self.opts.target {
+                Target::App(_) | Target::Processes(_) => {
+                    self.watched.iter().flat_map(|&p| procfs::threads_of(p)).collect()
+                }
+                _ => Vec::new(),
+            };
             self.drain();
+            self.follow_threads(listed, note);
             self.sink.jit.poll();
             self.sink.sync_jit();
             for n in std::mem::take(&mut self.sink.jit.notes) {

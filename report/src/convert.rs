@@ -75,7 +75,7 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
         raw_chain: Vec::new(),
     };
     let mut warnings = std::mem::take(&mut rec.warnings);
-    let mut progress = crate::progress::Progress::new(rec.len, rec.position.clone());
+    let mut progress = crate::progress::Progress::new(rec.len, rec.reading.position.clone());
     let mut records = 0u64;
     let mut undecodable = 0u64;
     let mut patched: Vec<u8> = Vec::new();
@@ -122,11 +122,16 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
             None => undecodable += 1,
         }
     }
+    warnings.extend(rec.reading.take_repairs());
     if undecodable > 0 {
         warnings.push(format!("{undecodable} records could not be decoded and were skipped"));
     }
     progress.stage("symbolizing");
+    // What reading and unwinding held (the file's window, record buffers, unwind tables) is
+    // given back before symbolizing loads debug info.
+    drop(rec.records);
     let Converter { model, mut resolver, profile, .. } = c;
+    resolver.finish_unwinding();
     let info = Info {
         input: path.clone(),
         cmdline: rec.cmdline.clone(),

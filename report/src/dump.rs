@@ -11,7 +11,8 @@ use crate::Error;
 /// Writes the dump of `path` to `out`.
 pub fn dump(path: &Path, out: &mut dyn Write) -> Result<(), Error> {
     let io = |e: std::io::Error| Error::Open { path: path.to_path_buf(), source: e };
-    let (PerfFileReader { mut perf_file, mut record_iter }, _, repairs) = crate::load::open_reader(path)?;
+    let (PerfFileReader { mut perf_file, mut record_iter }, reading, repairs) =
+        crate::load::open_reader(path)?;
     let w = &mut *out;
     writeln!(w, "file: {}", path.display()).map_err(io)?;
     for r in &repairs {
@@ -112,6 +113,9 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<(), Error> {
         n += 1;
     }
     writeln!(w, "{n} records").map_err(io)?;
+    for r in reading.take_repairs() {
+        writeln!(w, "repaired: {r}").map_err(io)?;
+    }
     Ok(())
 }
 

@@ -38,8 +38,8 @@ pub struct Recording {
     pub stored_symbols: Vec<SimpleperfFileRecord>,
     /// Made for off-CPU weighting (rperf's or simpleperf's `--trace-offcpu`).
     pub off_cpu: bool,
-    /// How far the reader is into the file, for progress.
-    pub position: crate::progress::ReadPosition,
+    /// How far the reader is into the file, and repairs made while reading.
+    pub reading: Reading,
     /// The file's length.
     pub len: u64,
     /// Repairs made and other problems of the header.
@@ -70,7 +70,7 @@ pub fn binaries(path: &Path) -> Result<Vec<(String, Vec<u8>)>, Error> {
 /// Opens `opts.input` and reads its header and metadata.
 pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
     let path = &opts.input;
-    let (PerfFileReader { perf_file, record_iter }, position, warnings) = open_reader(path)?;
+    let (PerfFileReader { perf_file, record_iter }, reading, warnings) = open_reader(path)?;
     let len = std::fs::metadata(path).map_or(0, |m| m.len());
     let raw = raw_attrs(path);
     let attrs = perf_file.event_attributes();
@@ -134,7 +134,7 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
         build_ids,
         stored_symbols,
         off_cpu,
-        position,
+        reading,
         len,
         warnings,
         event_of_id,
@@ -144,9 +144,7 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
 
 /// Opens a recording for reading, after checking it and repairing what can be repaired (the
 /// warnings say what). `rperf report` and `rperf dump` both read through here.
-pub fn open_reader(
-    path: &Path,
-) -> Result<(PerfFileReader<PatchedFile>, crate::progress::ReadPosition, Vec<String>), Error> {
+pub fn open_reader(path: &Path) -> Result<(PerfFileReader<PatchedFile>, Reading, Vec<String>), Error> {
     let meta = std::fs::metadata(path).map_err(|e| Error::Open { path: path.to_path_buf(), source: e })?;
     if meta.is_dir() {
         return Err(Error::Usage(format!(
@@ -156,9 +154,9 @@ pub fn open_reader(
     }
     let format = |reason: String| Error::Format { path: path.to_path_buf(), reason };
     let (reader, warnings) = open_checked(path).map_err(format)?;
-    let position = reader.shared_pos.clone();
+    let reading = reader.reading.clone();
     let reader = PerfFileReader::parse_file(reader).map_err(|e| format(e.to_string()))?;
-    Ok((reader, position, warnings))
+    Ok((reader, reading, warnings))
 }
 
 /// The header of the file at `path`, when it has one.
@@ -216,18 +214,81 @@ fn attr_ids(path: &Path, file_len: u64) -> Vec<Vec<u64>> {
         .collect()
 }
 
+/// What the reader does, as it goes: how far it is, and repairs made on the way.
+#[derive(Clone, Default)]
+pub struct Reading {
+    /// The read position, for progress display.
+    pub position: crate::progress::ReadPosition,
+    /// Repairs made to records while reading them, each said once.
+    pub repairs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Reading {
+    /// The repairs made so far, taken.
+    pub fn take_repairs(&self) -> Vec<String> {
+        std::mem::take(&mut *self.repairs.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
 /// A file read through byte patches: corrections to header fields, so that the reader never
 /// acts on sizes the file cannot hold.
 pub struct PatchedFile {
     inner: Window,
     patches: Vec<(u64, Vec<u8>)>,
     pos: u64,
-    /// The read position, for progress display.
-    pub shared_pos: crate::progress::ReadPosition,
+    records: Option<RecordCheck>,
+    reading: Reading,
+}
+
+/// Where the next record header of the data section is, and where the section ends.
+struct RecordCheck {
+    next: u64,
+    end: u64,
+}
+
+impl PatchedFile {
+    /// Checks the record header at `self.pos`, where the reader is about to read it: an
+    /// AUXTRACE record whose trace data would reach past the data section gets its trace size
+    /// cut to what follows it (the reader would allocate the size it claims, 2^44 bytes in a
+    /// fuzzed file).
+    fn check_record(&mut self) {
+        let Some(RecordCheck { next: at, end }) = self.records else { return };
+        let Some(head) = self.inner.bytes(at, 16.min(end - at)).map(<[u8]>::to_vec) else {
+            self.records = None;
+            return;
+        };
+        let (t, size) = (
+            u32::from_le_bytes(head[0..4].try_into().expect("4 bytes")),
+            u16::from_le_bytes([head[6], head[7]]),
+        );
+        if size < 8 {
+            self.records = None; // the reader stops here with an error
+            return;
+        }
+        let mut next = at + u64::from(size);
+        if t == AUXTRACE && head.len() >= 16 {
+            let trace = u64::from_le_bytes(head[8..16].try_into().expect("8 bytes"));
+            match next.checked_add(trace).filter(|e| *e <= end) {
+                Some(e) => next = e,
+                None => {
+                    let left = end.saturating_sub(next);
+                    self.reading.repairs.lock().unwrap_or_else(|e| e.into_inner()).push(format!(
+                        "the AUXTRACE record at file offset {at} claims {trace} bytes of trace data, past the end of the data section; its trace data is cut to the {left} bytes that follow it"
+                    ));
+                    self.patches.push((at + 8, left.to_le_bytes().to_vec()));
+                    next += left;
+                }
+            }
+        }
+        self.records = Some(RecordCheck { next, end });
+    }
 }
 
 impl std::io::Read for PatchedFile {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.records.as_ref().is_some_and(|r| r.next == self.pos && r.next < r.end) {
+            self.check_record();
+        }
         // Copied straight from the mapped file: no read() into a buffer first.
         let n = match self.inner.rest(self.pos)? {
             Some(rest) => {
@@ -248,7 +309,7 @@ impl std::io::Read for PatchedFile {
             }
         }
         self.pos += n as u64;
-        self.shared_pos.store(self.pos, std::sync::atomic::Ordering::Relaxed);
+        self.reading.position.store(self.pos, std::sync::atomic::Ordering::Relaxed);
         Ok(n)
     }
 }
@@ -295,7 +356,8 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
         }
         // Big-endian recordings are left to the reader, which knows their layout.
         let inner = Window::new(file, len);
-        return Ok((PatchedFile { inner, patches, pos: 0, shared_pos: Default::default() }, warnings));
+        let reading = Default::default();
+        return Ok((PatchedFile { inner, patches, pos: 0, records: None, reading }, warnings));
     };
     let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
     let fits = |off: u64, size: u64| off.checked_add(size).is_some_and(|end| end <= len);
@@ -336,26 +398,6 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
         data_size = whole;
         patches.push((DATA_SIZE_AT, data_size.to_le_bytes().to_vec()));
         features.clear();
-    } else if let (_, Some(b)) = walk_records(path, data_off, data_size) {
-        // The reader sizes an AUXTRACE record's buffer by its trace size before reading; one
-        // that claims more than the data section holds is cut to what is there.
-        if b.oversized_trace {
-            let body_end = {
-                let mut size = [0u8; 2];
-                read_at(&file, b.offset + 6, &mut size).map_err(|e| e.to_string())?;
-                b.offset + u64::from(u16::from_le_bytes(size))
-            };
-            let left = (data_off + data_size).saturating_sub(body_end);
-            warnings.push(format!("{}; its trace data is cut to the {left} bytes that follow it", b.why));
-            patches.push((b.offset + 8, left.to_le_bytes().to_vec()));
-        }
-        if !table_fits(data_size, features.len()) {
-            warnings.push(format!(
-                "the feature sections after the data (file offset {}) are missing: the recording was cut short; reading the records only",
-                data_off + data_size
-            ));
-            features.clear();
-        }
     } else if !table_fits(data_size, features.len()) {
         warnings.push(format!(
             "the feature sections after the data (file offset {}) are missing: the recording was cut short; reading the records only",
@@ -447,7 +489,10 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
         }
     }
     let inner = Window::new(file, len);
-    Ok((PatchedFile { inner, patches, pos: 0, shared_pos: Default::default() }, warnings))
+    // The reader sizes an AUXTRACE record's buffer by its trace size before reading it: the
+    // record headers are checked as the reader comes to them (`RecordCheck`).
+    let records = Some(RecordCheck { next: data_off, end: data_off + data_size });
+    Ok((PatchedFile { inner, patches, pos: 0, records, reading: Default::default() }, warnings))
 }
 
 fn read_at(file: &std::fs::File, off: u64, buf: &mut [u8]) -> std::io::Result<()> {
@@ -520,8 +565,6 @@ fn plausible_type(t: u32) -> bool {
 
 /// A malformed record found by `walk_records`.
 pub struct BadRecord {
-    /// Its file offset.
-    pub offset: u64,
     /// What is wrong with it.
     pub why: String,
     /// It is an AUXTRACE record whose trace data reaches past the data section: the reader
@@ -545,7 +588,7 @@ pub fn walk_records(path: &Path, start: u64, limit: u64) -> (u64, Option<BadReco
         let Some(head) = window.bytes(at, 8) else { break };
         let t = u32::from_le_bytes(head[0..4].try_into().expect("4 bytes"));
         let size = u64::from(u16::from_le_bytes([head[6], head[7]]));
-        let bad = |why: String, oversized_trace: bool| Some(BadRecord { offset: at, why, oversized_trace });
+        let bad = |why: String, oversized_trace: bool| Some(BadRecord { why, oversized_trace });
         let problem = if size < 8 {
             bad(format!("the record header at file offset {at} has size {size}"), false)
         } else if !plausible_type(t) {

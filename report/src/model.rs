@@ -192,11 +192,11 @@ pub struct Model {
     pub dsos: Vec<Dso>,
     dso_index: HashMap<(String, Option<Vec<u8>>), DsoId>,
     /// Address spaces by pid.
-    pub processes: HashMap<i32, AddressSpace>,
+    pub processes: rustc_hash::FxHashMap<i32, AddressSpace>,
     /// The kernel's address space (kernel image and modules).
     pub kernel: AddressSpace,
     /// Threads by tid.
-    pub threads: HashMap<i32, Thread>,
+    pub threads: rustc_hash::FxHashMap<i32, Thread>,
     /// Interned names.
     pub strings: Vec<String>,
     string_index: HashMap<String, u32>,

@@ -262,7 +262,7 @@ struct Pending {
 
 #[derive(Default)]
 struct SectionCounts {
-    counts: HashMap<(Thread, StackId, bool), (u64, u64)>,
+    counts: rustc_hash::FxHashMap<(Thread, StackId, bool), (u64, u64)>,
     rows: Vec<Row>,
 }
 
@@ -275,7 +275,7 @@ pub struct ProfileBuilder {
     end_time: u64,
     time_range: (u64, u64),
     stacks: Vec<Vec<AddrId>>,
-    stack_index: HashMap<Vec<AddrId>, StackId>,
+    stack_index: rustc_hash::FxHashMap<Vec<AddrId>, StackId>,
     filters: crate::options::Filters,
     max_stack: usize,
     keep_rows: bool,
@@ -330,7 +330,7 @@ impl ProfileBuilder {
             end_time: 0,
             time_range: (u64::MAX, 0),
             stacks: Vec::new(),
-            stack_index: HashMap::new(),
+            stack_index: Default::default(),
             filters: opts.filters.clone(),
             max_stack: opts.max_stack,
             keep_rows,

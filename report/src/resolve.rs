@@ -194,10 +194,10 @@ pub struct Resolver {
     pub files: Vec<String>,
     file_index: HashMap<String, u32>,
     addrs: Vec<(DsoId, u64, AddrKind)>,
-    addr_index: HashMap<(DsoId, u64), AddrId>,
+    addr_index: rustc_hash::FxHashMap<(DsoId, u64), AddrId>,
     /// Each process's unwinder, with the mappings' generation and the JIT symbol files' epoch
     /// it was built for.
-    unwinders: HashMap<i32, ((u64, usize), ProcessUnwinder)>,
+    unwinders: rustc_hash::FxHashMap<i32, ((u64, usize), ProcessUnwinder)>,
     /// JIT symbol maps kept in the recording, by pid (text of `/tmp/perf-PID.map`).
     pub embedded_perf_maps: HashMap<i32, String>,
     /// jitdump files kept in the recording, by pid.
@@ -280,8 +280,8 @@ impl Resolver {
             files: Vec::new(),
             file_index: HashMap::new(),
             addrs: Vec::new(),
-            addr_index: HashMap::new(),
-            unwinders: HashMap::new(),
+            addr_index: Default::default(),
+            unwinders: Default::default(),
             embedded_perf_maps: HashMap::new(),
             embedded_jitdumps: HashMap::new(),
             perf_maps: HashMap::new(),
@@ -762,6 +762,12 @@ impl Resolver {
             None => (outer.raw_name.as_deref().map(|n| self.demangle(n)), outer.raw_name.clone()),
         };
         Some(Named { inlined, function, system, place: place(at), srcline, vaddr: Some(vaddr) })
+    }
+
+    /// Frees what unwinding keeps between samples, once every sample is in.
+    pub fn finish_unwinding(&mut self) {
+        self.unwinders = Default::default();
+        self.unwind_cache = UnwindCache::new();
     }
 
     /// Unwinds a user stack of process `pid` at `time` with the binaries mapped there then,

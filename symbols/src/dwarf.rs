@@ -80,14 +80,27 @@ fn load_section(
     if name.is_empty() {
         return Reader::new(empty(), endian);
     }
-    let bytes = match obj.section_by_name(name).map(|s| s.uncompressed_data()) {
+    let section = obj.section_by_name(name);
+    let bytes = match section.as_ref().map(|s| s.uncompressed_data()) {
         // Borrowed data lies inside the mapping: share it without a copy.
         Some(Ok(Cow::Borrowed(b))) => match (b.as_ptr() as usize).checked_sub(map.as_ptr() as usize) {
             Some(start) if start + b.len() <= map.len() => Bytes { owner: map.clone(), start, len: b.len() },
             _ => empty(),
         },
-        // Compressed sections (SHF_COMPRESSED, .zdebug) are inflated once.
+        // Compressed sections (SHF_COMPRESSED, .zdebug) are inflated once; the compressed
+        // bytes are not read again, so their pages are let go of (they stay in the page
+        // cache, and are read back in if ever touched).
         Some(Ok(Cow::Owned(v))) => {
+            if let Some((offset, size)) = section.as_ref().and_then(|s| s.file_range()) {
+                let (offset, size) = (offset as usize, size as usize);
+                if offset.checked_add(size).is_some_and(|end| end <= map.len()) {
+                    // SAFETY: the mapping is of a file opened read-only and never written:
+                    // dropping its pages loses nothing, as they read back from the file.
+                    let _ = unsafe {
+                        map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, size)
+                    };
+                }
+            }
             let len = v.len();
             Bytes { owner: Arc::new(v), start: 0, len }
         }
