@@ -848,7 +848,8 @@ fn load_binary(finder: &BinaryFinder, d: &crate::model::Dso) -> (Option<Arc<Bina
             .and_then(|image| ElfInfo::from_bytes(std::path::Path::new("[vdso]"), &image).ok());
         return (
             elf.map(|elf| {
-                let unwind = UnwindSections::from_elf(&elf.data).filter(|u| u.has_cfi()).map(Arc::new);
+                let unwind =
+                    UnwindSections::from_shared(elf.data.clone()).filter(|u| u.has_cfi()).map(Arc::new);
                 Arc::new(Binary { elf, unwind })
             }),
             None,
@@ -860,7 +861,7 @@ fn load_binary(finder: &BinaryFinder, d: &crate::model::Dso) -> (Option<Arc<Bina
     match finder.find(&d.path, d.build_id.as_deref()) {
         Found::File(path) => match ElfInfo::load_with_debug_roots(&path, &finder.debug_roots()) {
             Ok(elf) => {
-                let unwind = UnwindSections::from_elf(&elf.data).filter(|u| u.has_cfi()).map(Arc::new);
+                let unwind = UnwindSections::from_shared(elf.data.clone()).filter(|u| u.has_cfi()).map(Arc::new);
                 (Some(Arc::new(Binary { elf, unwind })), None)
             }
             Err(e) => (None, Some(format!("cannot read {}: {e}", path.display()))),
@@ -869,7 +870,7 @@ fn load_binary(finder: &BinaryFinder, d: &crate::model::Dso) -> (Option<Arc<Bina
             let name = format!("{}!/{}", apk.display(), entry.name);
             match ElfInfo::load_range(std::path::Path::new(&name), &apk, entry.offset, entry.size) {
                 Ok(elf) => {
-                    let unwind = UnwindSections::from_elf(&elf.data).filter(|u| u.has_cfi()).map(Arc::new);
+                    let unwind = UnwindSections::from_shared(elf.data.clone()).filter(|u| u.has_cfi()).map(Arc::new);
                     (Some(Arc::new(Binary { elf, unwind })), None)
                 }
                 Err(e) => (None, Some(format!("cannot read {name}: {e}"))),

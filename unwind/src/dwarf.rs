@@ -106,38 +106,90 @@ pub struct Regs {
     pub lr: u64,
 }
 
+/// Bytes a file or buffer holds, shared by whoever reads them (a mapped binary's sections
+/// are read in place, never copied).
+pub type Shared = Arc<dyn AsRef<[u8]> + Send + Sync>;
+
+/// A section's bytes: a range of shared bytes.
+#[derive(Clone)]
+pub struct SectionBytes {
+    owner: Shared,
+    range: Range<usize>,
+}
+
+impl std::ops::Deref for SectionBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &(*self.owner).as_ref()[self.range.clone()]
+    }
+}
+
+impl std::fmt::Debug for SectionBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SectionBytes({} bytes)", self.range.len())
+    }
+}
+
+impl Default for SectionBytes {
+    fn default() -> SectionBytes {
+        SectionBytes::owned(Vec::new())
+    }
+}
+
+impl SectionBytes {
+    fn owned(bytes: Vec<u8>) -> SectionBytes {
+        let range = 0..bytes.len();
+        SectionBytes { owner: Arc::new(bytes), range }
+    }
+}
+
 /// The unwind sections of one binary, shared between every process that maps it.
 #[derive(Clone, Debug, Default)]
 pub struct UnwindSections {
     /// What framehop counts CFI addresses from (it keeps them as 32-bit offsets).
     base_svma: u64,
     text_svma: Option<Range<u64>>,
-    text: Option<Arc<[u8]>>,
+    text: Option<SectionBytes>,
     eh_frame_svma: Option<Range<u64>>,
-    eh_frame: Option<Arc<[u8]>>,
+    eh_frame: Option<SectionBytes>,
     eh_frame_hdr_svma: Option<Range<u64>>,
-    eh_frame_hdr: Option<Arc<[u8]>>,
-    debug_frame: Option<Arc<[u8]>>,
+    eh_frame_hdr: Option<SectionBytes>,
+    debug_frame: Option<SectionBytes>,
 }
 
 impl UnwindSections {
-    /// Extracts .eh_frame, .eh_frame_hdr, .debug_frame and .text from ELF bytes.
+    /// Extracts .eh_frame, .eh_frame_hdr, .debug_frame and .text from ELF bytes (copied).
     pub fn from_elf(data: &[u8]) -> Option<UnwindSections> {
-        Self::extract(data, true)
+        Self::extract(data, None, true)
+    }
+
+    /// Like `from_elf`, reading the sections in place in `data` (a mapped binary): nothing is
+    /// copied but compressed sections, and only the pages unwinding touches are read.
+    pub fn from_shared(data: Shared) -> Option<UnwindSections> {
+        // Every section that points into `data` holds it.
+        Self::extract((*data).as_ref(), Some(&data), true)
     }
 
     /// Like `from_elf`, without the code: the CFI alone, a fraction of a binary's size (what a
     /// recorder keeps for every binary it unwinds through).
     pub fn cfi_of_elf(data: &[u8]) -> Option<UnwindSections> {
-        Self::extract(data, false)
+        Self::extract(data, None, false)
     }
 
-    fn extract(data: &[u8], with_text: bool) -> Option<UnwindSections> {
+    fn extract(data: &[u8], shared: Option<&Shared>, with_text: bool) -> Option<UnwindSections> {
         let obj = object::File::parse(data).ok()?;
         let sect = |name: &str| {
             let s = obj.section_by_name(name)?;
-            let bytes = s.uncompressed_data().ok()?;
-            Some((s.address()..s.address() + s.size(), Arc::<[u8]>::from(&*bytes)))
+            let svma = s.address()..s.address() + s.size();
+            let bytes = match (s.uncompressed_data().ok()?, shared) {
+                // In place, when the bytes lie in the shared data.
+                (std::borrow::Cow::Borrowed(b), Some(owner)) => {
+                    let start = (b.as_ptr() as usize).checked_sub(data.as_ptr() as usize)?;
+                    SectionBytes { owner: owner.clone(), range: start..start + b.len() }
+                }
+                (b, _) => SectionBytes::owned(b.into_owned()),
+            };
+            Some((svma, bytes))
         };
         let (text_svma, text) = if with_text {
             sect(".text").unzip()
@@ -172,7 +224,7 @@ impl UnwindSections {
         self.eh_frame.is_some() || self.debug_frame.is_some()
     }
 
-    fn section_info(&self) -> ExplicitModuleSectionInfo<Arc<[u8]>> {
+    fn section_info(&self) -> ExplicitModuleSectionInfo<SectionBytes> {
         ExplicitModuleSectionInfo {
             base_svma: self.base_svma,
             text_svma: self.text_svma.clone(),
@@ -219,9 +271,9 @@ pub struct Unwound {
 #[derive(Clone)]
 pub enum ProcessUnwinder {
     /// x86_64 process.
-    X86(UnwinderX86_64<Arc<[u8]>>),
+    X86(UnwinderX86_64<SectionBytes>),
     /// arm64 process.
-    Arm(UnwinderAarch64<Arc<[u8]>>),
+    Arm(UnwinderAarch64<SectionBytes>),
 }
 
 fn convert(f: FrameAddress) -> CodeAddress {

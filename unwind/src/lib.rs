@@ -22,4 +22,7 @@ mod callchain;
 mod dwarf;
 
 pub use callchain::{split_callchain, ChainFrame, Context};
-pub use dwarf::{Arch, CodeAddress, PerfRegs, ProcessUnwinder, Regs, UnwindCache, UnwindSections, Unwound};
+pub use dwarf::{
+    Arch, CodeAddress, PerfRegs, ProcessUnwinder, Regs, SectionBytes, Shared, UnwindCache, UnwindSections,
+    Unwound,
+};
