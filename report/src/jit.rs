@@ -93,9 +93,9 @@ pub fn describe_symfile(f: &JitSymfile) -> String {
             let linked = rperf_symbols::jit::link(&f.image);
             match rperf_symbols::ElfInfo::from_bytes(std::path::Path::new("[JIT]"), &linked) {
                 Ok(elf) => {
-                    let mut v: Vec<&str> = elf.symbols.iter().map(|s| s.name.as_str()).take(8).collect();
+                    let mut v: Vec<String> = elf.symbols.iter().map(|s| s.name).take(8).collect();
                     if elf.symbols.len() > v.len() {
-                        v.push("...");
+                        v.push("...".into());
                     }
                     format!(": {}", v.join(", "))
                 }

@@ -450,7 +450,7 @@ impl Resolver {
             self.perf_maps.insert(pid, loaded);
         }
         let (dso, table) = self.perf_maps.get(&pid)?.as_ref()?;
-        table.lookup(addr).map(|_| *dso)
+        table.covers(addr).then_some(*dso)
     }
 
     /// A JIT map or jitdump on this machine: a regular file of this user or root (of anyone
@@ -673,7 +673,7 @@ impl Resolver {
         match kind {
             AddrKind::Kernel => match &self.kernel {
                 KernelSource::Ready(k) => {
-                    k.table.lookup(key).map(|s| self.symbol_names(s)).unwrap_or_default()
+                    k.table.lookup(key).map(|s| self.symbol_names(&s)).unwrap_or_default()
                 }
                 KernelSource::Pending(_) => plain(None),
             },
@@ -689,18 +689,18 @@ impl Resolver {
                 let Some(Some(b)) = self.binaries.get(&dso) else { return plain(None) };
                 let symbol = b.elf.symbols.lookup(key);
                 if self.dwarf_inline || self.want_srclines || self.want_lines {
-                    if let Some(named) = self.dwarf_names(&b.elf, key, symbol) {
+                    if let Some(named) = self.dwarf_names(&b.elf, key, symbol.as_ref()) {
                         return named;
                     }
                 }
-                symbol.map(|s| Named { vaddr: Some(key), ..self.symbol_names(s) }).unwrap_or_default()
+                symbol.map(|s| Named { vaddr: Some(key), ..self.symbol_names(&s) }).unwrap_or_default()
             }
             AddrKind::Jit => {
                 let path = &model.dsos[dso as usize].path;
                 self.stored
                     .get(path)
                     .and_then(|t| t.table.lookup(key))
-                    .map(|s| self.symbol_names(s))
+                    .map(|s| self.symbol_names(&s))
                     .unwrap_or_default()
             }
             AddrKind::File => {
@@ -708,12 +708,12 @@ impl Resolver {
                     if let Some(vaddr) = b.elf.offset_to_vaddr(key) {
                         let symbol = b.elf.symbols.lookup(vaddr);
                         if self.dwarf_inline || self.want_srclines || self.want_lines {
-                            if let Some(named) = self.dwarf_names(&b.elf, vaddr, symbol) {
+                            if let Some(named) = self.dwarf_names(&b.elf, vaddr, symbol.as_ref()) {
                                 return named;
                             }
                         }
                         if let Some(sym) = symbol {
-                            return Named { vaddr: Some(vaddr), ..self.symbol_names(sym) };
+                            return Named { vaddr: Some(vaddr), ..self.symbol_names(&sym) };
                         }
                         return Named { vaddr: Some(vaddr), ..Default::default() };
                     }
@@ -722,7 +722,7 @@ impl Resolver {
                 let Some(vaddr) = stored_vaddr(key, t.min_vaddr, t.file_offset_of_min_vaddr) else {
                     return plain(None);
                 };
-                let named = t.table.lookup(vaddr).map(|s| self.symbol_names(s)).unwrap_or_default();
+                let named = t.table.lookup(vaddr).map(|s| self.symbol_names(&s)).unwrap_or_default();
                 Named { vaddr: Some(vaddr), ..named }
             }
         }

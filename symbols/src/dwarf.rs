@@ -92,14 +92,7 @@ fn load_section(
         // cache, and are read back in if ever touched).
         Some(Ok(Cow::Owned(v))) => {
             if let Some((offset, size)) = section.as_ref().and_then(|s| s.file_range()) {
-                let (offset, size) = (offset as usize, size as usize);
-                if offset.checked_add(size).is_some_and(|end| end <= map.len()) {
-                    // SAFETY: the mapping is of a file opened read-only and never written:
-                    // dropping its pages loses nothing, as they read back from the file.
-                    let _ = unsafe {
-                        map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, size)
-                    };
-                }
+                crate::let_go(map, offset, size);
             }
             let len = v.len();
             Bytes { owner: Arc::new(v), start: 0, len }

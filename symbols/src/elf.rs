@@ -7,7 +7,8 @@ use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 
 use crate::{Binding, Error, SymbolTable};
 
-type RawSymbols = Vec<(u64, u64, String, Binding)>;
+/// (address, size, name, binding) of function symbols, names borrowed from the file.
+type RawSymbols<'a> = Vec<(u64, u64, &'a str, Binding)>;
 
 /// A PT_LOAD segment: how file offsets map to virtual addresses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,23 +80,12 @@ impl ElfInfo {
         let build_id = obj.build_id().ok().flatten().map(<[u8]>::to_vec);
         let segments = LoadSegment::of(&obj);
         let debuglink = debuglink_of(&obj);
-        let mut raw = text_symbols(&obj, obj.symbols());
-        if raw.is_empty() {
-            // Stripped: the full table may be in a separate debug file.
-            raw = debug_file_symbols(path, build_id.as_deref(), debuglink.as_deref(), roots)
-                .unwrap_or_default();
-        }
-        if raw.is_empty() {
-            // MiniDebugInfo keeps the local function symbols that .dynsym lacks.
-            raw = minidebuginfo_symbols(&obj).unwrap_or_default();
-            raw.extend(text_symbols(&obj, obj.dynamic_symbols()));
-        }
-        raw.extend(plt_symbols(&obj));
+        let symbols = symbol_table(&obj, &data, path, build_id.as_deref(), debuglink.as_deref(), roots);
         Ok(ElfInfo {
             path: path.into(),
             build_id,
             segments,
-            symbols: SymbolTable::with_bindings(raw),
+            symbols,
             data,
             debuglink,
             debug_roots: roots.to_vec(),
@@ -181,9 +171,59 @@ fn offset_to_vaddr(segments: &[LoadSegment], offset: u64) -> Option<u64> {
     s.vaddr.checked_add(offset - s.offset)
 }
 
+/// The function symbols of a binary mapped as `data`: its .symtab, else its separate debug
+/// file's, else MiniDebugInfo's and .dynsym's; with its PLT stubs. Names stay in the mapped
+/// files (`SymbolTable::with_names_in`), whose symbol table pages are let go once read.
+fn symbol_table(
+    obj: &object::File<'_>,
+    data: &Arc<memmap2::Mmap>,
+    path: &Path,
+    build_id: Option<&[u8]>,
+    debuglink: Option<&str>,
+    roots: &[PathBuf],
+) -> SymbolTable {
+    let plt = plt_symbols(obj);
+    let mut raw = text_symbols(obj, obj.symbols());
+    if !raw.is_empty() {
+        raw.extend(plt);
+        let table = SymbolTable::with_names_in(raw, Some(data.clone()));
+        let_go_of_sections(data, obj, &[".symtab", ".strtab"]);
+        return table;
+    }
+    // Stripped: the full table may be in a separate debug file.
+    for cand in debug_file_candidates(path, build_id, debuglink, roots) {
+        let Some(map) = open_matching(&cand, build_id) else { continue };
+        let Ok(dbg) = object::File::parse(&map[..]) else { continue };
+        let mut raw = text_symbols(&dbg, dbg.symbols());
+        if !raw.is_empty() {
+            raw.extend(plt);
+            let table = SymbolTable::with_names_in(raw, Some(map.clone()));
+            let_go_of_sections(&map, &dbg, &[".symtab", ".strtab"]);
+            return table;
+        }
+    }
+    // MiniDebugInfo keeps the local function symbols that .dynsym lacks.
+    let packed = minidebuginfo(obj);
+    let inner = packed.as_deref().and_then(|b| object::File::parse(b).ok());
+    let mut raw = inner.as_ref().map(|i| text_symbols(i, i.symbols())).unwrap_or_default();
+    raw.extend(text_symbols(obj, obj.dynamic_symbols()));
+    raw.extend(plt);
+    SymbolTable::with_names_in(raw, Some(data.clone()))
+}
+
+/// Lets go of the pages of `names`' sections in `map`: read once, they are not needed again
+/// (and are read back in from the page cache if they are).
+fn let_go_of_sections(map: &memmap2::Mmap, obj: &object::File<'_>, names: &[&str]) {
+    for name in names {
+        if let Some((offset, size)) = obj.section_by_name(name).and_then(|s| s.file_range()) {
+            crate::let_go(map, offset, size);
+        }
+    }
+}
+
 /// Function symbols, plus labels (untyped symbols) in executable sections such as ld.so's
 /// `_start`, which perf names too; ARM mapping symbols (`$x`, `$d`) are not functions.
-fn text_symbols(obj: &object::File<'_>, syms: object::read::SymbolIterator<'_, '_>) -> RawSymbols {
+fn text_symbols<'a>(obj: &object::File<'a>, syms: object::read::SymbolIterator<'a, '_>) -> RawSymbols<'a> {
     let executable = |index: Option<object::SectionIndex>| {
         let flags = index.and_then(|i| obj.section_by_index(i).ok()).map(|s| s.flags());
         matches!(flags, Some(object::SectionFlags::Elf { sh_flags }) if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0)
@@ -205,18 +245,18 @@ fn text_symbols(obj: &object::File<'_>, syms: object::read::SymbolIterator<'_, '
             } else {
                 Binding::Local
             };
-            Some((s.address(), s.size(), s.name().ok()?.to_string(), binding))
+            Some((s.address(), s.size(), s.name().ok()?, binding))
         })
         .collect()
 }
 
 /// PLT stubs have no symbols; name them `@plt`, as perf does when it cannot tell the target.
-fn plt_symbols(obj: &object::File<'_>) -> RawSymbols {
+fn plt_symbols(obj: &object::File<'_>) -> RawSymbols<'static> {
     [".plt", ".plt.sec", ".plt.got"]
         .iter()
         .filter_map(|n| obj.section_by_name(n))
         .filter(|s| s.size() > 0)
-        .map(|s| (s.address(), s.size(), "@plt".to_string(), Binding::Weak))
+        .map(|s| (s.address(), s.size(), "@plt", Binding::Weak))
         .collect()
 }
 
@@ -225,12 +265,12 @@ const MINIDEBUGINFO_LIMIT: usize = 256 << 20;
 
 /// Function symbols from MiniDebugInfo: an xz-compressed ELF file in `.gnu_debugdata` whose
 /// .symtab holds the symbols a stripped binary's .dynsym lacks (Fedora, Android).
-fn minidebuginfo_symbols(obj: &object::File<'_>) -> Option<RawSymbols> {
+/// The ELF file MiniDebugInfo packs in `.gnu_debugdata`, inflated.
+fn minidebuginfo(obj: &object::File<'_>) -> Option<Vec<u8>> {
     let packed = obj.section_by_name(".gnu_debugdata")?.data().ok()?;
     let mut out = LimitedVec(Vec::new());
     lzma_rs::xz_decompress(&mut std::io::Cursor::new(packed), &mut out).ok()?;
-    let inner = object::File::parse(&out.0[..]).ok()?;
-    Some(text_symbols(&inner, inner.symbols()))
+    Some(out.0)
 }
 
 /// A Vec that refuses to grow past MINIDEBUGINFO_LIMIT (a corrupt stream cannot exhaust memory).
@@ -313,23 +353,6 @@ fn open_matching(path: &Path, want: Option<&[u8]>) -> Option<Arc<memmap2::Mmap>>
     }
     drop(obj);
     Some(map)
-}
-
-fn debug_file_symbols(
-    path: &Path,
-    build_id: Option<&[u8]>,
-    link: Option<&str>,
-    roots: &[PathBuf],
-) -> Option<RawSymbols> {
-    for cand in debug_file_candidates(path, build_id, link, roots) {
-        let Some(map) = open_matching(&cand, build_id) else { continue };
-        let Ok(dbg) = object::File::parse(&map[..]) else { continue };
-        let syms = text_symbols(&dbg, dbg.symbols());
-        if !syms.is_empty() {
-            return Some(syms);
-        }
-    }
-    None
 }
 
 #[cfg(test)]

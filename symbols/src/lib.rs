@@ -50,3 +50,15 @@ pub enum Error {
         reason: String,
     },
 }
+
+/// Lets go of the pages holding `size` bytes at `offset` of a read-only file mapping: the
+/// process's memory no longer counts them, and the kernel reads them back in (from the page
+/// cache) if they are touched again.
+pub(crate) fn let_go(map: &memmap2::Mmap, offset: u64, size: u64) {
+    let (Ok(offset), Ok(size)) = (usize::try_from(offset), usize::try_from(size)) else { return };
+    if offset.checked_add(size).is_some_and(|end| end <= map.len()) {
+        // SAFETY: the mapping is of a file opened read-only and never written through, so
+        // dropping its pages loses nothing: they read back from the file.
+        let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, offset, size) };
+    }
+}
