@@ -330,7 +330,8 @@ fn size_limit_stops_early_with_a_readable_file() {
     let data = dir.join("s.data");
     let start = std::time::Instant::now();
     let o = run(rperf()
-        .args(["record", "-g", "--size-limit", "300K", "-o"])
+        // Samples with their stacks (several KiB each) reach the limit after a few dozen.
+        .args(["record", "-g", "--no-post-unwind", "--size-limit", "300K", "-o"])
         .arg(&data)
         .arg("--")
         .arg(&p.workload)
@@ -350,7 +351,14 @@ fn disk_full_keeps_what_was_recorded() {
     let m = run(Command::new("mount").args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"]).arg(&mnt));
     assert!(m.status.success(), "this test mounts a 1 MiB tmpfs and needs root: {}", stderr(&m));
     let data = mnt.join("full.data");
-    let o = run(rperf().args(["record", "-g", "-o"]).arg(&data).arg("--").arg(&p.workload).args(["3", "1"]));
+    // Samples keep their stacks (several KiB each), so that a busy machine's few samples
+    // still fill the disk.
+    let o = run(rperf()
+        .args(["record", "-g", "--no-post-unwind", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&p.workload)
+        .args(["3", "1"]));
     let err = stderr(&o);
     // Copy the file out before unmounting; perf needs some room to work.
     let kept = dir.join("kept.data");
