@@ -5,7 +5,7 @@ use linux_perf_data::linux_perf_event_reader::{
     CommOrExecRecord, CpuMode, EventRecord, ForkOrExitRecord, LostRecord, Mmap2FileId, Mmap2Record,
     MmapRecord, SampleRecord,
 };
-use linux_perf_data::{PerfFileRecord, SimpleperfFileRecord};
+use linux_perf_data::SimpleperfFileRecord;
 use rperf_symbols::{BinaryFinder, KernelSymbols, SymbolTable};
 use rperf_unwind::{split_callchain, Arch, ChainFrame, CodeAddress, Context, Regs};
 
@@ -79,47 +79,39 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
     let mut records = 0u64;
     let mut undecodable = 0u64;
     let mut patched: Vec<u8> = Vec::new();
-    loop {
-        if records & 0xfff == 1 {
-            progress.tick();
-        }
-        let record = match rec.records.next_record(&mut rec.perf_file) {
-            Ok(Some(PerfFileRecord::EventRecord { attr_index, record })) => (attr_index, record),
-            Ok(Some(PerfFileRecord::UserRecord(_))) => {
-                records += 1;
-                continue;
-            }
-            Ok(None) => break,
-            Err(e) => {
-                let reason = crate::decode::first_malformed(path, &e.to_string());
-                if records == 0 {
-                    return Err(Error::Format { path: path.clone(), reason });
+    let batches = crate::read_ahead::read(rec.perf_file, rec.records);
+    for batch in batches.iter() {
+        progress.tick();
+        records += batch.user_records;
+        for (attr, raw) in batch.records() {
+            records += 1;
+            match crate::decode::parse(&raw, &mut patched) {
+                Some(EventRecord::Sample(s)) => {
+                    let attr = match (&rec.event_of_id, s.id) {
+                        (Some(events), Some(id)) => events.get(&id).copied().unwrap_or(attr),
+                        _ => attr,
+                    };
+                    c.handle_sample(attr, &s, opts.max_stack)
                 }
-                warnings.push(format!(
-                    "{}: stopped reading after {records} records: {reason}; the report shows what was readable",
-                    path.display()
-                ));
-                break;
+                Some(EventRecord::Comm(r)) => c.handle_comm(&r),
+                Some(EventRecord::Fork(r)) => c.handle_fork(&r),
+                Some(EventRecord::Exit(r)) => c.handle_exit(&r),
+                Some(EventRecord::Mmap(r)) => c.handle_mmap(&r),
+                Some(EventRecord::Mmap2(r)) => c.handle_mmap2(&r),
+                Some(EventRecord::Lost(r)) => c.handle_lost(attr, &r),
+                Some(_) => {}
+                None => undecodable += 1,
             }
-        };
-        records += 1;
-        let (attr, raw) = record;
-        match crate::decode::parse(&raw, &mut patched) {
-            Some(EventRecord::Sample(s)) => {
-                let attr = match (&rec.event_of_id, s.id) {
-                    (Some(events), Some(id)) => events.get(&id).copied().unwrap_or(attr),
-                    _ => attr,
-                };
-                c.handle_sample(attr, &s, opts.max_stack)
+        }
+        if let Some(Err(e)) = &batch.end {
+            let reason = crate::decode::first_malformed(path, e);
+            if records == 0 {
+                return Err(Error::Format { path: path.clone(), reason });
             }
-            Some(EventRecord::Comm(r)) => c.handle_comm(&r),
-            Some(EventRecord::Fork(r)) => c.handle_fork(&r),
-            Some(EventRecord::Exit(r)) => c.handle_exit(&r),
-            Some(EventRecord::Mmap(r)) => c.handle_mmap(&r),
-            Some(EventRecord::Mmap2(r)) => c.handle_mmap2(&r),
-            Some(EventRecord::Lost(r)) => c.handle_lost(attr, &r),
-            Some(_) => {}
-            None => undecodable += 1,
+            warnings.push(format!(
+                "{}: stopped reading after {records} records: {reason}; the report shows what was readable",
+                path.display()
+            ));
         }
     }
     warnings.extend(rec.reading.take_repairs());
@@ -127,9 +119,8 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
         warnings.push(format!("{undecodable} records could not be decoded and were skipped"));
     }
     progress.stage("symbolizing");
-    // What reading and unwinding held (the file's window, record buffers, unwind tables) is
-    // given back before symbolizing loads debug info.
-    drop(rec.records);
+    // What unwinding held (unwind tables and caches) is given back before symbolizing loads
+    // debug info.
     let Converter { model, mut resolver, profile, .. } = c;
     resolver.finish_unwinding();
     let info = Info {

@@ -32,6 +32,7 @@ mod options;
 mod output;
 mod profile;
 mod progress;
+mod read_ahead;
 mod resolve;
 
 pub use annotate::{annotate, AnnotateOptions, FunctionCode};
