@@ -133,7 +133,8 @@ fn map_file(path: &Path) -> Option<Arc<memmap2::Mmap>> {
 }
 
 impl DebugInfo {
-    /// DWARF from the ELF file mapped as `map` (at `path`), if it has any.
+    /// DWARF from the ELF file mapped as `map` (at `path`), if it has any. `map` is a mapping of
+    /// a file (`crate::map_bytes` makes one of bytes in memory).
     pub fn from_map(path: &Path, map: Arc<memmap2::Mmap>) -> Option<DebugInfo> {
         Self::from_map_for(path, map, &[])
     }

@@ -66,12 +66,11 @@ impl ElfInfo {
         Self::from_map(name, Arc::new(map), &[])
     }
 
-    /// Parses an image held in memory (the vDSO kept in a recording), named `name`.
+    /// Parses an image held in memory (the vDSO kept in a recording, a JIT symbol file), named
+    /// `name`.
     pub fn from_bytes(name: &Path, bytes: &[u8]) -> Result<ElfInfo, Error> {
-        let io = |e| Error::Io { path: name.into(), source: e };
-        let mut anon = memmap2::MmapMut::map_anon(bytes.len().max(1)).map_err(io)?;
-        anon[..bytes.len()].copy_from_slice(bytes);
-        Self::from_map(name, Arc::new(anon.make_read_only().map_err(io)?), &[])
+        let map = crate::map_bytes(bytes).map_err(|e| Error::Io { path: name.into(), source: e })?;
+        Self::from_map(name, map, &[])
     }
 
     fn from_map(path: &Path, data: Arc<memmap2::Mmap>, roots: &[PathBuf]) -> Result<ElfInfo, Error> {

@@ -156,13 +156,8 @@ mod tests {
         assert_eq!(twice.address(), 0x7f00_0000_1000);
         assert!(thrice.address() > twice.address());
         // DWARF names the function and its line at the new address.
-        let map = memmap2::MmapMut::map_anon(linked.len()).map(|mut m| {
-            m.copy_from_slice(&linked);
-            m.make_read_only().unwrap()
-        });
-        let debug =
-            crate::DebugInfo::from_map(std::path::Path::new("f.o"), std::sync::Arc::new(map.unwrap()))
-                .expect("the object has DWARF");
+        let map = crate::map_bytes(&linked).unwrap();
+        let debug = crate::DebugInfo::from_map(std::path::Path::new("f.o"), map).expect("the object has DWARF");
         let frames = debug.frames(thrice.address());
         assert_eq!(frames.last().and_then(|f| f.raw_name.as_deref()), Some("thrice"));
         assert_eq!(frames.last().and_then(|f| f.line), Some(2));
