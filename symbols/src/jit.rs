@@ -157,7 +157,8 @@ mod tests {
         assert!(thrice.address() > twice.address());
         // DWARF names the function and its line at the new address.
         let map = crate::map_bytes(&linked).unwrap();
-        let debug = crate::DebugInfo::from_map(std::path::Path::new("f.o"), map).expect("the object has DWARF");
+        let debug =
+            crate::DebugInfo::from_map(std::path::Path::new("f.o"), map).expect("the object has DWARF");
         let frames = debug.frames(thrice.address());
         assert_eq!(frames.last().and_then(|f| f.raw_name.as_deref()), Some("thrice"));
         assert_eq!(frames.last().and_then(|f| f.line), Some(2));
