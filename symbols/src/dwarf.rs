@@ -212,22 +212,21 @@ impl DebugInfo {
     }
 }
 
-/// The DWARF of `obj` without the compile units that `.debug_aranges` says hold none of
-/// `addrs`, and the address ranges of those left out. They stay in `.debug_info` (offsets must
-/// not move) with their headers rewritten into type-unit headers of the same length, which
-/// addr2line passes over. Units without address ranges there, and units the kept ones refer
-/// into (DW_FORM_ref_addr), are kept. None when the DWARF can't be narrowed this way: `.debug_info` not compressed
-/// (narrowing would copy it), no `.debug_aranges`, 64-bit DWARF, or nothing to leave out.
+/// The DWARF of `obj` with only the compile units that `.debug_aranges` says hold `addrs`, and
+/// the address ranges of those left out. `.debug_info` is read through once (inflated as a
+/// stream when compressed) and only the kept units are copied out, so neither the whole
+/// section nor the other units' abbreviations and line tables are ever in memory. Units
+/// without address ranges there, and units that are not compile units, are kept. None when
+/// the DWARF can't be narrowed this way: no `.debug_aranges`, 64-bit DWARF, a compression other
+/// than zlib, references from a kept unit into another (DW_FORM_ref_addr: offsets change), or
+/// nothing to leave out.
 fn focused_dwarf(
     obj: &object::File<'_>,
     map: &Arc<memmap2::Mmap>,
     addrs: &[u64],
 ) -> Option<(gimli::Dwarf<Reader>, AddressRanges)> {
+    use std::io::Read;
     let endian = endian_of(obj);
-    let Cow::Owned(mut info) = obj.section_by_name(".debug_info")?.uncompressed_data().ok()? else {
-        return None;
-    };
-    let abbrev = load_section(obj, map, endian, ".debug_abbrev");
     let aranges = load_section(obj, map, endian, ".debug_aranges");
     // (begin, end, unit offset) of every address range, by begin.
     let mut ranges: Vec<(u64, u64, usize)> = Vec::new();
@@ -246,74 +245,101 @@ fn focused_dwarf(
         return None;
     }
     ranges.sort_unstable();
-    let debug_info = gimli::DebugInfo::new(&info[..], endian);
-    let debug_abbrev = gimli::DebugAbbrev::new(abbrev.bytes(), endian);
-    let mut units = Vec::new();
-    let mut iter = debug_info.units();
-    while let Ok(Some(h)) = iter.next() {
-        let offset = h.debug_info_offset()?;
-        if h.format() != gimli::Format::Dwarf32 {
-            return None;
-        }
-        units.push((offset.0, h));
-    }
-    let unit_at = |offset: usize| units.partition_point(|u| u.0 <= offset).checked_sub(1);
-    // Units .debug_aranges doesn't list may hold any address: they stay.
     let listed: std::collections::HashSet<usize> = ranges.iter().map(|r| r.2).collect();
-    let mut keep: Vec<bool> = units.iter().map(|u| !listed.contains(&u.0)).collect();
-    let mut todo: Vec<usize> = (0..units.len()).filter(|&u| keep[u]).collect();
+    let mut wanted = std::collections::HashSet::new();
     for &a in addrs {
         let i = ranges.partition_point(|r| r.0 <= a);
-        let Some(&(_, end, unit)) = i.checked_sub(1).map(|i| &ranges[i]) else { continue };
-        if a < end {
-            if let Some(u) = unit_at(unit).filter(|&u| !keep[u]) {
-                keep[u] = true;
-                todo.push(u);
+        if let Some(&(_, end, unit)) = i.checked_sub(1).map(|i| &ranges[i]) {
+            if a < end {
+                wanted.insert(unit);
             }
         }
     }
-    // Names can come from DIEs in other units (DW_FORM_ref_addr): keep those units too.
-    while let Some(u) = todo.pop() {
-        let h = &units[u].1;
-        let abbrevs = h.abbreviations(&debug_abbrev).ok()?;
-        let mut entries = h.entries(&abbrevs);
-        while let Ok(Some(e)) = entries.next_dfs() {
-            for a in &e.attrs {
-                if let gimli::AttributeValue::DebugInfoRef(target) = a.value() {
-                    if let Some(t) = unit_at(target.0).filter(|&t| !keep[t]) {
-                        keep[t] = true;
-                        todo.push(t);
-                    }
+    let section = obj.section_by_name(".debug_info")?;
+    let compressed = section.compressed_data().ok()?;
+    let mut reader: Box<dyn std::io::Read> = match compressed.format {
+        object::CompressionFormat::None => Box::new(compressed.data),
+        object::CompressionFormat::Zlib => Box::new(flate2::read::ZlibDecoder::new(compressed.data)),
+        _ => return None,
+    };
+    let u16_of = |b: [u8; 2]| match endian {
+        gimli::RunTimeEndian::Little => u16::from_le_bytes(b),
+        gimli::RunTimeEndian::Big => u16::from_be_bytes(b),
+    };
+    let u32_of = |b: [u8; 4]| match endian {
+        gimli::RunTimeEndian::Little => u32::from_le_bytes(b),
+        gimli::RunTimeEndian::Big => u32::from_be_bytes(b),
+    };
+    // Walk the units: a 4-byte length, then version (2 bytes) and, from DWARF 5, the type.
+    let mut info = Vec::new();
+    let mut left_out = std::collections::HashSet::new();
+    let mut at = 0usize;
+    loop {
+        let mut head = [0u8; 8];
+        match reader.read_exact(&mut head[..4]) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
+            Err(_) => return None,
+        }
+        let len = u32_of(head[..4].try_into().expect("4 bytes"));
+        if len >= 0xffff_fff0 || len < 4 {
+            return None; // 64-bit DWARF, or not a unit
+        }
+        reader.read_exact(&mut head[4..8]).ok()?;
+        let version = u16_of([head[4], head[5]]);
+        let compile = match version {
+            2..=4 => true,
+            5 => head[6] == gimli::DW_UT_compile.0,
+            _ => return None,
+        };
+        let rest = len as u64 - 4;
+        if compile && listed.contains(&at) && !wanted.contains(&at) {
+            std::io::copy(&mut (&mut reader).take(rest), &mut std::io::sink()).ok()?;
+            left_out.insert(at);
+        } else {
+            info.extend_from_slice(&head);
+            let copied = std::io::copy(&mut (&mut reader).take(rest), &mut info).ok()?;
+            if copied != rest {
+                return None;
+            }
+        }
+        at += len as usize + 4;
+    }
+    drop(reader);
+    if left_out.is_empty() {
+        return None;
+    }
+    if let Some((offset, size)) =
+        section.file_range().filter(|_| compressed.format != object::CompressionFormat::None)
+    {
+        crate::let_go(map, offset, size);
+    }
+    let abbrev = load_section(obj, map, endian, ".debug_abbrev");
+    // The kept units moved: a reference by section offset would now point elsewhere.
+    {
+        let debug_info = gimli::DebugInfo::new(&info[..], endian);
+        let debug_abbrev = gimli::DebugAbbrev::new(abbrev.bytes(), endian);
+        let mut units = debug_info.units();
+        while let Some(h) = units.next().ok()? {
+            let abbrevs = h.abbreviations(&debug_abbrev).ok()?;
+            let mut entries = h.entries(&abbrevs);
+            while let Some(e) = entries.next_dfs().ok()? {
+                if e.attrs.iter().any(|a| matches!(a.value(), gimli::AttributeValue::DebugInfoRef(_))) {
+                    return None;
                 }
             }
         }
     }
-    let kept: std::collections::HashSet<usize> =
-        keep.iter().enumerate().filter(|k| *k.1).map(|(u, _)| units[u].0).collect();
-    let left_out = merge_ranges(ranges.iter().filter(|r| !kept.contains(&r.2)).map(|r| (r.0, r.1)));
-    let mut rewritten = 0;
-    let rewrite: Vec<(usize, usize, u8)> = units
-        .iter()
-        .zip(&keep)
-        .filter(|((_, h), keep)| {
-            !**keep && h.type_() == gimli::UnitType::Compilation && h.length_including_self() >= TYPE_HEADER
-        })
-        .map(|((offset, h), _)| (*offset, h.length_including_self(), h.address_size()))
-        .collect();
-    drop(units);
-    for (offset, len, address_size) in rewrite {
-        write_type_unit_header(&mut info[offset..offset + TYPE_HEADER], len, address_size, endian);
-        rewritten += 1;
-    }
-    if rewritten == 0 {
-        return None;
-    }
+    let left_out = merge_ranges(ranges.iter().filter(|r| left_out.contains(&r.2)).map(|r| (r.0, r.1)));
     let len = info.len();
     let info = Bytes { owner: Arc::new(info), start: 0, len };
     let dwarf = gimli::Dwarf::load(|id| {
         Ok::<_, gimli::Error>(match id {
             gimli::SectionId::DebugInfo => Reader::new(info.clone(), endian),
             gimli::SectionId::DebugAbbrev => abbrev.clone(),
+            // Its unit offsets are those of the whole section: addr2line finds each unit's
+            // ranges in the unit itself instead.
+            gimli::SectionId::DebugAranges => load_section(obj, map, endian, ""),
             id if unused(id) => load_section(obj, map, endian, ""),
             id => load_section(obj, map, endian, id.name()),
         })
@@ -324,23 +350,6 @@ fn focused_dwarf(
 
 /// Sorted, non-overlapping address ranges.
 type AddressRanges = Vec<(u64, u64)>;
-
-/// The size of a DWARF 5 type unit header (32-bit format).
-const TYPE_HEADER: usize = 24;
-
-/// Writes a DWARF 5 type unit header spanning `len` bytes (the length field included).
-fn write_type_unit_header(at: &mut [u8], len: usize, address_size: u8, endian: gimli::RunTimeEndian) {
-    let u32_bytes =
-        |v: u32| if endian == gimli::RunTimeEndian::Little { v.to_le_bytes() } else { v.to_be_bytes() };
-    let u16_bytes =
-        |v: u16| if endian == gimli::RunTimeEndian::Little { v.to_le_bytes() } else { v.to_be_bytes() };
-    at[0..4].copy_from_slice(&u32_bytes((len - 4) as u32));
-    at[4..6].copy_from_slice(&u16_bytes(5));
-    at[6] = gimli::DW_UT_type.0;
-    at[7] = address_size;
-    // Abbreviation offset, type signature and type offset: never read.
-    at[8..TYPE_HEADER].fill(0);
-}
 
 /// Sorted ranges with overlapping and adjacent ones merged.
 fn merge_ranges(ranges: impl Iterator<Item = (u64, u64)>) -> AddressRanges {
@@ -407,9 +416,10 @@ fn load_dwo(load: &addr2line::SplitDwarfLoad<Reader>) -> Option<Arc<gimli::Dwarf
 mod tests {
     use super::*;
 
-    /// Builds a program of two compile units, with compressed DWARF, and returns it mapped.
-    fn two_unit_program() -> (PathBuf, Arc<memmap2::Mmap>) {
-        let dir = std::env::temp_dir().join(format!("rperf-dwarf-focus-{}", std::process::id()));
+    /// Builds a program of two compile units, with compressed DWARF or not, and returns it
+    /// mapped.
+    fn two_unit_program(compressed: bool) -> (PathBuf, Arc<memmap2::Mmap>) {
+        let dir = std::env::temp_dir().join(format!("rperf-dwarf-focus-{}-{compressed}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let a = "static inline __attribute__((always_inline)) int twice(int x) { return x * 2 + x / 3; }\n\
                  int helper(int);\n\
@@ -420,7 +430,15 @@ mod tests {
         std::fs::write(dir.join("b.c"), b).unwrap();
         let exe = dir.join("two_units");
         let st = std::process::Command::new("gcc")
-            .args(["-O2", "-g", "-gz=zlib", "a.c", "b.c", "-o", "two_units"])
+            .args([
+                "-O2",
+                "-g",
+                if compressed { "-gz=zlib" } else { "-gz=none" },
+                "a.c",
+                "b.c",
+                "-o",
+                "two_units",
+            ])
             .current_dir(&dir)
             .status()
             .expect("gcc builds the test program");
@@ -431,7 +449,12 @@ mod tests {
 
     #[test]
     fn focused_lookups_answer_as_the_whole_dwarf() {
-        let (exe, map) = two_unit_program();
+        focused_lookups(true);
+        focused_lookups(false);
+    }
+
+    fn focused_lookups(compressed: bool) {
+        let (exe, map) = two_unit_program(compressed);
         let obj = object::File::parse(&map[..]).unwrap();
         let symbol = |name: &str| {
             use object::ObjectSymbol;
@@ -459,13 +482,7 @@ mod tests {
     }
 
     #[test]
-    fn type_unit_headers_span_what_they_replace() {
-        let mut b = [0xaau8; 40];
-        write_type_unit_header(&mut b[..TYPE_HEADER], 40, 8, gimli::RunTimeEndian::Little);
-        let info = gimli::DebugInfo::new(&b[..], gimli::RunTimeEndian::Little);
-        let h = info.units().next().unwrap().unwrap();
-        assert_eq!(h.length_including_self(), 40);
-        assert!(matches!(h.type_(), gimli::UnitType::Type { .. }));
+    fn ranges_merge() {
         assert_eq!(merge_ranges([(1, 5), (3, 8), (8, 9), (10, 12)].into_iter()), vec![(1, 9), (10, 12)]);
     }
 }
