@@ -282,7 +282,7 @@ fn focused_dwarf(
             Err(_) => return None,
         }
         let len = u32_of(head[..4].try_into().expect("4 bytes"));
-        if len >= 0xffff_fff0 || len < 4 {
+        if !(4..0xffff_fff0).contains(&len) {
             return None; // 64-bit DWARF, or not a unit
         }
         reader.read_exact(&mut head[4..8]).ok()?;
