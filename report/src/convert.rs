@@ -359,11 +359,14 @@ fn kernel_symbols(
     if recorded_on_this_kernel(perf_file) {
         // The kernel formats /proc/kallsyms slowly (~50 ms); read it beside the records, and
         // parse only the symbols the recording's kernel addresses need.
-        let mut reading =
-            Some(std::thread::spawn(|| std::fs::read_to_string("/proc/kallsyms").unwrap_or_default()));
+        let mut reading = Some(std::thread::spawn(|| {
+            let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+            let index = rperf_symbols::kallsyms::text_symbol_index(&text);
+            (text, index)
+        }));
         return Ok(KernelSource::Pending(Box::new(move |addrs| {
-            let text = reading.take().and_then(|h| h.join().ok()).unwrap_or_default();
-            let k = KernelSymbols::from_kallsyms_for(&text, addrs);
+            let (text, index) = reading.take().and_then(|h| h.join().ok()).unwrap_or_default();
+            let k = KernelSymbols::from_kallsyms_index(&text, &index, addrs);
             let hidden = rperf_symbols::kallsyms::find_address(&text, "_text").is_none();
             let warning = hidden.then(|| {
                 "kernel addresses in /proc/kallsyms are hidden (kptr_restrict); kernel frames stay [unknown]: \

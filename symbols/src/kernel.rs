@@ -40,7 +40,12 @@ impl KernelSymbols {
     /// with a few hundred kernel addresses never builds a table of the kernel's 100,000+
     /// symbols. Lookups of `addrs` answer as a table of the whole text would.
     pub fn from_kallsyms_for(text: &str, addrs: &[u64]) -> KernelSymbols {
-        let index = crate::kallsyms::text_symbol_index(text);
+        Self::from_kallsyms_index(text, &crate::kallsyms::text_symbol_index(text), addrs)
+    }
+
+    /// `from_kallsyms_for` with the index of `text` made already
+    /// (`kallsyms::text_symbol_index`).
+    pub fn from_kallsyms_index(text: &str, index: &[(u64, usize)], addrs: &[u64]) -> KernelSymbols {
         let mut wanted: Vec<u64> = addrs.to_vec();
         wanted.sort_unstable();
         wanted.dedup();
