@@ -76,6 +76,17 @@ fn check_ended_cleanly(o: &Output, what: &str) {
 }
 
 #[test]
+fn a_data_section_ending_inside_a_record_header_is_read_up_to_it() {
+    let mut b = recording();
+    // The header's data size ends 4 bytes into the last record's header.
+    let data_at = u64_at(&b, 40) as usize;
+    let (last, _, _) = *records(&b).last().unwrap();
+    b[48..56].copy_from_slice(&((last + 4 - data_at) as u64).to_le_bytes());
+    let o = survives("header_cut", &b);
+    assert!(!stdout(&o).is_empty() || !stderr(&o).is_empty());
+}
+
+#[test]
 fn an_auxtrace_record_claiming_terabytes_is_cut_to_the_file() {
     let mut b = recording();
     // Replace the first record by an AUXTRACE record of the same length that claims 2^44

@@ -80,7 +80,9 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
     let mut undecodable = 0u64;
     let mut patched: Vec<u8> = Vec::new();
     let batches = crate::read_ahead::read(rec.perf_file, rec.records);
+    let mut ended = false;
     for batch in batches.iter() {
+        ended |= batch.end.is_some();
         progress.tick();
         records += batch.user_records;
         for (attr, raw) in batch.records() {
@@ -113,6 +115,12 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
                 path.display()
             ));
         }
+    }
+    if !ended {
+        warnings.push(format!(
+            "{}: reading stopped after {records} records without reaching the end of the file; the report shows what was read",
+            path.display()
+        ));
     }
     warnings.extend(rec.reading.take_repairs());
     if undecodable > 0 {

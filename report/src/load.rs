@@ -253,10 +253,16 @@ impl PatchedFile {
     /// fuzzed file).
     fn check_record(&mut self) {
         let Some(RecordCheck { next: at, end }) = self.records else { return };
-        let Some(head) = self.inner.bytes(at, 16.min(end - at)).map(<[u8]>::to_vec) else {
-            self.records = None;
-            return;
-        };
+        let mut head = [0u8; 16];
+        let n = 16.min(end - at) as usize;
+        match self.inner.bytes(at, n as u64) {
+            Some(b) if n >= 8 => head[..n].copy_from_slice(b),
+            // A header cut by the end of the data section: the reader stops there.
+            _ => {
+                self.records = None;
+                return;
+            }
+        }
         let (t, size) = (
             u32::from_le_bytes(head[0..4].try_into().expect("4 bytes")),
             u16::from_le_bytes([head[6], head[7]]),
@@ -266,7 +272,7 @@ impl PatchedFile {
             return;
         }
         let mut next = at + u64::from(size);
-        if t == AUXTRACE && head.len() >= 16 {
+        if t == AUXTRACE && n >= 16 {
             let trace = u64::from_le_bytes(head[8..16].try_into().expect("8 bytes"));
             match next.checked_add(trace).filter(|e| *e <= end) {
                 Some(e) => next = e,
