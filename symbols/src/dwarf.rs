@@ -259,7 +259,11 @@ fn focused_dwarf(
     let compressed = section.compressed_data().ok()?;
     let mut reader: Box<dyn std::io::Read> = match compressed.format {
         object::CompressionFormat::None => Box::new(compressed.data),
-        object::CompressionFormat::Zlib => Box::new(flate2::read::ZlibDecoder::new(compressed.data)),
+        // Inflated 1 MiB at a time: in small pieces, inflating costs several times more.
+        object::CompressionFormat::Zlib => Box::new(std::io::BufReader::with_capacity(
+            1 << 20,
+            flate2::read::ZlibDecoder::new(compressed.data),
+        )),
         _ => return None,
     };
     let u16_of = |b: [u8; 2]| match endian {
