@@ -102,6 +102,25 @@ fn spawn_workload(prog: &std::path::Path, args: &[&str]) -> std::process::Child 
     Command::new(prog).args(args).stdout(Stdio::null()).spawn().unwrap()
 }
 
+/// CPU seconds a task has run (user and system), from `/proc/.../stat` (`task` is `PID` or
+/// `PID/task/TID`).
+fn cpu_seconds(task: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{task}/stat")).unwrap();
+    // Fields after the parenthesized name: state is field 3, utime 14 and stime 15.
+    let rest: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+    let ticks: f64 = rest[11].parse::<f64>().unwrap() + rest[12].parse::<f64>().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// Samples a task should have at least, for the CPU time it got from just before rperf started
+/// to just after it ended, sampled at 4 kHz (a busy machine gives it less than it asks for).
+/// The window also holds rperf's start and its writing of the file, while the task ran
+/// unsampled: a third of 4 kHz.
+fn expected_samples(cpu_before: f64, cpu_after: f64) -> f64 {
+    4000.0 / 3.0 * (cpu_after - cpu_before - 0.02).max(0.0)
+}
+
 #[test]
 fn attach_to_a_running_process_by_pid_and_by_name() {
     let p = programs();
@@ -109,17 +128,22 @@ fn attach_to_a_running_process_by_pid_and_by_name() {
     let mut child = spawn_workload(&p.workload_fp, &["2", "2"]);
     std::thread::sleep(Duration::from_millis(200));
     let data = dir.join("pid.data");
+    let before = cpu_seconds(&child.id().to_string());
     let o = run(rperf()
         .args(["record", "-g", "fp", "--duration", "0.6", "-p"])
         .arg(child.id().to_string())
         .arg("-o")
         .arg(&data));
+    let after = cpu_seconds(&child.id().to_string());
     assert!(o.status.success(), "{}", stderr(&o));
     let samples = parse_script(&perf_script(&data));
-    // A busy machine gives the workload a fraction of the 4,800 samples 0.6 s of two threads
-    // would have: ask for enough to tell the attachment worked.
-    assert!(samples.len() > 100, "{} samples", samples.len());
+    let expected = expected_samples(before, after);
+    assert!(samples.len() as f64 > expected, "{} samples, {expected:.0} expected", samples.len());
     assert!(samples.iter().all(|s| s.pid == child.id() as i32));
+    let mut tids: Vec<i32> = samples.iter().map(|s| s.tid).collect();
+    tids.sort();
+    tids.dedup();
+    assert_eq!(tids.len(), 2, "both threads are sampled: {tids:?}");
     // Code mapped before the recording began is attributed (synthesized mmaps).
     assert!(samples.iter().filter(|s| has_chain(&s.frames)).count() as f64 > 0.9 * samples.len() as f64);
 
@@ -129,10 +153,13 @@ fn attach_to_a_running_process_by_pid_and_by_name() {
     let mut named_child = spawn_workload(&named, &["2", "1"]);
     std::thread::sleep(Duration::from_millis(200));
     let data2 = dir.join("name.data");
+    let before = cpu_seconds(&named_child.id().to_string());
     let o = run(rperf().args(["record", "--duration", "0.5", "-p", "rperfpid.*", "-o"]).arg(&data2));
+    let after = cpu_seconds(&named_child.id().to_string());
     assert!(o.status.success(), "{}", stderr(&o));
     let samples = parse_script(&perf_script(&data2));
-    assert!(samples.len() > 50, "{} samples", samples.len());
+    let expected = expected_samples(before, after);
+    assert!(samples.len() as f64 > expected, "{} samples, {expected:.0} expected", samples.len());
     assert!(samples.iter().all(|s| s.pid == named_child.id() as i32), "only the named process");
     for c in [&mut child, &mut named_child] {
         c.kill().ok();
@@ -153,11 +180,15 @@ fn thread_target_records_only_that_thread() {
         .find(|t| *t != pid)
         .expect("a worker thread");
     let data = dir.join("tid.data");
+    let task = format!("{pid}/task/{tid}");
+    let before = cpu_seconds(&task);
     let o =
         run(rperf().args(["record", "--duration", "0.5", "-t"]).arg(tid.to_string()).arg("-o").arg(&data));
+    let after = cpu_seconds(&task);
     assert!(o.status.success(), "{}", stderr(&o));
     let samples = parse_script(&perf_script(&data));
-    assert!(samples.len() > 100, "{} samples", samples.len());
+    let expected = expected_samples(before, after);
+    assert!(samples.len() as f64 > expected, "{} samples, {expected:.0} expected", samples.len());
     assert!(samples.iter().all(|s| s.tid == tid), "only tid {tid}");
     child.kill().ok();
     child.wait().ok();
