@@ -37,7 +37,8 @@ def launch(rperf, exe, data, duration):
             sys.exit(f"rperf ended early: {seen}")
         seen += line
     app = subprocess.run([NAME, "0.2", "0.3"], executable=exe, capture_output=True, text=True, check=True)
-    startup, steady = map(float, app.stdout.split())
+    # Wall time of each phase (to place main() on the samples' clock), then CPU time (the work).
+    startup, steady, startup_cpu, steady_cpu = map(float, app.stdout.split())
     rec.communicate()
     rows = subprocess.run([rperf, "report", "--format", "json", "-i", data], capture_output=True, text=True,
                           check=True).stdout.splitlines()
@@ -49,7 +50,7 @@ def launch(rperf, exe, data, duration):
     in_steady = sum(1 for f in leaf if f == "steady_phase")
     main_start = end / 1e9 - (startup + steady)
     delay = first / 1e9 - main_start
-    return delay, in_startup / max(1, in_startup + in_steady), startup / (startup + steady)
+    return delay, in_startup / max(1, in_startup + in_steady), startup_cpu / (startup_cpu + steady_cpu)
 
 
 def main():
