@@ -406,6 +406,9 @@ struct Session {
     watched: BTreeSet<i32>,
     /// Threads of attached processes whose events were opened directly.
     opened_tids: std::collections::HashSet<i32>,
+    /// Processes attached since the recording loop last looked for their threads: threads
+    /// created while they were attached are found once, after that (later ones inherit).
+    just_attached: Vec<i32>,
     /// Finds the processes of the app (`--app`) as they start.
     app: Option<target::AppWatcher>,
     builder: RecordBuilder,
@@ -620,6 +623,7 @@ impl Session {
             child,
             watched: BTreeSet::new(),
             opened_tids: Default::default(),
+            just_attached: Vec::new(),
             app: None,
             builder,
             notes,
@@ -704,13 +708,15 @@ impl Session {
         }
         self.synthesize(pid, None);
         self.watched.insert(pid);
+        self.just_attached.push(pid);
         Ok(())
     }
 
     /// Opens the events of threads of attached processes that have none: listed (in `listed`)
-    /// before the last drain, neither opened directly nor created by a thread with events (the
-    /// kernel writes a FORK record for those, which that drain read). They were created while
-    /// their process was being attached.
+    /// after their process was attached and before the last drain, neither opened directly nor
+    /// created by a thread with events (the kernel writes a FORK record for those, which that
+    /// drain read). They were created while their process was being attached; threads created
+    /// after that inherit the events.
     fn follow_threads(&mut self, listed: Vec<i32>, note: &mut dyn FnMut(&str)) {
         for tid in listed {
             if self.opened_tids.contains(&tid) || self.sink.forked_tids.contains(&(tid as u32)) {
@@ -969,13 +975,10 @@ impl Session {
                     break StopReason::Requested;
                 }
             }
-            // Threads of attached processes, listed before the drain (see follow_threads).
-            let listed: Vec<i32> = match self.opts.target {
-                Target::App(_) | Target::Processes(_) => {
-                    self.watched.iter().flat_map(|&p| procfs::threads_of(p)).collect()
-                }
-                _ => Vec::new(),
-            };
+            // Threads of the processes attached since the last look, listed before the drain
+            // (see follow_threads).
+            let listed: Vec<i32> =
+                std::mem::take(&mut self.just_attached).into_iter().flat_map(procfs::threads_of).collect();
             self.drain();
             self.follow_threads(listed, note);
             self.sink.jit.poll();
