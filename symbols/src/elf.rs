@@ -182,22 +182,25 @@ fn symbol_table(
     roots: &[PathBuf],
 ) -> SymbolTable {
     let plt = plt_symbols(obj);
-    let mut raw = text_symbols(obj, obj.symbols());
-    if !raw.is_empty() {
-        raw.extend(plt);
-        let table = SymbolTable::with_names_in(raw, Some(data.clone()));
-        let_go_of_sections(data, obj, &[".symtab", ".strtab"]);
+    // The .symtab of `file`, mapped as `map`, with the PLT stubs; its pages let go once read.
+    let symtab = |file: &object::File<'_>, map: &Arc<memmap2::Mmap>| {
+        let mut raw = text_symbols(file, file.symbols());
+        if raw.is_empty() {
+            return None;
+        }
+        raw.extend(plt.iter().copied());
+        let table = SymbolTable::with_names_in(raw, Some(map.clone()));
+        let_go_of_sections(map, file, &[".symtab", ".strtab"]);
+        Some(table)
+    };
+    if let Some(table) = symtab(obj, data) {
         return table;
     }
     // Stripped: the full table may be in a separate debug file.
     for cand in debug_file_candidates(path, build_id, debuglink, roots) {
         let Some(map) = open_matching(&cand, build_id) else { continue };
         let Ok(dbg) = object::File::parse(&map[..]) else { continue };
-        let mut raw = text_symbols(&dbg, dbg.symbols());
-        if !raw.is_empty() {
-            raw.extend(plt);
-            let table = SymbolTable::with_names_in(raw, Some(map.clone()));
-            let_go_of_sections(&map, &dbg, &[".symtab", ".strtab"]);
+        if let Some(table) = symtab(&dbg, &map) {
             return table;
         }
     }
