@@ -5,7 +5,7 @@ use linux_perf_data::linux_perf_event_reader::{
     CommOrExecRecord, CpuMode, EventRecord, ForkOrExitRecord, LostRecord, Mmap2FileId, Mmap2Record,
     MmapRecord, SampleRecord,
 };
-use linux_perf_data::SimpleperfFileRecord;
+use linux_perf_data::{PerfFileRecord, SimpleperfFileRecord};
 use rperf_symbols::{BinaryFinder, KernelSymbols, SymbolTable};
 use rperf_unwind::{split_callchain, Arch, ChainFrame, CodeAddress, Context, Regs};
 
@@ -79,14 +79,14 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
     let mut records = 0u64;
     let mut undecodable = 0u64;
     let mut patched: Vec<u8> = Vec::new();
-    let batches = crate::read_ahead::read(rec.perf_file, rec.records);
+    let batches = crate::records::read(rec.records);
     let mut ended = false;
     for batch in batches.iter() {
         ended |= batch.end.is_some();
         progress.tick();
-        records += batch.user_records;
-        for (attr, raw) in batch.records() {
+        for record in batch.records() {
             records += 1;
+            let PerfFileRecord::EventRecord { attr_index: attr, record: raw } = record else { continue };
             match crate::decode::parse(&raw, &mut patched) {
                 Some(EventRecord::Sample(s)) => {
                     let attr = match (&rec.event_of_id, s.id) {
@@ -106,7 +106,7 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
             }
         }
         if let Some(Err(e)) = &batch.end {
-            let reason = crate::decode::first_malformed(path, e);
+            let reason = e.clone();
             if records == 0 {
                 return Err(Error::Format { path: path.clone(), reason });
             }

@@ -15,16 +15,6 @@ pub fn parse<'a>(record: &'a RawEventRecord<'_>, buf: &'a mut Vec<u8>) -> Option
     }
 }
 
-/// Why reading stopped: the reader's error, with the first malformed record's file offset when
-/// a walk over the record headers finds one.
-pub fn first_malformed(path: &std::path::Path, error: &str) -> String {
-    let data = crate::load::file_header(path).map(|h| h.data);
-    match data.map(|(off, size)| crate::load::walk_records(path, off, size)) {
-        Some((_, Some(bad))) => format!("{error}: {}", bad.why),
-        _ => error.to_string(),
-    }
-}
-
 /// Checks that the reader's parser may be given this record: it asserts (panics) on an MMAP2
 /// record whose build-id length is over 20.
 fn record_is_sane(record: &RawEventRecord<'_>) -> bool {

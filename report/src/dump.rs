@@ -4,15 +4,14 @@
 use std::io::Write;
 use std::path::Path;
 
-use linux_perf_data::{PerfFileReader, PerfFileRecord};
+use linux_perf_data::PerfFileRecord;
 
 use crate::Error;
 
 /// Writes the dump of `path` to `out`.
 pub fn dump(path: &Path, out: &mut dyn Write) -> Result<(), Error> {
     let io = |e: std::io::Error| Error::Open { path: path.to_path_buf(), source: e };
-    let (PerfFileReader { mut perf_file, mut record_iter }, reading, repairs) =
-        crate::load::open_reader(path)?;
+    let (perf_file, mut records, reading, repairs) = crate::load::open_reader(path)?;
     let w = &mut *out;
     writeln!(w, "file: {}", path.display()).map_err(io)?;
     for r in &repairs {
@@ -85,32 +84,37 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<(), Error> {
     let mut n = 0u64;
     let mut patched = Vec::new();
     loop {
-        match record_iter.next_record(&mut perf_file) {
-            Ok(Some(PerfFileRecord::EventRecord { attr_index, record })) => {
-                let kind = record.record_type;
-                // The same decoding as the report's: records the parser would panic on are
-                // refused (a fuzzer find, in tests/fuzz-regressions).
-                match crate::decode::parse(&record, &mut patched) {
-                    Some(r) => writeln!(w, "{n} [event {attr_index}] {kind:?} {r:?}"),
-                    None => writeln!(w, "{n} [event {attr_index}] {kind:?} undecodable"),
+        let batch = records.next_batch();
+        for record in batch.records() {
+            match record {
+                PerfFileRecord::EventRecord { attr_index, record } => {
+                    let kind = record.record_type;
+                    // The same decoding as the report's: records the parser would panic on are
+                    // refused (a fuzzer find, in tests/fuzz-regressions).
+                    match crate::decode::parse(&record, &mut patched) {
+                        Some(r) => writeln!(w, "{n} [event {attr_index}] {kind:?} {r:?}"),
+                        None => writeln!(w, "{n} [event {attr_index}] {kind:?} undecodable"),
+                    }
                 }
-                .map_err(io)?;
-            }
-            Ok(Some(PerfFileRecord::UserRecord(r))) => {
-                let kind = r.record_type;
-                match r.parse() {
-                    Ok(p) => writeln!(w, "{n} [user] {kind:?} {p:?}"),
-                    Err(e) => writeln!(w, "{n} [user] {kind:?} undecodable: {e}"),
+                PerfFileRecord::UserRecord(r) => {
+                    let kind = r.record_type;
+                    match r.parse() {
+                        Ok(p) => writeln!(w, "{n} [user] {kind:?} {p:?}"),
+                        Err(e) => writeln!(w, "{n} [user] {kind:?} undecodable: {e}"),
+                    }
                 }
-                .map_err(io)?;
             }
-            Ok(None) => break,
-            Err(e) => {
+            .map_err(io)?;
+            n += 1;
+        }
+        match batch.end {
+            Some(Err(e)) => {
                 writeln!(w, "stopped after {n} records: {e}").map_err(io)?;
                 break;
             }
+            Some(Ok(())) => break,
+            None => {}
         }
-        n += 1;
     }
     writeln!(w, "{n} records").map_err(io)?;
     for r in reading.take_repairs() {

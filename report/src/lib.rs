@@ -32,7 +32,7 @@ mod options;
 mod output;
 mod profile;
 mod progress;
-mod read_ahead;
+mod records;
 mod resolve;
 
 pub use annotate::{annotate, AnnotateOptions, FunctionCode};

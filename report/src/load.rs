@@ -7,14 +7,15 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
-use linux_perf_data::{Feature, PerfFile, PerfFileReader, PerfRecordIter, SimpleperfFileRecord};
+use linux_perf_data::{Feature, PerfFile, PerfFileReader, SimpleperfFileRecord};
 use rperf_perfdata::feature;
 use rperf_perfdata::header::{
-    FileHeader, DATA_SIZE_AT, EVENT_TYPES_AT, FEATURES_AT, FEATURE_ENTRY_SIZE, HEADER_SIZE,
+    FileHeader, DATA_AT, DATA_SIZE_AT, EVENT_TYPES_AT, FEATURES_AT, FEATURE_ENTRY_SIZE, HEADER_SIZE,
 };
 use rperf_unwind::Arch;
 
 use crate::options::ReportOptions;
+use crate::records::RecordReader;
 use crate::profile::EventDesc;
 use crate::Error;
 
@@ -23,7 +24,7 @@ pub struct Recording {
     /// The file's metadata sections.
     pub perf_file: PerfFile,
     /// Its records, in time order.
-    pub records: PerfRecordIter<PatchedFile>,
+    pub records: RecordReader,
     /// Its events, in file order.
     pub events: Vec<EventDesc>,
     /// The architecture it was recorded on.
@@ -54,7 +55,7 @@ pub struct Recording {
 /// The binaries a recording names with a build id (by path, as recorded), as `rperf android
 /// pull-binaries` fetches them; the kernel, the vDSO and other pseudo-files are left out.
 pub fn binaries(path: &Path) -> Result<Vec<(String, Vec<u8>)>, Error> {
-    let (PerfFileReader { perf_file, .. }, _, _) = open_reader(path)?;
+    let (perf_file, ..) = open_reader(path)?;
     let mut out: Vec<(String, Vec<u8>)> = perf_file
         .build_ids()
         .map(|m| {
@@ -70,7 +71,7 @@ pub fn binaries(path: &Path) -> Result<Vec<(String, Vec<u8>)>, Error> {
 /// Opens `opts.input` and reads its header and metadata.
 pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
     let path = &opts.input;
-    let (PerfFileReader { perf_file, record_iter }, reading, warnings) = open_reader(path)?;
+    let (perf_file, records, reading, warnings) = open_reader(path)?;
     let len = std::fs::metadata(path).map_or(0, |m| m.len());
     let raw = raw_attrs(path);
     let attrs = perf_file.event_attributes();
@@ -126,7 +127,7 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
     let recorded = rperf_info.and_then(|i| Some((i.recorded_ns?, i.elapsed_ns?)));
     Ok(Recording {
         perf_file,
-        records: record_iter,
+        records,
         events,
         arch,
         arch_name,
@@ -143,8 +144,9 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
 }
 
 /// Opens a recording for reading, after checking it and repairing what can be repaired (the
-/// warnings say what). `rperf report` and `rperf dump` both read through here.
-pub fn open_reader(path: &Path) -> Result<(PerfFileReader<PatchedFile>, Reading, Vec<String>), Error> {
+/// warnings say what): its metadata, and a reader of its records. `rperf report` and `rperf
+/// dump` both read through here.
+pub fn open_reader(path: &Path) -> Result<(PerfFile, RecordReader, Reading, Vec<String>), Error> {
     let meta = std::fs::metadata(path).map_err(|e| Error::Open { path: path.to_path_buf(), source: e })?;
     if meta.is_dir() {
         return Err(Error::Usage(format!(
@@ -153,10 +155,12 @@ pub fn open_reader(path: &Path) -> Result<(PerfFileReader<PatchedFile>, Reading,
         )));
     }
     let format = |reason: String| Error::Format { path: path.to_path_buf(), reason };
-    let (reader, warnings) = open_checked(path).map_err(format)?;
-    let reading = reader.reading.clone();
-    let reader = PerfFileReader::parse_file(reader).map_err(|e| format(e.to_string()))?;
-    Ok((reader, reading, warnings))
+    let (patched, data, warnings) = open_checked(path).map_err(format)?;
+    let PerfFileReader { perf_file, .. } = PerfFileReader::parse_file(patched).map_err(|e| format(e.to_string()))?;
+    let file = std::fs::File::open(path).map_err(|e| Error::Open { path: path.to_path_buf(), source: e })?;
+    let reading = Reading::default();
+    let records = RecordReader::new(file, data, &perf_file, reading.clone());
+    Ok((perf_file, records, reading, warnings))
 }
 
 /// The header of the file at `path`, when it has one.
@@ -230,71 +234,16 @@ impl Reading {
     }
 }
 
-/// A file read through byte patches: corrections to header fields, so that the reader never
-/// acts on sizes the file cannot hold.
+/// A file read through byte patches: corrections to header fields, so that the metadata reader
+/// never acts on sizes the file cannot hold.
 pub struct PatchedFile {
     inner: Window,
     patches: Vec<(u64, Vec<u8>)>,
     pos: u64,
-    records: Option<RecordCheck>,
-    reading: Reading,
-}
-
-/// Where the next record header of the data section is, and where the section ends.
-struct RecordCheck {
-    next: u64,
-    end: u64,
-}
-
-impl PatchedFile {
-    /// Checks the record header at `self.pos`, where the reader is about to read it: an
-    /// AUXTRACE record whose trace data would reach past the data section gets its trace size
-    /// cut to what follows it (the reader would allocate the size it claims, 2^44 bytes in a
-    /// fuzzed file).
-    fn check_record(&mut self) {
-        let Some(RecordCheck { next: at, end }) = self.records else { return };
-        let mut head = [0u8; 16];
-        let n = 16.min(end - at) as usize;
-        match self.inner.bytes(at, n as u64) {
-            Some(b) if n >= 8 => head[..n].copy_from_slice(b),
-            // A header cut by the end of the data section: the reader stops there.
-            _ => {
-                self.records = None;
-                return;
-            }
-        }
-        let (t, size) = (
-            u32::from_le_bytes(head[0..4].try_into().expect("4 bytes")),
-            u16::from_le_bytes([head[6], head[7]]),
-        );
-        if size < 8 {
-            self.records = None; // the reader stops here with an error
-            return;
-        }
-        let mut next = at + u64::from(size);
-        if t == AUXTRACE && n >= 16 {
-            let trace = u64::from_le_bytes(head[8..16].try_into().expect("8 bytes"));
-            match next.checked_add(trace).filter(|e| *e <= end) {
-                Some(e) => next = e,
-                None => {
-                    let left = end.saturating_sub(next);
-                    self.reading.repairs.lock().unwrap_or_else(|e| e.into_inner()).push(format!(
-                        "the AUXTRACE record at file offset {at} claims {trace} bytes of trace data, past the end of the data section; its trace data is cut to the {left} bytes that follow it"
-                    ));
-                    self.patches.push((at + 8, left.to_le_bytes().to_vec()));
-                    next += left;
-                }
-            }
-        }
-        self.records = Some(RecordCheck { next, end });
-    }
 }
 
 impl std::io::Read for PatchedFile {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.records.as_ref().is_some_and(|r| r.next == self.pos && r.next < r.end) {
-            self.check_record();
-        }
         // Copied straight from the mapped file: no read() into a buffer first.
         let n = match self.inner.rest(self.pos)? {
             Some(rest) => {
@@ -315,7 +264,6 @@ impl std::io::Read for PatchedFile {
             }
         }
         self.pos += n as u64;
-        self.reading.position.store(self.pos, std::sync::atomic::Ordering::Relaxed);
         Ok(n)
     }
 }
@@ -335,12 +283,13 @@ impl std::io::Seek for PatchedFile {
     }
 }
 
-/// Opens a perf.data file after checking its header against the file's length. Sections that
+/// Opens a perf.data file after checking its header against the file's length; returns the
+/// file for the metadata reader and the data section's (offset, size). Sections that
 /// reach past the end are repaired where the data allows (a data section whose size is stale
 /// or 0, as crashed recordings leave it, is read up to the end of the file; feature sections
 /// past the end are dropped), each with a warning; a header that cannot be made sense of is an
 /// error naming the field and its file offset.
-pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
+pub fn open_checked(path: &Path) -> Result<(PatchedFile, (u64, u64), Vec<String>), String> {
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let len = file.metadata().map_err(|e| e.to_string())?.len();
     let mut head = [0u8; 104];
@@ -360,10 +309,11 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
                 &head[..8]
             ));
         }
-        // Big-endian recordings are left to the reader, which knows their layout.
+        // Big-endian recordings are left unrepaired to the readers, which know their layout.
+        let be = |at: usize| u64::from_be_bytes(head[at..at + 8].try_into().expect("8 bytes"));
+        let data = (be(DATA_AT as usize), be(DATA_SIZE_AT as usize));
         let inner = Window::new(file, len);
-        let reading = Default::default();
-        return Ok((PatchedFile { inner, patches, pos: 0, records: None, reading }, warnings));
+        return Ok((PatchedFile { inner, patches, pos: 0 }, data, warnings));
     };
     let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"));
     let fits = |off: u64, size: u64| off.checked_add(size).is_some_and(|end| end <= len);
@@ -495,10 +445,7 @@ pub fn open_checked(path: &Path) -> Result<(PatchedFile, Vec<String>), String> {
         }
     }
     let inner = Window::new(file, len);
-    // The reader sizes an AUXTRACE record's buffer by its trace size before reading it: the
-    // record headers are checked as the reader comes to them (`RecordCheck`).
-    let records = Some(RecordCheck { next: data_off, end: data_off + data_size });
-    Ok((PatchedFile { inner, patches, pos: 0, records, reading: Default::default() }, warnings))
+    Ok((PatchedFile { inner, patches, pos: 0 }, (data_off, data_size), warnings))
 }
 
 fn read_at(file: &std::fs::File, off: u64, buf: &mut [u8]) -> std::io::Result<()> {

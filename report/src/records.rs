@@ -1,0 +1,397 @@
+//! The records of a recording's data section, in time order, read straight from the mapped
+//! file: a record is handed over as a slice of the mapping it lies in, never copied. The file
+//! is mapped a window at a time and a window is unmapped once no record in it is waiting to be
+//! used, so memory stays bounded by the windows in use, whatever the file's size.
+//!
+//! Records are put in time order as perf does: records of one round (up to a FINISHED_ROUND
+//! record) may interleave with those of the round before, never with older ones, so a round's
+//! records up to the previous round's latest time can go out once it ends. simpleperf writes no
+//! rounds but nearly ordered records: every 1,024 records ends a round there.
+//!
+//! `read` runs the reader on a thread of its own, a batch at a time, so that reading (mapping
+//! pages in, sorting) and converting records run side by side.
+
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
+
+use byteorder::{BigEndian, ByteOrder, LittleEndian};
+use linux_perf_data::linux_perf_event_reader::{
+    get_record_id, get_record_identifier, get_record_timestamp, AttrFlags, Endianness, RawData,
+    RawEventRecord, RecordIdParseInfo, RecordParseInfo, RecordType,
+};
+use linux_perf_data::{PerfFile, PerfFileRecord, RawUserRecord, UserRecordType};
+use rustc_hash::FxHashMap;
+
+use crate::load::Reading;
+
+/// About this many bytes of records go in one batch.
+const BATCH_BYTES: usize = 1 << 20;
+/// Batches read ahead of the converter, at most: memory stays bounded by the batch size.
+const BATCHES_AHEAD: usize = 2;
+/// The file is mapped this many bytes at a time.
+const WINDOW: u64 = 2 << 20;
+/// Records per round in simpleperf's files, which have no FINISHED_ROUND records.
+const SIMPLEPERF_ROUND: usize = 1024;
+
+const FINISHED_ROUND: u32 = 68;
+const AUXTRACE: u32 = 71;
+const COMPRESSED: u32 = 81;
+const COMPRESSED2: u32 = 83;
+
+/// Records in time order, each a slice of a mapped window of the file.
+#[derive(Default)]
+pub struct Batch {
+    windows: Vec<Arc<Mapped>>,
+    records: Vec<Record>,
+    /// Set on the last batch: how reading ended (an error says why it stopped).
+    pub end: Option<Result<(), String>>,
+}
+
+impl Batch {
+    /// The batch's records, kernel records with the index of their event.
+    pub fn records(&self) -> impl Iterator<Item = PerfFileRecord<'_>> + '_ {
+        self.records.iter().map(|r| {
+            let w = &self.windows[r.window as usize];
+            let data = RawData::Single(&w.map[r.start as usize..(r.start + r.len) as usize]);
+            match r.attr {
+                Some(attr) => PerfFileRecord::EventRecord {
+                    attr_index: attr as usize,
+                    record: RawEventRecord::new(r.kind, r.misc, data, w.parse_infos[attr as usize]),
+                },
+                None => PerfFileRecord::UserRecord(RawUserRecord {
+                    record_type: UserRecordType::try_from(r.kind).expect("a user record type"),
+                    endian: w.endian,
+                    misc: r.misc,
+                    data,
+                }),
+            }
+        })
+    }
+}
+
+/// A window of the file, mapped.
+struct Mapped {
+    map: memmap2::Mmap,
+    /// Its file offset.
+    start: u64,
+    /// What records of every window are parsed with (shared, not copied per window).
+    parse_infos: Arc<[RecordParseInfo]>,
+    endian: Endianness,
+}
+
+/// A record: where its bytes are (past its 8-byte header) and what it is.
+#[derive(Clone, Copy)]
+struct Record {
+    /// In a batch, the index of its window in the batch; in the sorter, the window's number.
+    window: u32,
+    start: u32,
+    len: u32,
+    kind: RecordType,
+    misc: u16,
+    /// Its event; None for user records.
+    attr: Option<u32>,
+}
+
+/// How a record's event is found.
+enum EventOf {
+    OnlyOne,
+    /// By its id, found where every event puts it.
+    Id(RecordIdParseInfo),
+    /// By its PERF_SAMPLE_IDENTIFIER field; whether non-sample records carry it.
+    Identifier(bool),
+}
+
+/// Reads a data section's records in time order.
+pub struct RecordReader {
+    file: std::fs::File,
+    file_len: u64,
+    /// The next record's file offset, and the end of the data section.
+    at: u64,
+    end: u64,
+    endian: Endianness,
+    parse_infos: Arc<[RecordParseInfo]>,
+    event_of: EventOf,
+    ids: FxHashMap<u64, u32>,
+    round_every: Option<usize>,
+    in_round: usize,
+    /// Mapped windows still holding records not handed over, oldest first, and the number of
+    /// the first of them.
+    windows: std::collections::VecDeque<Arc<Mapped>>,
+    first_window: u32,
+    sorter: Sorter,
+    reading: Reading,
+    failed: Option<String>,
+}
+
+impl RecordReader {
+    /// A reader of `file`'s data section `data` (offset, size), whose metadata is `perf_file`.
+    pub fn new(file: std::fs::File, data: (u64, u64), perf_file: &PerfFile, reading: Reading) -> RecordReader {
+        let endian = perf_file.endian();
+        let attrs = perf_file.event_attributes();
+        let parse_infos: Arc<[RecordParseInfo]> =
+            attrs.iter().map(|a| RecordParseInfo::new(&a.attr, endian)).collect();
+        let ids = attrs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, a)| a.event_ids.iter().map(move |id| (*id, i as u32)))
+            .collect();
+        // The same rules as the metadata reader, which refuses files where none applies.
+        let event_of = match &parse_infos[..] {
+            [] | [_] => EventOf::OnlyOne,
+            [first, rest @ ..] if rest.iter().all(|p| p.id_parse_info == first.id_parse_info) => {
+                EventOf::Id(first.id_parse_info)
+            }
+            _ => EventOf::Identifier(attrs[0].attr.flags.contains(AttrFlags::SAMPLE_ID_ALL)),
+        };
+        let simpleperf = perf_file.feature_section_data(linux_perf_data::Feature::SIMPLEPERF_META_INFO).is_some();
+        let file_len = file.metadata().map_or(0, |m| m.len());
+        RecordReader {
+            file,
+            file_len,
+            at: data.0,
+            end: data.0.saturating_add(data.1).min(file_len),
+            endian,
+            parse_infos,
+            event_of,
+            ids,
+            round_every: simpleperf.then_some(SIMPLEPERF_ROUND),
+            in_round: 0,
+            windows: Default::default(),
+            first_window: 0,
+            sorter: Sorter::default(),
+            reading,
+            failed: None,
+        }
+    }
+
+    /// The next batch of records in time order; the last one has `end` set.
+    pub fn next_batch(&mut self) -> Batch {
+        let mut batch = Batch::default();
+        let mut bytes = 0usize;
+        // The batch's index of each window it uses, by the window's number.
+        let mut local: Vec<(u32, u32)> = Vec::new();
+        while bytes < BATCH_BYTES {
+            if self.sorter.ready.is_empty() {
+                if self.at >= self.end || self.failed.is_some() {
+                    self.sorter.finish();
+                    if self.sorter.ready.is_empty() {
+                        batch.end = Some(self.failed.take().map_or(Ok(()), Err));
+                        break;
+                    }
+                } else {
+                    self.read_round();
+                    continue;
+                }
+            }
+            let Some(mut r) = self.sorter.ready.pop_front() else { continue };
+            let i = match local.iter().find(|(n, _)| *n == r.window) {
+                Some((_, i)) => *i,
+                None => {
+                    let i = batch.windows.len() as u32;
+                    batch.windows.push(self.windows[(r.window - self.first_window) as usize].clone());
+                    local.push((r.window, i));
+                    i
+                }
+            };
+            r.window = i;
+            bytes += r.len as usize;
+            batch.records.push(r);
+        }
+        self.let_go_of_windows();
+        batch
+    }
+
+    /// Unmaps (as far as this reader goes) the windows no waiting record lies in.
+    fn let_go_of_windows(&mut self) {
+        let oldest = self.sorter.oldest_window().unwrap_or(u32::MAX);
+        // The newest window stays: the next record is read from it.
+        while self.windows.len() > 1 && self.first_window < oldest {
+            self.windows.pop_front();
+            self.first_window += 1;
+        }
+    }
+
+    /// Reads records until a round ends with records ready, or the data section ends.
+    fn read_round(&mut self) {
+        let result = match self.endian {
+            Endianness::LittleEndian => self.read_round_as::<LittleEndian>(),
+            Endianness::BigEndian => self.read_round_as::<BigEndian>(),
+        };
+        if let Err(why) = result {
+            self.failed = Some(why);
+        }
+        self.reading.position.store(self.at, Ordering::Relaxed);
+    }
+
+    fn read_round_as<T: ByteOrder>(&mut self) -> Result<(), String> {
+        while self.at < self.end {
+            let at = self.at;
+            if self.end - at < 8 {
+                return Err(format!(
+                    "the data section ends inside the record header at file offset {at} ({} bytes left)",
+                    self.end - at
+                ));
+            }
+            let (window, start) = self.bytes_at(at, 8)?;
+            let head = &self.windows[(window - self.first_window) as usize].map[start..start + 8];
+            let kind = T::read_u32(&head[0..4]);
+            let misc = T::read_u16(&head[4..6]);
+            let size = u64::from(T::read_u16(&head[6..8]));
+            if size < 8 {
+                return Err(format!("the record header at file offset {at} has size {size}"));
+            }
+            if at + size > self.end {
+                return Err(format!(
+                    "the record at file offset {at} ({size} bytes) reaches past the end of the data section at {}",
+                    self.end
+                ));
+            }
+            let (window, start) = self.bytes_at(at, size)?;
+            let mut next = at + size;
+            match kind {
+                FINISHED_ROUND => {
+                    self.at = next;
+                    self.in_round = 0;
+                    if self.sorter.finish_round() {
+                        return Ok(());
+                    }
+                    continue;
+                }
+                COMPRESSED | COMPRESSED2 => {
+                    return Err(format!(
+                        "the record at file offset {at} is compressed (perf record -z); rperf reads uncompressed recordings: `perf inject -i FILE -o OUT` writes one"
+                    ))
+                }
+                AUXTRACE if size >= 16 => {
+                    // Its trace data follows it, outside its size; reports use none of it.
+                    let map = &self.windows[(window - self.first_window) as usize].map;
+                    let trace = T::read_u64(&map[start + 8..start + 16]);
+                    match next.checked_add(trace).filter(|e| *e <= self.end) {
+                        Some(e) => next = e,
+                        None => {
+                            let left = self.end - next;
+                            self.reading.repairs.lock().unwrap_or_else(|e| e.into_inner()).push(format!(
+                                "the AUXTRACE record at file offset {at} claims {trace} bytes of trace data, past the end of the data section; its trace data is cut to the {left} bytes that follow it"
+                            ));
+                            next = self.end;
+                        }
+                    }
+                }
+                _ => {}
+            }
+            let body = start + 8;
+            let len = size as usize - 8;
+            let data = RawData::Single(&self.windows[(window - self.first_window) as usize].map[body..body + len]);
+            let kind = RecordType(kind);
+            let (attr, time) = if kind.is_user_type() {
+                (None, None)
+            } else {
+                let attr = match &self.event_of {
+                    EventOf::OnlyOne => None,
+                    EventOf::Id(info) => get_record_id::<T>(kind, data, info),
+                    EventOf::Identifier(all) => get_record_identifier::<T>(kind, data, *all),
+                }
+                .and_then(|id| self.ids.get(&id).copied())
+                .unwrap_or(0);
+                (Some(attr), get_record_timestamp::<T>(kind, data, &self.parse_infos[attr as usize]))
+            };
+            let record = Record { window, start: body as u32, len: len as u32, kind, misc, attr };
+            self.sorter.insert((time, at), record);
+            self.at = next;
+            if let Some(every) = self.round_every {
+                self.in_round += 1;
+                if self.in_round >= every {
+                    self.in_round = 0;
+                    if self.sorter.finish_round() {
+                        return Ok(());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The window (its number) and the offset in it of `n` bytes at file offset `at`, mapping
+    /// a new window when the newest one does not hold them all.
+    fn bytes_at(&mut self, at: u64, n: u64) -> Result<(u32, usize), String> {
+        if let Some(w) = self.windows.back() {
+            let number = self.first_window + self.windows.len() as u32 - 1;
+            if at >= w.start && at + n <= w.start + w.map.len() as u64 {
+                return Ok((number, (at - w.start) as usize));
+            }
+        }
+        let page = 4096u64;
+        let start = at / page * page;
+        let len = WINDOW.max(at + n - start).min(self.file_len - start);
+        // SAFETY: the recording is mapped read-only and only read; a concurrent truncation
+        // could fault, the accepted risk of mapping input files.
+        let map = unsafe {
+            memmap2::MmapOptions::new().offset(start).len(len as usize).populate().map(&self.file)
+        }
+        .map_err(|e| format!("cannot map the file at offset {start}: {e}"))?;
+        let parse_infos = self.parse_infos.clone();
+        self.windows.push_back(Arc::new(Mapped { map, start, parse_infos, endian: self.endian }));
+        let number = self.first_window + self.windows.len() as u32 - 1;
+        Ok((number, (at - start) as usize))
+    }
+}
+
+/// Record keys (time, then file offset) in rounds, handed out in order once no later round
+/// can hold an earlier record: perf's FINISHED_ROUND contract.
+#[derive(Default)]
+struct Sorter {
+    /// Records in order, ready to go.
+    ready: std::collections::VecDeque<Record>,
+    /// Records of the rounds not yet let out, in file order.
+    waiting: Vec<((Option<u64>, u64), Record)>,
+    /// The latest key of the previous round and of this one.
+    prev_max: (Option<u64>, u64),
+    cur_max: (Option<u64>, u64),
+}
+
+impl Sorter {
+    fn insert(&mut self, key: (Option<u64>, u64), r: Record) {
+        self.cur_max = self.cur_max.max(key);
+        self.waiting.push((key, r));
+    }
+
+    /// Ends a round: what is up to the previous round's latest key goes out. Returns whether
+    /// records are ready.
+    fn finish_round(&mut self) -> bool {
+        let limit = self.prev_max;
+        let (mut out, keep): (Vec<_>, Vec<_>) = self.waiting.drain(..).partition(|(k, _)| *k <= limit);
+        out.sort_unstable_by_key(|(k, _)| *k);
+        self.ready.extend(out.into_iter().map(|(_, r)| r));
+        self.waiting = keep;
+        self.prev_max = self.cur_max;
+        !self.ready.is_empty()
+    }
+
+    /// Lets every record out.
+    fn finish(&mut self) {
+        self.waiting.sort_unstable_by_key(|(k, _)| *k);
+        self.ready.extend(self.waiting.drain(..).map(|(_, r)| r));
+    }
+
+    /// The oldest window a record not handed over lies in.
+    fn oldest_window(&self) -> Option<u32> {
+        let ready = self.ready.iter().map(|r| r.window);
+        ready.chain(self.waiting.iter().map(|(_, r)| r.window)).min()
+    }
+}
+
+/// Reads every record of a recording on a thread, handing them over in batches; the last
+/// batch has `end` set.
+pub fn read(mut reader: RecordReader) -> Receiver<Batch> {
+    let (tx, rx) = sync_channel::<Batch>(BATCHES_AHEAD);
+    std::thread::spawn(move || loop {
+        let batch = reader.next_batch();
+        let last = batch.end.is_some();
+        // The converter went away (it stopped early): nothing more to read for.
+        if tx.send(batch).is_err() || last {
+            return;
+        }
+    });
+    rx
+}
