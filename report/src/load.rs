@@ -283,13 +283,16 @@ impl std::io::Seek for PatchedFile {
     }
 }
 
+/// A file opened for its metadata, its data section's (offset, size), and warnings.
+pub type Checked = (PatchedFile, (u64, u64), Vec<String>);
+
 /// Opens a perf.data file after checking its header against the file's length; returns the
 /// file for the metadata reader and the data section's (offset, size). Sections that
 /// reach past the end are repaired where the data allows (a data section whose size is stale
 /// or 0, as crashed recordings leave it, is read up to the end of the file; feature sections
 /// past the end are dropped), each with a warning; a header that cannot be made sense of is an
 /// error naming the field and its file offset.
-pub fn open_checked(path: &Path) -> Result<(PatchedFile, (u64, u64), Vec<String>), String> {
+pub fn open_checked(path: &Path) -> Result<Checked, String> {
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let len = file.metadata().map_err(|e| e.to_string())?.len();
     let mut head = [0u8; 104];
