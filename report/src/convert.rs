@@ -81,7 +81,7 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
     let mut patched: Vec<u8> = Vec::new();
     let batches = crate::records::read(rec.records);
     let mut ended = false;
-    for batch in batches.iter() {
+    while let Some(batch) = batches.next() {
         ended |= batch.end.is_some();
         progress.tick();
         for record in batch.records() {
@@ -115,6 +115,7 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
                 path.display()
             ));
         }
+        batches.give_back(batch);
     }
     if !ended {
         warnings.push(format!(
@@ -365,17 +366,19 @@ fn kernel_symbols(
     }
     // The running kernel's symbols fit a recording made on this kernel.
     if recorded_on_this_kernel(perf_file) {
-        // The kernel formats /proc/kallsyms slowly (~50 ms); read it beside the records, and
-        // parse only the symbols the recording's kernel addresses need.
-        let mut reading = Some(std::thread::spawn(|| {
-            let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-            let index = rperf_symbols::kallsyms::text_symbol_index(&text);
-            (text, index)
-        }));
+        // The kernel formats /proc/kallsyms slowly (~40 ms): its core symbols are kept between
+        // reports, read beside the records; only the symbols the recording's kernel addresses
+        // need are parsed.
+        use rperf_symbols::kallsyms_cache::RunningKernel;
+        let loading = std::thread::Builder::new().name("rperf-kallsyms".into()).spawn(RunningKernel::load);
+        let mut reading = loading.ok();
         return Ok(KernelSource::Pending(Box::new(move |addrs| {
-            let (text, index) = reading.take().and_then(|h| h.join().ok()).unwrap_or_default();
-            let k = KernelSymbols::from_kallsyms_index(&text, &index, addrs);
-            let hidden = rperf_symbols::kallsyms::find_address(&text, "_text").is_none();
+            let mut k = reading.take().and_then(|h| h.join().ok()).unwrap_or_default();
+            if !k.covers(addrs) {
+                k = RunningKernel::live();
+            }
+            let hidden = k.hidden();
+            let k = KernelSymbols::from_kallsyms_index(&k.text, &k.index, addrs);
             let warning = hidden.then(|| {
                 "kernel addresses in /proc/kallsyms are hidden (kptr_restrict); kernel frames stay [unknown]: \
                  run as root or set kernel.kptr_restrict=0"

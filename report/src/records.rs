@@ -12,7 +12,7 @@
 //! pages in, sorting) and converting records run side by side.
 
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
 use std::sync::Arc;
 
 use byteorder::{BigEndian, ByteOrder, LittleEndian};
@@ -327,9 +327,17 @@ impl RecordReader {
         // SAFETY: the recording is mapped read-only and only read; a concurrent truncation
         // could fault, the accepted risk of mapping input files.
         let map = unsafe {
-            memmap2::MmapOptions::new().offset(start).len(len as usize).populate().map(&self.file)
+            memmap2::MmapOptions::new().offset(start).len(len as usize).map(&self.file)
         }
         .map_err(|e| format!("cannot map the file at offset {start}: {e}"))?;
+        // Its pages are put in the page table here, on the reader's thread, not where the
+        // converter first reads each one: a read maps the page cache's pages around it, 64 KiB
+        // (the kernel's fault-around) at a time.
+        const AROUND: usize = 64 << 10;
+        let first = (start as usize).next_multiple_of(AROUND) - start as usize;
+        for at in std::iter::once(0).chain((first..map.len()).step_by(AROUND)) {
+            std::hint::black_box(map[at]);
+        }
         let parse_infos = self.parse_infos.clone();
         self.windows.push_back(Arc::new(Mapped { map, start, parse_infos, endian: self.endian }));
         let number = self.first_window + self.windows.len() as u32 - 1;
@@ -381,17 +389,49 @@ impl Sorter {
     }
 }
 
+/// Batches of records read on a thread of their own.
+pub struct Batches {
+    next: Receiver<Batch>,
+    /// Batches used, given back to that thread: unmapping their windows is its work too.
+    used: Sender<Batch>,
+}
+
+impl Batches {
+    /// The next batch; None after the last.
+    pub fn next(&self) -> Option<Batch> {
+        self.next.recv().ok()
+    }
+
+    /// Gives back a batch whose records are used.
+    pub fn give_back(&self, batch: Batch) {
+        // Once the reader is gone, what it would have let go of is let go of here.
+        let _ = self.used.send(batch);
+    }
+}
+
 /// Reads every record of a recording on a thread, handing them over in batches; the last
 /// batch has `end` set.
-pub fn read(mut reader: RecordReader) -> Receiver<Batch> {
-    let (tx, rx) = sync_channel::<Batch>(BATCHES_AHEAD);
-    std::thread::spawn(move || loop {
-        let batch = reader.next_batch();
-        let last = batch.end.is_some();
-        // The converter went away (it stopped early): nothing more to read for.
-        if tx.send(batch).is_err() || last {
-            return;
+pub fn read(mut reader: RecordReader) -> Batches {
+    let (tx, next) = sync_channel::<Batch>(BATCHES_AHEAD);
+    let (used, given_back) = channel::<Batch>();
+    let reading = move || {
+        loop {
+            let batch = reader.next_batch();
+            let last = batch.end.is_some();
+            // The converter went away (it stopped early): nothing more to read for.
+            if tx.send(batch).is_err() || last {
+                break;
+            }
+            while let Ok(used) = given_back.try_recv() {
+                drop(used);
+            }
         }
-    });
-    rx
+        drop((tx, reader));
+        // The rest, until the converter is done.
+        while let Ok(used) = given_back.recv() {
+            drop(used);
+        }
+    };
+    std::thread::Builder::new().name("rperf-records".into()).spawn(reading).expect("a thread to read records");
+    Batches { next, used }
 }

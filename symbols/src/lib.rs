@@ -18,6 +18,7 @@ mod dwarf;
 mod elf;
 pub mod jit;
 pub mod kallsyms;
+pub mod kallsyms_cache;
 mod kernel;
 mod locate;
 mod table;

@@ -1,0 +1,190 @@
+//! The running kernel's text symbols, kept between reports. The kernel formats /proc/kallsyms
+//! slowly (tens of milliseconds of system time for 100,000+ lines, more than reading a large
+//! recording), yet the core kernel's symbols never change while it runs: they are kept, one
+//! file per boot, in rperf's cache folder, and read from there while the same boot lasts.
+//!
+//! Symbols of modules, BPF programs and ftrace trampolines come and go: they are never kept,
+//! and an address outside the core kernel's text is named from /proc/kallsyms itself.
+//!
+//! The cache folder is `$RPERF_CACHE_DIR`, else `$XDG_CACHE_HOME/rperf`, else
+//! `$HOME/.cache/rperf`; it must be a folder of this user that no one else can write to. Its
+//! files are created readable by their owner only (kernel addresses are secrets under KASLR),
+//! never through a symbolic link.
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::kallsyms::{find_address, text_symbol_index};
+use crate::trusted::{self, Owners};
+
+/// Kernel text symbols of this machine, as kallsyms text with its index.
+#[derive(Default)]
+pub struct RunningKernel {
+    /// kallsyms lines.
+    pub text: String,
+    /// `kallsyms::text_symbol_index` of `text`.
+    pub index: Vec<(u64, usize)>,
+    /// The addresses `text` names as /proc/kallsyms would; None: every address (it is
+    /// /proc/kallsyms).
+    covered: Option<(u64, u64)>,
+    /// Whether it came from the cache.
+    pub cached: bool,
+}
+
+impl RunningKernel {
+    /// The kept symbols of this boot when there are, else /proc/kallsyms's (keeping its core
+    /// kernel symbols for the next report).
+    pub fn load() -> RunningKernel {
+        let boot = boot_key();
+        let dir = boot.as_ref().and_then(|_| cache_dir());
+        if let (Some(dir), Some(boot)) = (&dir, &boot) {
+            if let Some(kept) = read_kept(&dir.join(file_name(&boot.0)), boot) {
+                return kept;
+            }
+        }
+        let live = RunningKernel::live();
+        if let (Some(dir), Some(boot)) = (&dir, &boot) {
+            if !live.hidden() {
+                // A cache that cannot be written only costs the next report time.
+                let _ = keep(dir, boot, &live);
+            }
+        }
+        live
+    }
+
+    /// /proc/kallsyms, read now.
+    pub fn live() -> RunningKernel {
+        let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+        let index = text_symbol_index(&text);
+        RunningKernel { text, index, covered: None, cached: false }
+    }
+
+    /// Whether every address of `addrs` is named here as /proc/kallsyms names it now.
+    pub fn covers(&self, addrs: &[u64]) -> bool {
+        match self.covered {
+            None => true,
+            Some((lo, hi)) => addrs.iter().all(|a| (lo..hi).contains(a)),
+        }
+    }
+
+    /// Whether the kernel hides its addresses from this user (kptr_restrict).
+    pub fn hidden(&self) -> bool {
+        find_address(&self.text, "_text").is_none()
+    }
+}
+
+/// The boot's id and the kernel's release: the symbols kept for them hold while both last.
+struct BootKey(String, String);
+
+fn boot_key() -> Option<BootKey> {
+    let read = |p: &str| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string());
+    let boot = read("/proc/sys/kernel/random/boot_id")?;
+    let release = read("/proc/sys/kernel/osrelease")?;
+    // The id names a file: only what a boot id is made of.
+    let plain = !boot.is_empty() && boot.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
+    plain.then_some(BootKey(boot, release))
+}
+
+fn file_name(boot: &str) -> String {
+    format!("kallsyms-{boot}")
+}
+
+fn header(boot: &BootKey) -> String {
+    format!("# rperf kallsyms cache: boot {} kernel {}\n", boot.0, boot.1)
+}
+
+/// rperf's cache folder, created when missing; None when there is none to use safely.
+pub fn cache_dir() -> Option<PathBuf> {
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let dir = env("RPERF_CACHE_DIR")
+        .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("rperf")))
+        .or_else(|| env("HOME").map(|d| d.join(".cache").join("rperf")))?;
+    if std::fs::symlink_metadata(&dir).is_err() {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir).ok()?;
+    }
+    // A folder of this user that no one else can write to, not a link to one.
+    let meta = std::fs::symlink_metadata(&dir).ok()?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    (meta.is_dir() && meta.uid() == me && meta.mode() & 0o022 == 0).then_some(dir)
+}
+
+/// The kept symbols at `path`, when they were kept for this boot and kernel.
+fn read_kept(path: &Path, boot: &BootKey) -> Option<RunningKernel> {
+    let bytes = trusted::read(path, 64 << 20, Owners::Trusted(None), false).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let body = text.strip_prefix(&header(boot))?;
+    let start = text.len() - body.len();
+    let index: Vec<(u64, usize)> = text_symbol_index(body).into_iter().map(|(a, at)| (a, at + start)).collect();
+    let covered = Some((index.first()?.0, index.last()?.0));
+    Some(RunningKernel { text, index, covered, cached: true })
+}
+
+/// Keeps the core kernel's text symbols of `live` for the rest of the boot: written to a new
+/// file beside the cache file, then renamed over it; files of other boots are removed.
+fn keep(dir: &Path, boot: &BootKey, live: &RunningKernel) -> std::io::Result<()> {
+    let mut out = header(boot).into_bytes();
+    for &(_, at) in &live.index {
+        let line = live.text[at..].split('\n').next().unwrap_or_default();
+        // Module, BPF and trampoline symbols carry their module's name; they are not kept.
+        if line.split_whitespace().nth(3).is_none() {
+            out.extend_from_slice(line.as_bytes());
+            out.push(b'\n');
+        }
+    }
+    let name = file_name(&boot.0);
+    let temp = dir.join(format!(".{name}.{}", std::process::id()));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&temp)?;
+    let written = file.write_all(&out).and_then(|()| std::fs::rename(&temp, dir.join(&name)));
+    if written.is_err() {
+        std::fs::remove_file(&temp).ok();
+    }
+    written?;
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let other = entry.file_name().to_string_lossy().into_owned();
+        let regular = entry.file_type().is_ok_and(|t| t.is_file());
+        if regular && other.starts_with("kallsyms-") && other != name {
+            std::fs::remove_file(entry.path()).ok();
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kernel(text: &str) -> RunningKernel {
+        RunningKernel { text: text.to_string(), index: text_symbol_index(text), covered: None, cached: false }
+    }
+
+    #[test]
+    fn only_core_text_symbols_are_kept_and_they_cover_the_core_only() {
+        let dir = std::env::temp_dir().join(format!("rperf-kallsyms-cache-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let boot = BootKey("1234-abcd".into(), "6.1.0".into());
+        std::fs::write(dir.join("kallsyms-old-boot"), "stale").unwrap();
+        let live = kernel(
+            "ffffffff81000000 T _text\nffffffff81000100 D data\nffffffff81000200 t work\n\
+             ffffffff81000300 T _etext\nffffffffc0001000 t ext4_read\t[ext4]\n\
+             ffffffffc0002000 t bpf_prog_1_x\t[bpf]\n",
+        );
+        keep(&dir, &boot, &live).unwrap();
+        let path = dir.join("kallsyms-1234-abcd");
+        assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+        assert!(!dir.join("kallsyms-old-boot").exists());
+        let kept = read_kept(&path, &boot).expect("kept for this boot");
+        assert!(kept.cached && !kept.text.contains("ext4") && !kept.text.contains("bpf") && !kept.text.contains("data"));
+        assert!(kept.covers(&[0xffffffff81000250]));
+        assert!(!kept.covers(&[0xffffffff81000250, 0xffffffffc0001010]));
+        // Another boot's or kernel's file is not used.
+        assert!(read_kept(&path, &BootKey("1234-abcd".into(), "6.2.0".into())).is_none());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
