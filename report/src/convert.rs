@@ -1,13 +1,17 @@
 //! The converter: the records of a recording, in time order, turned into the process model
 //! and into samples with address stacks for the profile. One handler per record kind.
 
+use std::sync::Arc;
+
 use linux_perf_data::linux_perf_event_reader::{
     CommOrExecRecord, CpuMode, EventRecord, ForkOrExitRecord, LostRecord, Mmap2FileId, Mmap2Record,
-    MmapRecord, SampleRecord,
+    MmapRecord, RawEventRecord, RecordType, SampleRecord,
 };
 use linux_perf_data::{PerfFileRecord, SimpleperfFileRecord};
 use rperf_symbols::{BinaryFinder, KernelSymbols, SymbolTable};
-use rperf_unwind::{split_callchain, Arch, ChainFrame, CodeAddress, Context, Regs};
+use rperf_unwind::{
+    split_callchain, Arch, ChainFrame, CodeAddress, Context, ProcessUnwinder, Regs, UnwindCache, Unwound,
+};
 
 use crate::load::Recording;
 use crate::model::Model;
@@ -27,7 +31,6 @@ pub struct Converter {
     arch: Arch,
     /// Frame addresses of the sample at hand, reused from sample to sample.
     frames: Vec<AddrId>,
-    raw_chain: Vec<u64>,
 }
 
 /// Reads every record of `rec` and returns the profile.
@@ -72,7 +75,6 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
         build_ids: std::mem::take(&mut rec.build_ids),
         arch: rec.arch,
         frames: Vec::new(),
-        raw_chain: Vec::new(),
     };
     let mut warnings = std::mem::take(&mut rec.warnings);
     let mut progress = crate::progress::Progress::new(rec.len, rec.reading.position.clone());
@@ -84,17 +86,18 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
     while let Some(batch) = batches.next() {
         ended |= batch.end.is_some();
         progress.tick();
+        // Samples between records that change the process model, taken together.
+        let mut samples: Vec<(usize, RawEventRecord<'_>)> = Vec::new();
         for record in batch.records() {
             records += 1;
             let PerfFileRecord::EventRecord { attr_index: attr, record: raw } = record else { continue };
+            if raw.record_type == RecordType::SAMPLE {
+                samples.push((attr, raw));
+                continue;
+            }
+            undecodable += c.add_samples(&samples, &rec.event_of_id, opts.max_stack);
+            samples.clear();
             match crate::decode::parse(&raw, &mut patched) {
-                Some(EventRecord::Sample(s)) => {
-                    let attr = match (&rec.event_of_id, s.id) {
-                        (Some(events), Some(id)) => events.get(&id).copied().unwrap_or(attr),
-                        _ => attr,
-                    };
-                    c.handle_sample(attr, &s, opts.max_stack)
-                }
                 Some(EventRecord::Comm(r)) => c.handle_comm(&r),
                 Some(EventRecord::Fork(r)) => c.handle_fork(&r),
                 Some(EventRecord::Exit(r)) => c.handle_exit(&r),
@@ -105,6 +108,7 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
                 None => undecodable += 1,
             }
         }
+        undecodable += c.add_samples(&samples, &rec.event_of_id, opts.max_stack);
         if let Some(Err(e)) = &batch.end {
             let reason = e.clone();
             if records == 0 {
@@ -156,23 +160,6 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
 }
 
 impl Converter {
-    fn handle_sample(&mut self, attr: usize, s: &SampleRecord<'_>, max_stack: usize) {
-        let pid = s.pid.unwrap_or(-1);
-        let tid = s.tid.unwrap_or(pid);
-        let truncated = self.stack_frames(s, pid, max_stack);
-        let comm = self.model.comm_of(pid, tid);
-        let sample = Sample {
-            attr,
-            time: s.timestamp.unwrap_or(0),
-            thread: Thread { comm, pid, tid },
-            cpu: s.cpu.unwrap_or(0),
-            period: s.period.unwrap_or(1),
-            addrs: &self.frames,
-            truncated,
-        };
-        self.profile.add_sample(&self.model, &sample);
-    }
-
     fn handle_comm(&mut self, r: &CommOrExecRecord<'_>) {
         let name = String::from_utf8_lossy(&r.name.as_slice()).into_owned();
         self.model.comm(r.pid, r.tid, &name, r.is_execve);
@@ -220,39 +207,59 @@ impl Converter {
         self.profile.lost(attr, r.count);
     }
 
-    /// Unwinds one sample into frame addresses in `self.frames` (innermost first); returns true
-    /// when the stack was cut short.
-    fn stack_frames(&mut self, s: &SampleRecord<'_>, pid: i32, max_stack: usize) -> bool {
-        self.frames.clear();
-        let time = s.timestamp.unwrap_or(0);
-        let default_ctx = match s.cpu_mode {
-            CpuMode::Kernel => Context::Kernel,
-            CpuMode::User => Context::User,
-            _ => Context::Other,
+    /// Adds samples to the profile, in order. Decoding them and unwinding their user stacks
+    /// run side by side on every core: no record between them changes the processes they
+    /// belong to. Returns how many could not be decoded.
+    fn add_samples<'a>(
+        &mut self,
+        raw: &[(usize, RawEventRecord<'a>)],
+        event_of_id: &Option<std::collections::HashMap<u64, usize>>,
+        max_stack: usize,
+    ) -> u64 {
+        use rayon::prelude::*;
+        // Below this many samples, spreading the work costs more than it saves; so it does
+        // with two cores or fewer, which the record reader and this thread keep busy already.
+        let side_by_side = raw.len() >= 16 && rayon::current_num_threads() > 2;
+        let arch = self.arch;
+        let decode = |r: &(usize, RawEventRecord<'a>)| Decoded::new(r.0, &r.1, arch, event_of_id);
+        let mut decoded: Vec<Option<Decoded<'a>>> = if side_by_side {
+            raw.par_iter().map(decode).collect()
+        } else {
+            raw.iter().map(decode).collect()
         };
-        let mut chain: Vec<ChainFrame> = match &s.callchain {
-            Some(cc) if !cc.is_empty() => {
-                self.raw_chain.clear();
-                self.raw_chain.extend((0..cc.len()).filter_map(|i| cc.get(i)));
-                split_callchain(&self.raw_chain, default_ctx)
-            }
-            _ => {
-                s.ip.map(|ip| {
-                    vec![ChainFrame { addr: CodeAddress::InstructionPointer(ip), context: default_ctx }]
-                })
-                .unwrap_or_default()
+        let unwinders: Vec<Option<Arc<ProcessUnwinder>>> = decoded
+            .iter()
+            .map(|d| match d {
+                Some(d) if d.user.is_some() => self.resolver.unwinder(&mut self.model, d.pid, d.time),
+                _ => None,
+            })
+            .collect();
+        let unwind = |(d, u): (&mut Option<Decoded<'a>>, &Option<Arc<ProcessUnwinder>>)| {
+            if let Some(d) = d {
+                d.unwind(u.as_deref());
             }
         };
-        let mut truncated = false;
-        let stack = s.user_stack.as_ref().filter(|(d, dyn_size)| !d.is_empty() && *dyn_size > 0);
-        let regs = s.user_regs.as_ref().and_then(|r| Regs::from_perf(self.arch, |n| r.get(n)));
-        if let (Some(regs), Some((data, dyn_size))) = (regs, stack) {
+        if side_by_side {
+            decoded.par_iter_mut().zip(unwinders.par_iter()).for_each(unwind);
+        } else {
+            decoded.iter_mut().zip(unwinders.iter()).for_each(unwind);
+        }
+        let mut undecodable = 0;
+        for d in decoded {
+            match d {
+                Some(d) => self.add_sample(d, max_stack),
+                None => undecodable += 1,
+            }
+        }
+        undecodable
+    }
+
+    fn add_sample(&mut self, d: Decoded<'_>, max_stack: usize) {
+        let (pid, tid, time) = (d.pid, d.tid, d.time);
+        let mut chain = d.chain;
+        let truncated = d.unwound.as_ref().is_some_and(|u| u.truncated);
+        if let Some(unwound) = d.unwound {
             // DWARF mode: the kernel part from the record, the user part unwound here.
-            let bytes = data.as_slice();
-            let len = (*dyn_size as usize).min(bytes.len());
-            let unwound =
-                self.resolver.unwind(&mut self.model, pid, regs, &bytes[..len], MAX_UNWIND_FRAMES, time);
-            truncated = unwound.truncated;
             chain.retain(|f| f.context == Context::Kernel);
             // Under kernel frames, the user instruction pointer is where the kernel returns to.
             let under_kernel = !chain.is_empty();
@@ -264,11 +271,131 @@ impl Converter {
                 ChainFrame { addr, context: Context::User }
             }));
         }
+        self.frames.clear();
         for f in chain.iter().take(max_stack) {
             self.frames.push(self.resolver.frame(&mut self.model, pid, f.addr.lookup(), f.context, time));
         }
-        truncated
+        let comm = self.model.comm_of(pid, tid);
+        let sample = Sample {
+            attr: d.attr,
+            time,
+            thread: Thread { comm, pid, tid },
+            cpu: d.cpu,
+            period: d.period,
+            addrs: &self.frames,
+            truncated,
+        };
+        self.profile.add_sample(&self.model, &sample);
     }
+}
+
+/// A sample decoded: what making its stack needs, and the stack unwound from its registers and
+/// copied stack memory (DWARF mode).
+struct Decoded<'a> {
+    attr: usize,
+    pid: i32,
+    tid: i32,
+    time: u64,
+    cpu: u32,
+    period: u64,
+    /// Its call chain as recorded, or its instruction pointer.
+    chain: Vec<ChainFrame>,
+    /// The user registers and stack, in DWARF mode.
+    user: Option<(Regs, std::borrow::Cow<'a, [u8]>)>,
+    unwound: Option<Unwound>,
+}
+
+impl<'a> Decoded<'a> {
+    fn new(
+        attr: usize,
+        raw: &RawEventRecord<'a>,
+        arch: Arch,
+        event_of_id: &Option<std::collections::HashMap<u64, usize>>,
+    ) -> Option<Decoded<'a>> {
+        match raw.parse() {
+            Ok(EventRecord::Sample(s)) => Some(decoded(attr, &s, arch, event_of_id)),
+            Ok(_) => None,
+            Err(_) => {
+                let mut rewritten = Vec::new();
+                let s = crate::decode::reparse_read_group_sample(raw, &mut rewritten)?;
+                Some(decoded(attr, &s, arch, event_of_id).into_owned())
+            }
+        }
+    }
+
+    /// The same, holding its own copy of the stack.
+    fn into_owned(self) -> Decoded<'static> {
+        let user = self.user.map(|(regs, stack)| (regs, std::borrow::Cow::Owned(stack.into_owned())));
+        Decoded { user, ..self }
+    }
+
+    /// Unwinds the user stack with the unwinder of its process (None: a process the recording
+    /// never described, whose stack stops at the sampled instruction).
+    fn unwind(&mut self, unwinder: Option<&ProcessUnwinder>) {
+        let Some((regs, stack)) = &self.user else { return };
+        self.unwound = Some(match unwinder {
+            Some(u) => UNWIND_CACHE.with_borrow_mut(|cache| u.unwind(cache, *regs, stack, MAX_UNWIND_FRAMES)),
+            None => Unwound { frames: vec![CodeAddress::InstructionPointer(regs.ip)], truncated: true },
+        });
+    }
+}
+
+/// A sample's fields as stacks are made of them.
+fn decoded<'a>(
+    attr: usize,
+    s: &SampleRecord<'a>,
+    arch: Arch,
+    event_of_id: &Option<std::collections::HashMap<u64, usize>>,
+) -> Decoded<'a> {
+    let attr = match (event_of_id, s.id) {
+        (Some(events), Some(id)) => events.get(&id).copied().unwrap_or(attr),
+        _ => attr,
+    };
+    let pid = s.pid.unwrap_or(-1);
+    let default_ctx = match s.cpu_mode {
+        CpuMode::Kernel => Context::Kernel,
+        CpuMode::User => Context::User,
+        _ => Context::Other,
+    };
+    let chain = match &s.callchain {
+        Some(cc) if !cc.is_empty() => {
+            let raw: Vec<u64> = (0..cc.len()).filter_map(|i| cc.get(i)).collect();
+            split_callchain(&raw, default_ctx)
+        }
+        _ => s
+            .ip
+            .map(|ip| vec![ChainFrame { addr: CodeAddress::InstructionPointer(ip), context: default_ctx }])
+            .unwrap_or_default(),
+    };
+    let stack = s.user_stack.as_ref().filter(|(d, dyn_size)| !d.is_empty() && *dyn_size > 0);
+    let regs = s.user_regs.as_ref().and_then(|r| Regs::from_perf(arch, |n| r.get(n)));
+    let user = match (regs, stack) {
+        (Some(regs), Some((data, dyn_size))) => {
+            let len = (*dyn_size as usize).min(data.len());
+            let bytes = match data.as_slice() {
+                std::borrow::Cow::Borrowed(b) => std::borrow::Cow::Borrowed(&b[..len]),
+                std::borrow::Cow::Owned(b) => std::borrow::Cow::Owned(b[..len].to_vec()),
+            };
+            Some((regs, bytes))
+        }
+        _ => None,
+    };
+    Decoded {
+        attr,
+        pid,
+        tid: s.tid.unwrap_or(pid),
+        time: s.timestamp.unwrap_or(0),
+        cpu: s.cpu.unwrap_or(0),
+        period: s.period.unwrap_or(1),
+        chain,
+        user,
+        unwound: None,
+    }
+}
+
+thread_local! {
+    /// Each thread's unwinding cache: the unwind rules found at recent addresses.
+    static UNWIND_CACHE: std::cell::RefCell<UnwindCache> = std::cell::RefCell::new(UnwindCache::new());
 }
 
 /// One warning when most of the samples are in code without symbols, naming the binaries
@@ -378,7 +505,7 @@ fn kernel_symbols(
                 k = RunningKernel::live();
             }
             let hidden = k.hidden();
-            let k = KernelSymbols::from_kallsyms_index(&k.text, &k.index, addrs);
+            let k = k.symbols_for(addrs);
             let warning = hidden.then(|| {
                 "kernel addresses in /proc/kallsyms are hidden (kptr_restrict); kernel frames stay [unknown]: \
                  run as root or set kernel.kptr_restrict=0"

@@ -32,7 +32,7 @@ fn record_is_sane(record: &RawEventRecord<'_>) -> bool {
 /// swapped, so samples of counter groups (simpleperf's `--add-counter`) fail to parse. This
 /// rewrites the block into the shape that reader expects (the counter values themselves are not
 /// used by reports) and parses again.
-fn reparse_read_group_sample<'a>(
+pub fn reparse_read_group_sample<'a>(
     record: &RawEventRecord<'_>,
     buf: &'a mut Vec<u8>,
 ) -> Option<linux_perf_data::linux_perf_event_reader::SampleRecord<'a>> {

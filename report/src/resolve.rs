@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use linux_perf_data::{SimpleperfFileRecord, SimpleperfTypeSpecificInfo};
 use rperf_symbols::{BinaryFinder, ElfInfo, Found, KernelSymbols, SymbolTable};
-use rperf_unwind::{Arch, Context, ProcessUnwinder, UnwindCache, UnwindSections};
+use rperf_unwind::{Arch, Context, ProcessUnwinder, UnwindSections};
 
 use crate::model::{DsoId, DsoKind, Model};
 
@@ -197,7 +197,7 @@ pub struct Resolver {
     addr_index: rustc_hash::FxHashMap<(DsoId, u64), AddrId>,
     /// Each process's unwinder, with the mappings' generation and the JIT symbol files' epoch
     /// it was built for.
-    unwinders: rustc_hash::FxHashMap<i32, ((u64, usize), ProcessUnwinder)>,
+    unwinders: rustc_hash::FxHashMap<i32, ((u64, usize), Arc<ProcessUnwinder>)>,
     /// JIT symbol maps kept in the recording, by pid (text of `/tmp/perf-PID.map`).
     pub embedded_perf_maps: HashMap<i32, String>,
     /// jitdump files kept in the recording, by pid.
@@ -210,7 +210,6 @@ pub struct Resolver {
     /// ART's cache).
     symfile_dsos: HashMap<usize, DsoId>,
     symfile_func_dso: HashMap<DsoId, DsoId>,
-    unwind_cache: UnwindCache,
     /// The libraries stored in each APK mapped (by recorded path).
     apks: HashMap<String, Option<Vec<rperf_symbols::apk::Entry>>>,
     arch: Arch,
@@ -289,7 +288,6 @@ impl Resolver {
             symfiles: Default::default(),
             symfile_dsos: HashMap::new(),
             symfile_func_dso: HashMap::new(),
-            unwind_cache: UnwindCache::new(),
             apks: HashMap::new(),
             arch,
             warnings: Vec::new(),
@@ -767,55 +765,42 @@ impl Resolver {
     /// Frees what unwinding keeps between samples, once every sample is in.
     pub fn finish_unwinding(&mut self) {
         self.unwinders = Default::default();
-        self.unwind_cache = UnwindCache::new();
     }
 
-    /// Unwinds a user stack of process `pid` at `time` with the binaries mapped there then,
-    /// and the JIT code registered then.
-    pub fn unwind(
-        &mut self,
-        model: &mut Model,
-        pid: i32,
-        regs: rperf_unwind::Regs,
-        stack: &[u8],
-        max: usize,
-        time: u64,
-    ) -> rperf_unwind::Unwound {
-        let Some(space) = model.processes.get(&pid) else {
-            return rperf_unwind::Unwound {
-                frames: vec![rperf_unwind::CodeAddress::InstructionPointer(regs.ip)],
-                truncated: true,
-            };
-        };
+    /// The unwinder of process `pid` at `time`: its executable mappings with their unwind
+    /// tables (and the JIT code live then). Made again when the process's mappings or its JIT
+    /// code changed; an unwinder once handed out never changes, so samples of one stretch of
+    /// time unwind with it side by side. None for a process the recording never described.
+    pub fn unwinder(&mut self, model: &mut Model, pid: i32, time: u64) -> Option<Arc<ProcessUnwinder>> {
+        let space = model.processes.get(&pid)?;
         let version = (space.generation, self.symfiles.epoch(pid, time));
-        let stale = self.unwinders.get(&pid).is_none_or(|(v, _)| *v != version);
-        if stale {
-            let mut u = ProcessUnwinder::new(self.arch);
-            let maps: Vec<_> = space.maps().iter().filter(|m| m.exec).copied().collect();
-            let model = &mut *model;
-            for m in maps {
-                let Some(b) = self.binary(model, m.dso) else { continue };
-                let (Some(sections), Some(svma)) = (&b.unwind, b.elf.offset_to_vaddr(m.pgoff)) else {
-                    continue;
-                };
-                let bias = m.start.wrapping_sub(svma);
-                u.add_module(&model.dsos[m.dso as usize].path, m.start..m.end, bias, sections);
+        if let Some((v, u)) = self.unwinders.get(&pid) {
+            if *v == version {
+                return Some(u.clone());
             }
-            // JIT code unwinds with the CFI its symbol file carries, at the addresses it ran at.
-            let live: Vec<usize> = self.symfiles.live(pid, time).collect();
-            for i in live {
-                let dso = self.symfile_dso(model, i);
-                let (start, end) = self.symfiles.files[i].code;
-                if let Some(Some(sections)) =
-                    self.binaries.get(&dso).map(|b| b.as_ref().and_then(|b| b.unwind.clone()))
-                {
-                    u.add_module(&model.dsos[dso as usize].path, start..end, 0, &sections);
-                }
-            }
-            self.unwinders.insert(pid, (version, u));
         }
-        let (_, u) = &self.unwinders[&pid];
-        u.unwind(&mut self.unwind_cache, regs, stack, max)
+        let mut u = ProcessUnwinder::new(self.arch);
+        let maps: Vec<_> = space.maps().iter().filter(|m| m.exec).copied().collect();
+        for m in maps {
+            let Some(b) = self.binary(model, m.dso) else { continue };
+            let (Some(sections), Some(svma)) = (&b.unwind, b.elf.offset_to_vaddr(m.pgoff)) else {
+                continue;
+            };
+            let bias = m.start.wrapping_sub(svma);
+            u.add_module(&model.dsos[m.dso as usize].path, m.start..m.end, bias, sections);
+        }
+        // JIT code unwinds with the CFI its symbol file carries, at the addresses it ran at.
+        let live: Vec<usize> = self.symfiles.live(pid, time).collect();
+        for i in live {
+            let dso = self.symfile_dso(model, i);
+            let (start, end) = self.symfiles.files[i].code;
+            if let Some(Some(sections)) = self.binaries.get(&dso).map(|b| b.as_ref().and_then(|b| b.unwind.clone())) {
+                u.add_module(&model.dsos[dso as usize].path, start..end, 0, &sections);
+            }
+        }
+        let u = Arc::new(u);
+        self.unwinders.insert(pid, (version, u.clone()));
+        Some(u)
     }
 }
 

@@ -22,9 +22,10 @@ use crate::trusted::{self, Owners};
 #[derive(Default)]
 pub struct RunningKernel {
     /// kallsyms lines.
-    pub text: String,
-    /// `kallsyms::text_symbol_index` of `text`.
-    pub index: Vec<(u64, usize)>,
+    text: String,
+    /// `kallsyms::text_symbol_index` of `text`; None for kept symbols, whose lines are in
+    /// address order and are searched instead.
+    index: Option<Vec<(u64, usize)>>,
     /// The addresses `text` names as /proc/kallsyms would; None: every address (it is
     /// /proc/kallsyms).
     covered: Option<(u64, u64)>,
@@ -56,8 +57,16 @@ impl RunningKernel {
     /// /proc/kallsyms, read now.
     pub fn live() -> RunningKernel {
         let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-        let index = text_symbol_index(&text);
+        let index = Some(text_symbol_index(&text));
         RunningKernel { text, index, covered: None, cached: false }
+    }
+
+    /// The symbols that hold `addrs`, as `KernelSymbols::from_kallsyms_for` makes them.
+    pub fn symbols_for(&self, addrs: &[u64]) -> crate::KernelSymbols {
+        match &self.index {
+            Some(index) => crate::KernelSymbols::from_kallsyms_index(&self.text, index, addrs),
+            None => crate::KernelSymbols::from_kallsyms_index(&self.text, &sorted_index_for(&self.text, addrs), addrs),
+        }
     }
 
     /// Whether every address of `addrs` is named here as /proc/kallsyms names it now.
@@ -116,16 +125,66 @@ fn read_kept(path: &Path, boot: &BootKey) -> Option<RunningKernel> {
     let text = String::from_utf8(bytes).ok()?;
     let body = text.strip_prefix(&header(boot))?;
     let start = text.len() - body.len();
-    let index: Vec<(u64, usize)> = text_symbol_index(body).into_iter().map(|(a, at)| (a, at + start)).collect();
-    let covered = Some((index.first()?.0, index.last()?.0));
-    Some(RunningKernel { text, index, covered, cached: true })
+    let first = line_at(&text, start)?.0;
+    let last = line_at(&text, text[..text.len() - 1].rfind('\n')? + 1)?.0;
+    Some(RunningKernel { text, index: None, covered: Some((first, last)), cached: true })
+}
+
+/// The address of the line at `at` and where the next line starts.
+fn line_at(text: &str, at: usize) -> Option<(u64, usize)> {
+    let rest = &text[at..];
+    let end = rest.find('\n').map_or(text.len(), |i| at + i + 1);
+    let addr = u64::from_str_radix(rest.split(' ').next()?, 16).ok()?;
+    Some((addr, end))
+}
+
+/// The part of `text_symbol_index` that lookups of `addrs` read, found by binary search in
+/// kept symbols (lines in address order after a header line): for each address, the lines of
+/// the symbol holding it and the first line of the next symbol.
+fn sorted_index_for(text: &str, addrs: &[u64]) -> Vec<(u64, usize)> {
+    let Some(first) = text.find('\n').map(|i| i + 1) else { return Vec::new() };
+    // The start of the line that holds byte `at`.
+    let line_start = |at: usize| text[..at].rfind('\n').map_or(0, |i| i + 1).max(first);
+    let mut out = Vec::new();
+    for &addr in addrs {
+        // The first line whose address is over `addr`.
+        let (mut lo, mut hi) = (first, text.len());
+        while lo < hi {
+            let mid = line_start(lo + (hi - lo) / 2);
+            match line_at(text, mid) {
+                Some((a, next)) if a <= addr => lo = next,
+                _ => hi = mid,
+            }
+        }
+        let Some(before) = (lo > first).then(|| line_start(lo - 1)) else { continue };
+        let Some((start, _)) = line_at(text, before) else { continue };
+        // Every line at the symbol's address, then the next symbol's first line.
+        let mut at = before;
+        while at > first {
+            let prev = line_start(at - 1);
+            if line_at(text, prev).map(|l| l.0) != Some(start) {
+                break;
+            }
+            at = prev;
+        }
+        while let Some((a, next)) = (at < text.len()).then(|| line_at(text, at)).flatten() {
+            out.push((a, at));
+            if a != start {
+                break;
+            }
+            at = next;
+        }
+    }
+    out.sort_unstable_by_key(|e| (e.0, e.1));
+    out.dedup();
+    out
 }
 
 /// Keeps the core kernel's text symbols of `live` for the rest of the boot: written to a new
 /// file beside the cache file, then renamed over it; files of other boots are removed.
 fn keep(dir: &Path, boot: &BootKey, live: &RunningKernel) -> std::io::Result<()> {
     let mut out = header(boot).into_bytes();
-    for &(_, at) in &live.index {
+    for &(_, at) in live.index.iter().flatten() {
         let line = live.text[at..].split('\n').next().unwrap_or_default();
         // Module, BPF and trampoline symbols carry their module's name; they are not kept.
         if line.split_whitespace().nth(3).is_none() {
@@ -161,7 +220,7 @@ mod tests {
     use super::*;
 
     fn kernel(text: &str) -> RunningKernel {
-        RunningKernel { text: text.to_string(), index: text_symbol_index(text), covered: None, cached: false }
+        RunningKernel { text: text.to_string(), index: Some(text_symbol_index(text)), covered: None, cached: false }
     }
 
     #[test]
@@ -183,6 +242,13 @@ mod tests {
         assert!(kept.cached && !kept.text.contains("ext4") && !kept.text.contains("bpf") && !kept.text.contains("data"));
         assert!(kept.covers(&[0xffffffff81000250]));
         assert!(!kept.covers(&[0xffffffff81000250, 0xffffffffc0001010]));
+        // Named as the whole text names them.
+        let addrs = [0xffffffff81000000, 0xffffffff81000250, 0xffffffff81000200, 0xffffffff81000001];
+        let names = |k: &crate::KernelSymbols| {
+            addrs.iter().map(|&a| k.table.lookup(a).map(|s| (s.name, s.start, s.end))).collect::<Vec<_>>()
+        };
+        assert_eq!(names(&kept.symbols_for(&addrs)), names(&live.symbols_for(&addrs)));
+        assert_eq!(kept.symbols_for(&addrs).table.lookup(0xffffffff81000250).unwrap().name, "work");
         // Another boot's or kernel's file is not used.
         assert!(read_kept(&path, &BootKey("1234-abcd".into(), "6.2.0".into())).is_none());
         std::fs::remove_dir_all(&dir).ok();
