@@ -81,6 +81,10 @@ fn load_section(
         return Reader::new(empty(), endian);
     }
     let section = obj.section_by_name(name);
+    if let Some(kept) = section.as_ref().and_then(|s| Inflated::of(obj, s)).and_then(|k| k.map()) {
+        let len = kept.len();
+        return Reader::new(Bytes { owner: kept, start: 0, len }, endian);
+    }
     let bytes = match section.as_ref().map(|s| s.uncompressed_data()) {
         // Borrowed data lies inside the mapping: share it without a copy.
         Some(Ok(Cow::Borrowed(b))) => match (b.as_ptr() as usize).checked_sub(map.as_ptr() as usize) {
@@ -93,6 +97,9 @@ fn load_section(
         Some(Ok(Cow::Owned(v))) => {
             if let Some((offset, size)) = section.as_ref().and_then(|s| s.file_range()) {
                 crate::let_go(map, offset, size);
+            }
+            if let Some(k) = section.as_ref().and_then(|s| Inflated::of(obj, s)) {
+                k.keep(&v);
             }
             let len = v.len();
             Bytes { owner: Arc::new(v), start: 0, len }
@@ -257,13 +264,20 @@ fn focused_dwarf(
     }
     let section = obj.section_by_name(".debug_info")?;
     let compressed = section.compressed_data().ok()?;
-    let mut reader: Box<dyn std::io::Read> = match compressed.format {
-        object::CompressionFormat::None => Box::new(compressed.data),
+    let inflated = Inflated::of(obj, &section);
+    let kept = inflated.as_ref().and_then(|k| k.map());
+    // The section inflated as it is read is kept for the next time.
+    let mut keeping = None;
+    let mut reader: Box<dyn std::io::Read> = match (compressed.format, &kept) {
+        (_, Some(kept)) => Box::new(&kept[..]),
+        (object::CompressionFormat::None, _) => Box::new(compressed.data),
         // Inflated 1 MiB at a time: in small pieces, inflating costs several times more.
-        object::CompressionFormat::Zlib => Box::new(std::io::BufReader::with_capacity(
-            1 << 20,
-            flate2::read::ZlibDecoder::new(compressed.data),
-        )),
+        (object::CompressionFormat::Zlib, _) => {
+            let inflate = flate2::read::ZlibDecoder::new(compressed.data);
+            keeping = inflated.as_ref().and_then(|k| k.new_file());
+            let tee = Tee { from: inflate, to: keeping.as_mut() };
+            Box::new(std::io::BufReader::with_capacity(1 << 20, tee))
+        }
         _ => return None,
     };
     let u16_of = |b: [u8; 2]| match endian {
@@ -310,6 +324,12 @@ fn focused_dwarf(
         at += len as usize + 4;
     }
     drop(reader);
+    if let (Some(file), Some(inflated)) = (keeping, &inflated) {
+        // Read to its end and written whole: complete.
+        if at as u64 == inflated.len && file.written() == inflated.len && file.finish().is_ok() {
+            crate::cache::prune(&inflated.dir, KEEP_INFLATED);
+        }
+    }
     if left_out.is_empty() {
         return None;
     }
@@ -350,6 +370,76 @@ fn focused_dwarf(
     })
     .ok()?;
     Some((dwarf, left_out))
+}
+
+/// The most bytes of inflated sections kept in the cache; the oldest go first.
+const KEEP_INFLATED: u64 = 1 << 30;
+
+/// Where a compressed debug section is kept inflated: by the build id of its file, so that
+/// the next report maps it instead of inflating it again.
+struct Inflated {
+    dir: PathBuf,
+    path: PathBuf,
+    len: u64,
+}
+
+impl Inflated {
+    /// None for sections stored uncompressed, or in files without a build id.
+    fn of(obj: &object::File<'_>, section: &object::Section<'_, '_>) -> Option<Inflated> {
+        let c = section.compressed_data().ok()?;
+        if c.format == object::CompressionFormat::None {
+            return None;
+        }
+        let id: String = obj.build_id().ok()??.iter().map(|b| format!("{b:02x}")).collect();
+        let name = section.name().ok()?.trim_start_matches(['.', '_', 'z']);
+        if id.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return None;
+        }
+        let dir = crate::cache::dir("debug")?;
+        let path = dir.join(format!("{id}.{name}"));
+        Some(Inflated { dir, path, len: c.uncompressed_size })
+    }
+
+    /// The kept bytes, mapped.
+    fn map(&self) -> Option<Arc<memmap2::Mmap>> {
+        crate::cache::map(&self.path, Some(self.len))
+    }
+
+    fn new_file(&self) -> Option<crate::cache::NewFile> {
+        crate::cache::NewFile::create(&self.path).ok()
+    }
+
+    /// Keeps `bytes`, the whole section inflated.
+    fn keep(&self, bytes: &[u8]) {
+        if bytes.len() as u64 != self.len {
+            return;
+        }
+        if let Some(mut f) = self.new_file() {
+            use std::io::Write;
+            if f.write_all(bytes).is_ok() && f.finish().is_ok() {
+                crate::cache::prune(&self.dir, KEEP_INFLATED);
+            }
+        }
+    }
+}
+
+/// A reader that writes what it reads to `to` as well; writing stops at the first error.
+struct Tee<'a, R> {
+    from: R,
+    to: Option<&'a mut crate::cache::NewFile>,
+}
+
+impl<R: std::io::Read> std::io::Read for Tee<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        use std::io::Write;
+        let n = self.from.read(buf)?;
+        if let Some(to) = &mut self.to {
+            if to.write_all(&buf[..n]).is_err() {
+                self.to = None;
+            }
+        }
+        Ok(n)
+    }
 }
 
 /// Sorted, non-overlapping address ranges.

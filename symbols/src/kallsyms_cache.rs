@@ -6,14 +6,11 @@
 //! Symbols of modules, BPF programs and ftrace trampolines come and go: they are never kept,
 //! and an address outside the core kernel's text is named from /proc/kallsyms itself.
 //!
-//! The cache folder is `$RPERF_CACHE_DIR`, else `$XDG_CACHE_HOME/rperf`, else
-//! `$HOME/.cache/rperf`; it must be a folder of this user that no one else can write to. Its
-//! files are created readable by their owner only (kernel addresses are secrets under KASLR),
-//! never through a symbolic link.
+//! The file is in rperf's cache folder (`crate::cache`), readable by its owner only: kernel
+//! addresses are secrets under KASLR.
 
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::kallsyms::{find_address, text_symbol_index};
 use crate::trusted::{self, Owners};
@@ -38,7 +35,7 @@ impl RunningKernel {
     /// kernel symbols for the next report).
     pub fn load() -> RunningKernel {
         let boot = boot_key();
-        let dir = boot.as_ref().and_then(|_| cache_dir());
+        let dir = boot.as_ref().and_then(|_| crate::cache::dir(""));
         if let (Some(dir), Some(boot)) = (&dir, &boot) {
             if let Some(kept) = read_kept(&dir.join(file_name(&boot.0)), boot) {
                 return kept;
@@ -101,22 +98,6 @@ fn file_name(boot: &str) -> String {
 
 fn header(boot: &BootKey) -> String {
     format!("# rperf kallsyms cache: boot {} kernel {}\n", boot.0, boot.1)
-}
-
-/// rperf's cache folder, created when missing; None when there is none to use safely.
-pub fn cache_dir() -> Option<PathBuf> {
-    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let dir = env("RPERF_CACHE_DIR")
-        .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("rperf")))
-        .or_else(|| env("HOME").map(|d| d.join(".cache").join("rperf")))?;
-    if std::fs::symlink_metadata(&dir).is_err() {
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir).ok()?;
-    }
-    // A folder of this user that no one else can write to, not a link to one.
-    let meta = std::fs::symlink_metadata(&dir).ok()?;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    (meta.is_dir() && meta.uid() == me && meta.mode() & 0o022 == 0).then_some(dir)
 }
 
 /// The kept symbols at `path`, when they were kept for this boot and kernel.
@@ -193,18 +174,9 @@ fn keep(dir: &Path, boot: &BootKey, live: &RunningKernel) -> std::io::Result<()>
         }
     }
     let name = file_name(&boot.0);
-    let temp = dir.join(format!(".{name}.{}", std::process::id()));
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(&temp)?;
-    let written = file.write_all(&out).and_then(|()| std::fs::rename(&temp, dir.join(&name)));
-    if written.is_err() {
-        std::fs::remove_file(&temp).ok();
-    }
-    written?;
+    let mut file = crate::cache::NewFile::create(&dir.join(&name))?;
+    file.write_all(&out)?;
+    file.finish()?;
     for entry in std::fs::read_dir(dir)?.flatten() {
         let other = entry.file_name().to_string_lossy().into_owned();
         let regular = entry.file_type().is_ok_and(|t| t.is_file());
@@ -218,6 +190,7 @@ fn keep(dir: &Path, boot: &BootKey, live: &RunningKernel) -> std::io::Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
 
     fn kernel(text: &str) -> RunningKernel {
         RunningKernel { text: text.to_string(), index: Some(text_symbol_index(text)), covered: None, cached: false }

@@ -13,6 +13,7 @@
 
 pub mod apk;
 pub mod buildid;
+pub mod cache;
 mod demangle;
 mod dwarf;
 mod elf;
