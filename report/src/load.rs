@@ -15,8 +15,8 @@ use rperf_perfdata::header::{
 use rperf_unwind::Arch;
 
 use crate::options::ReportOptions;
-use crate::records::RecordReader;
 use crate::profile::EventDesc;
+use crate::records::RecordReader;
 use crate::Error;
 
 /// A recording opened for reading, with what was learnt from its header.
@@ -156,7 +156,8 @@ pub fn open_reader(path: &Path) -> Result<(PerfFile, RecordReader, Reading, Vec<
     }
     let format = |reason: String| Error::Format { path: path.to_path_buf(), reason };
     let (patched, data, warnings) = open_checked(path).map_err(format)?;
-    let PerfFileReader { perf_file, .. } = PerfFileReader::parse_file(patched).map_err(|e| format(e.to_string()))?;
+    let PerfFileReader { perf_file, .. } =
+        PerfFileReader::parse_file(patched).map_err(|e| format(e.to_string()))?;
     let file = std::fs::File::open(path).map_err(|e| Error::Open { path: path.to_path_buf(), source: e })?;
     let reading = Reading::default();
     let records = RecordReader::new(file, data, &perf_file, reading.clone());

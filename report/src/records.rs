@@ -126,7 +126,12 @@ pub struct RecordReader {
 
 impl RecordReader {
     /// A reader of `file`'s data section `data` (offset, size), whose metadata is `perf_file`.
-    pub fn new(file: std::fs::File, data: (u64, u64), perf_file: &PerfFile, reading: Reading) -> RecordReader {
+    pub fn new(
+        file: std::fs::File,
+        data: (u64, u64),
+        perf_file: &PerfFile,
+        reading: Reading,
+    ) -> RecordReader {
         let endian = perf_file.endian();
         let attrs = perf_file.event_attributes();
         let parse_infos: Arc<[RecordParseInfo]> =
@@ -144,7 +149,8 @@ impl RecordReader {
             }
             _ => EventOf::Identifier(attrs[0].attr.flags.contains(AttrFlags::SAMPLE_ID_ALL)),
         };
-        let simpleperf = perf_file.feature_section_data(linux_perf_data::Feature::SIMPLEPERF_META_INFO).is_some();
+        let simpleperf =
+            perf_file.feature_section_data(linux_perf_data::Feature::SIMPLEPERF_META_INFO).is_some();
         let file_len = file.metadata().map_or(0, |m| m.len());
         RecordReader {
             file,
@@ -260,7 +266,7 @@ impl RecordReader {
                 }
                 COMPRESSED | COMPRESSED2 => {
                     return Err(format!(
-                        "the record at file offset {at} is compressed (perf record -z); rperf reads uncompressed recordings: `perf inject -i FILE -o OUT` writes one"
+                        "the record at file offset {at} is compressed (perf record -z); rperf reads uncompressed recordings: record again without -z"
                     ))
                 }
                 AUXTRACE if size >= 16 => {
@@ -282,7 +288,8 @@ impl RecordReader {
             }
             let body = start + 8;
             let len = size as usize - 8;
-            let data = RawData::Single(&self.windows[(window - self.first_window) as usize].map[body..body + len]);
+            let data =
+                RawData::Single(&self.windows[(window - self.first_window) as usize].map[body..body + len]);
             let kind = RecordType(kind);
             let (attr, time) = if kind.is_user_type() {
                 (None, None)
@@ -326,10 +333,8 @@ impl RecordReader {
         let len = WINDOW.max(at + n - start).min(self.file_len - start);
         // SAFETY: the recording is mapped read-only and only read; a concurrent truncation
         // could fault, the accepted risk of mapping input files.
-        let map = unsafe {
-            memmap2::MmapOptions::new().offset(start).len(len as usize).map(&self.file)
-        }
-        .map_err(|e| format!("cannot map the file at offset {start}: {e}"))?;
+        let map = unsafe { memmap2::MmapOptions::new().offset(start).len(len as usize).map(&self.file) }
+            .map_err(|e| format!("cannot map the file at offset {start}: {e}"))?;
         // Its pages are put in the page table here, on the reader's thread, not where the
         // converter first reads each one: a read maps the page cache's pages around it, 64 KiB
         // (the kernel's fault-around) at a time.
@@ -432,6 +437,9 @@ pub fn read(mut reader: RecordReader) -> Batches {
             drop(used);
         }
     };
-    std::thread::Builder::new().name("rperf-records".into()).spawn(reading).expect("a thread to read records");
+    std::thread::Builder::new()
+        .name("rperf-records".into())
+        .spawn(reading)
+        .expect("a thread to read records");
     Batches { next, used }
 }

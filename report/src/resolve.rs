@@ -794,7 +794,9 @@ impl Resolver {
         for i in live {
             let dso = self.symfile_dso(model, i);
             let (start, end) = self.symfiles.files[i].code;
-            if let Some(Some(sections)) = self.binaries.get(&dso).map(|b| b.as_ref().and_then(|b| b.unwind.clone())) {
+            if let Some(Some(sections)) =
+                self.binaries.get(&dso).map(|b| b.as_ref().and_then(|b| b.unwind.clone()))
+            {
                 u.add_module(&model.dsos[dso as usize].path, start..end, 0, &sections);
             }
         }

@@ -19,17 +19,22 @@ pub fn dir(sub: &str) -> Option<PathBuf> {
     let root = env("RPERF_CACHE_DIR")
         .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("rperf")))
         .or_else(|| env("HOME").map(|d| d.join(".cache").join("rperf")))?;
-    let dir = if sub.is_empty() { root.clone() } else { root.join(sub) };
-    if std::fs::symlink_metadata(&dir).is_err() {
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir).ok()?;
-    }
-    // The root and the folder in it: this user's, written by no one else, not links.
+    // The root and the folder in it: this user's, written by no one else, not links; each
+    // is checked before anything is made in it.
     let private = |p: &Path| {
+        if std::fs::symlink_metadata(p).is_err() {
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(p).ok()?;
+        }
         // SAFETY: geteuid has no preconditions.
         let me = unsafe { libc::geteuid() };
-        std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir() && m.uid() == me && m.mode() & 0o022 == 0)
+        std::fs::symlink_metadata(p)
+            .is_ok_and(|m| m.is_dir() && m.uid() == me && m.mode() & 0o022 == 0)
+            .then_some(())
     };
-    (private(&root) && private(&dir)).then_some(dir)
+    private(&root)?;
+    let dir = if sub.is_empty() { root } else { root.join(sub) };
+    private(&dir)?;
+    Some(dir)
 }
 
 /// The file at `path` mapped, when it is a regular file of this user of `len` bytes (any

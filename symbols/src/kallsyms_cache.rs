@@ -62,7 +62,11 @@ impl RunningKernel {
     pub fn symbols_for(&self, addrs: &[u64]) -> crate::KernelSymbols {
         match &self.index {
             Some(index) => crate::KernelSymbols::from_kallsyms_index(&self.text, index, addrs),
-            None => crate::KernelSymbols::from_kallsyms_index(&self.text, &sorted_index_for(&self.text, addrs), addrs),
+            None => crate::KernelSymbols::from_kallsyms_index(
+                &self.text,
+                &sorted_index_for(&self.text, addrs),
+                addrs,
+            ),
         }
     }
 
@@ -193,7 +197,12 @@ mod tests {
     use std::os::unix::fs::MetadataExt;
 
     fn kernel(text: &str) -> RunningKernel {
-        RunningKernel { text: text.to_string(), index: Some(text_symbol_index(text)), covered: None, cached: false }
+        RunningKernel {
+            text: text.to_string(),
+            index: Some(text_symbol_index(text)),
+            covered: None,
+            cached: false,
+        }
     }
 
     #[test]
@@ -212,7 +221,12 @@ mod tests {
         assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
         assert!(!dir.join("kallsyms-old-boot").exists());
         let kept = read_kept(&path, &boot).expect("kept for this boot");
-        assert!(kept.cached && !kept.text.contains("ext4") && !kept.text.contains("bpf") && !kept.text.contains("data"));
+        assert!(
+            kept.cached
+                && !kept.text.contains("ext4")
+                && !kept.text.contains("bpf")
+                && !kept.text.contains("data")
+        );
         assert!(kept.covers(&[0xffffffff81000250]));
         assert!(!kept.covers(&[0xffffffff81000250, 0xffffffffc0001010]));
         // Named as the whole text names them.

@@ -1,0 +1,176 @@
+//! rperf's cache folder: the running kernel's symbols and inflated debug sections are kept
+//! there, read back by later reports, and used only when they are this user's own files.
+
+mod common;
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+/// The report of `data` sorted by `sort`, with rperf's cache in `cache`.
+fn report(data: &Path, cache: &Path, sort: &str) -> String {
+    let o = run(rperf().env("RPERF_CACHE_DIR", cache).args(["report", "--sort", sort, "-i"]).arg(data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    stdout(&o)
+}
+
+/// Files of `dir` whose names start with `prefix`.
+fn files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut v: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect();
+    v.sort();
+    v
+}
+
+fn mode(p: &Path) -> u32 {
+    std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o777
+}
+
+/// Replaces `from` by `to` (the same length) everywhere in the file at `path`.
+fn plant(path: &Path, from: &str, to: &str) {
+    assert_eq!(from.len(), to.len());
+    let bytes = std::fs::read(path).unwrap();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i..].starts_with(from.as_bytes()) {
+            out.extend_from_slice(to.as_bytes());
+            i += from.len();
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    assert_ne!(out, bytes, "{from} is not in {}", path.display());
+    std::fs::write(path, out).unwrap();
+}
+
+fn chown_nobody(path: &Path) {
+    let st = Command::new("chown").arg("65534:65534").arg(path).status().unwrap();
+    assert!(st.success());
+}
+
+#[test]
+fn kernel_symbols_are_kept_for_the_boot_and_read_back() {
+    let dir = scratch("cache_kallsyms");
+    // perf's recordings carry no kernel symbols: reports name kernel code from this kernel's.
+    let data = dir.join("perf.data");
+    let o = run(Command::new("perf").arg("record").arg("-o").arg(&data).args([
+        "--",
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "bs=16",
+        "count=300000",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cache = dir.join("cache");
+    let first = report(&data, &cache, "dso,symbol");
+    let kernel_row = |text: &str| {
+        text.lines()
+            .find(|l| l.contains("[kernel.kallsyms]") && !l.contains("[kernel.kallsyms][+"))
+            .map(str::to_string)
+    };
+    let top = kernel_row(&first).unwrap_or_else(|| panic!("no named kernel symbol:\n{first}"));
+    let name = top.split_whitespace().last().unwrap().to_string();
+    let kept = files(&cache, "kallsyms-");
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!((mode(&cache), mode(&kept[0])), (0o700, 0o600));
+    // Read back: the same report.
+    assert_eq!(report(&data, &cache, "dso,symbol"), first);
+    // The kept file is what names kernel code now.
+    let planted: String = "q".repeat(name.len());
+    plant(&kept[0], &format!(" {name}\n"), &format!(" {planted}\n"));
+    let with_planted = report(&data, &cache, "dso,symbol");
+    assert!(with_planted.contains(&planted), "{with_planted}");
+    // Another user's file is not used (and is replaced).
+    chown_nobody(&kept[0]);
+    assert_eq!(report(&data, &cache, "dso,symbol"), first);
+    assert_eq!(std::fs::metadata(&kept[0]).unwrap().uid(), 0);
+    // Nor a link to one of this user's files.
+    let elsewhere = dir.join("elsewhere");
+    std::fs::copy(&kept[0], &elsewhere).unwrap();
+    plant(&elsewhere, &format!(" {name}\n"), &format!(" {planted}\n"));
+    std::fs::remove_file(&kept[0]).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &kept[0]).unwrap();
+    assert_eq!(report(&data, &cache, "dso,symbol"), first);
+    // A cache folder others can write to is not used at all.
+    let open = dir.join("open-cache");
+    std::fs::create_dir_all(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    assert_eq!(report(&data, &open, "dso,symbol"), first);
+    assert!(files(&open, "").is_empty());
+}
+
+#[test]
+fn inflated_debug_sections_are_kept_by_build_id() {
+    let dir = scratch("cache_debug");
+    // inline.cpp with its debug sections compressed, as distributions ship debug files.
+    let exe = dir.join("inline_gz");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/inline.cpp");
+    let st = Command::new("g++")
+        .args(["-O2", "-g", "-gz=zlib", "-fno-omit-frame-pointer", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let data = record_fp("cache_debug_rec", &exe, &["1"]);
+    let cache = dir.join("cache");
+    let first = report(&data, &cache, "symbol");
+    assert!(first.contains("inner_kernel (inlined)"), "{first}");
+    let id = build_id_hex(&exe);
+    let kept = files(&cache.join("debug"), &id);
+    let names: Vec<String> =
+        kept.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+    assert!(
+        names.contains(&format!("{id}.debug_info")) && names.contains(&format!("{id}.debug_str")),
+        "{names:?}"
+    );
+    assert!(kept.iter().all(|p| mode(p) == 0o600));
+    assert_eq!(report(&data, &cache, "symbol"), first);
+    // The kept sections are what names code now.
+    let strings = cache.join("debug").join(format!("{id}.debug_str"));
+    plant(&strings, "inner_kernel", "planted_func");
+    let with_planted = report(&data, &cache, "symbol");
+    assert!(with_planted.contains("planted_func (inlined)"), "{with_planted}");
+    // Another user's file is not used, nor one of another length.
+    chown_nobody(&strings);
+    assert_eq!(report(&data, &cache, "symbol"), first);
+    let info = cache.join("debug").join(format!("{id}.debug_info"));
+    let mut bytes = std::fs::read(&info).unwrap();
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(&info, bytes).unwrap();
+    assert_eq!(report(&data, &cache, "symbol"), first);
+}
+
+/// Where more than two cores are free, samples are decoded and unwound side by side: the
+/// report is the same as one thread's.
+#[test]
+fn side_by_side_unwinding_reports_what_one_thread_does() {
+    let data = scratch("cache_threads").join("perf.data");
+    let o = run(rperf()
+        .args(["record", "-g", "dwarf", "-F", "2000", "--no-post-unwind", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&programs().mixed)
+        .args(["0.5", "2"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let with = |threads: &str| {
+        let o = run(rperf()
+            .env("RAYON_NUM_THREADS", threads)
+            .args(["report", "--format", "folded", "-i"])
+            .arg(&data));
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let one = with("1");
+    assert!(one.lines().filter(|l| l.contains("main")).count() > 10, "{one}");
+    assert_eq!(with("4"), one);
+}
