@@ -274,27 +274,3 @@ fn huge_counts_inside_feature_sections_are_refused_not_allocated() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("attribute size (header offset 16) is 0"), "{}", stderr(&o));
 }
-
-/// perf's compressed records (`perf record -z`) are not read: the records before the first one
-/// are reported, with a warning that names its offset and the remedy.
-#[test]
-fn compressed_records_are_named_with_a_remedy() {
-    let data = scratch("damaged_compressed").join("perf.data");
-    let o = run(std::process::Command::new("perf").arg("record").arg("-z").arg("-o").arg(&data).args([
-        "--",
-        "dd",
-        "if=/dev/zero",
-        "of=/dev/null",
-        "count=100000",
-    ]));
-    assert!(o.status.success(), "{}", stderr(&o));
-    let o = run(rperf().arg("report").arg("-i").arg(&data));
-    let err = stderr(&o);
-    assert!(o.status.success(), "{err}");
-    assert!(
-        err.contains("is compressed (perf record -z)")
-            && err.contains("record again without -z")
-            && err.contains("file offset"),
-        "{err}"
-    );
-}

@@ -322,3 +322,48 @@ fn code_without_symbols_is_reported_per_address() {
         .sum();
     assert!((unknown - summed).abs() < 0.05 * per_address as f64, "{unknown} vs {summed}");
 }
+
+/// perf's compressed recordings (`perf record -z`, zstd over every few records) read as the
+/// same recording uncompressed would: every sample, each in its binary.
+#[test]
+fn compressed_recordings_are_read_whole() {
+    let data = scratch("report_compressed").join("perf.data");
+    let o = run(Command::new("perf")
+        .args(["record", "-z", "-g", "-F", "2000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&programs().mixed)
+        .args(["0.3", "2"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stats = stdout(&run(Command::new("perf").args(["report", "--stats", "-i"]).arg(&data)));
+    let samples =
+        stats.lines().find(|l| l.contains("SAMPLE events")).and_then(|l| l.split_whitespace().nth(2));
+    let o = run(rperf().args(["report", "--sort", "dso", "-i"]).arg(&data));
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success() && err.is_empty(), "{err}");
+    assert!(out.contains(&format!("Samples: {}\n", samples.unwrap())), "{out}\n{stats}");
+    let dso = |name: &str| -> f64 {
+        out.lines()
+            .find(|l| l.trim_end().ends_with(name))
+            .and_then(|l| l.split('%').next()?.trim().parse().ok())
+            .unwrap_or(0.0)
+    };
+    let perf = stdout(&run(Command::new("perf")
+        .args(["report", "--stdio", "--no-children", "--sort", "dso", "-g", "none", "-i"])
+        .arg(&data)));
+    let perf_dso = |name: &str| -> f64 {
+        perf.lines()
+            .find(|l| l.trim_end().ends_with(name) && l.contains('%'))
+            .and_then(|l| l.split('%').next()?.trim().parse().ok())
+            .unwrap_or(0.0)
+    };
+    for name in ["libc.so.6", "libm.so.6", "mixed"] {
+        assert!(
+            (dso(name) - perf_dso(name)).abs() < 0.02,
+            "{name}: {} vs perf {}\n{out}\n{perf}",
+            dso(name),
+            perf_dso(name)
+        );
+    }
+    assert!(dso("libc.so.6") > 10.0, "{out}");
+}

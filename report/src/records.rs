@@ -72,12 +72,28 @@ impl Batch {
 
 /// A window of the file, mapped.
 struct Mapped {
-    map: memmap2::Mmap,
-    /// Its file offset.
+    map: Held,
+    /// Its file offset (for a window of the file).
     start: u64,
     /// What records of every window are parsed with (shared, not copied per window).
     parse_infos: Arc<[RecordParseInfo]>,
     endian: Endianness,
+}
+
+/// A window's bytes: mapped from the file, or inflated from perf's compressed records.
+enum Held {
+    Map(memmap2::Mmap),
+    Inflated(Vec<u8>),
+}
+
+impl std::ops::Deref for Held {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Held::Map(m) => m,
+            Held::Inflated(v) => v,
+        }
+    }
 }
 
 /// A record: where its bytes are (past its 8-byte header) and what it is.
@@ -115,10 +131,16 @@ pub struct RecordReader {
     ids: FxHashMap<u64, u32>,
     round_every: Option<usize>,
     in_round: usize,
-    /// Mapped windows still holding records not handed over, oldest first, and the number of
-    /// the first of them.
+    /// Windows still holding records not handed over, oldest first, and the number of the
+    /// first of them.
     windows: std::collections::VecDeque<Arc<Mapped>>,
     first_window: u32,
+    /// The number of the window of the file records are read from now.
+    current: Option<u32>,
+    /// Inflating perf's compressed records: the stream, and the start of a record that the
+    /// next compressed record ends.
+    inflate: Option<zstd_safe::DCtx<'static>>,
+    inflated: Vec<u8>,
     sorter: Sorter,
     reading: Reading,
     failed: Option<String>,
@@ -165,6 +187,9 @@ impl RecordReader {
             in_round: 0,
             windows: Default::default(),
             first_window: 0,
+            current: None,
+            inflate: None,
+            inflated: Vec::new(),
             sorter: Sorter::default(),
             reading,
             failed: None,
@@ -211,8 +236,11 @@ impl RecordReader {
     /// Unmaps (as far as this reader goes) the windows no waiting record lies in.
     fn let_go_of_windows(&mut self) {
         let oldest = self.sorter.oldest_window().unwrap_or(u32::MAX);
-        // The newest window stays: the next record is read from it.
-        while self.windows.len() > 1 && self.first_window < oldest {
+        // The window of the file stays: the next record is read from it.
+        while !self.windows.is_empty()
+            && self.first_window < oldest
+            && Some(self.first_window) != self.current
+        {
             self.windows.pop_front();
             self.first_window += 1;
         }
@@ -265,9 +293,11 @@ impl RecordReader {
                     continue;
                 }
                 COMPRESSED | COMPRESSED2 => {
-                    return Err(format!(
-                        "the record at file offset {at} is compressed (perf record -z); rperf reads uncompressed recordings: record again without -z"
-                    ))
+                    self.at = next;
+                    if self.inflate_records::<T>(at, window, start, size as usize, kind)? {
+                        return Ok(());
+                    }
+                    continue;
                 }
                 AUXTRACE if size >= 16 => {
                     // Its trace data follows it, outside its size; reports use none of it.
@@ -286,25 +316,7 @@ impl RecordReader {
                 }
                 _ => {}
             }
-            let body = start + 8;
-            let len = size as usize - 8;
-            let data =
-                RawData::Single(&self.windows[(window - self.first_window) as usize].map[body..body + len]);
-            let kind = RecordType(kind);
-            let (attr, time) = if kind.is_user_type() {
-                (None, None)
-            } else {
-                let attr = match &self.event_of {
-                    EventOf::OnlyOne => None,
-                    EventOf::Id(info) => get_record_id::<T>(kind, data, info),
-                    EventOf::Identifier(all) => get_record_identifier::<T>(kind, data, *all),
-                }
-                .and_then(|id| self.ids.get(&id).copied())
-                .unwrap_or(0);
-                (Some(attr), get_record_timestamp::<T>(kind, data, &self.parse_infos[attr as usize]))
-            };
-            let record = Record { window, start: body as u32, len: len as u32, kind, misc, attr };
-            self.sorter.insert((time, at), record);
+            self.add::<T>(window, start, size as usize, kind, misc, (at, 0));
             self.at = next;
             if let Some(every) = self.round_every {
                 self.in_round += 1;
@@ -319,11 +331,117 @@ impl RecordReader {
         Ok(())
     }
 
+    /// Puts the record at `start` of window `window` (`size` bytes with its header) in the
+    /// sorter, with its event and time; `place` (file offset, index in a compressed record)
+    /// orders records of one time.
+    fn add<T: ByteOrder>(
+        &mut self,
+        window: u32,
+        start: usize,
+        size: usize,
+        kind: u32,
+        misc: u16,
+        place: (u64, u32),
+    ) {
+        let body = start + 8;
+        let len = size - 8;
+        let data =
+            RawData::Single(&self.windows[(window - self.first_window) as usize].map[body..body + len]);
+        let kind = RecordType(kind);
+        let (attr, time) = if kind.is_user_type() {
+            (None, None)
+        } else {
+            let attr = match &self.event_of {
+                EventOf::OnlyOne => None,
+                EventOf::Id(info) => get_record_id::<T>(kind, data, info),
+                EventOf::Identifier(all) => get_record_identifier::<T>(kind, data, *all),
+            }
+            .and_then(|id| self.ids.get(&id).copied())
+            .unwrap_or(0);
+            (Some(attr), get_record_timestamp::<T>(kind, data, &self.parse_infos[attr as usize]))
+        };
+        let record = Record { window, start: body as u32, len: len as u32, kind, misc, attr };
+        self.sorter.insert((time, place.0, place.1), record);
+    }
+
+    /// Inflates the compressed record at file offset `at` (perf record -z: a zstd stream over
+    /// every compressed record, whose records may end in the next one) and puts the records it
+    /// completes in the sorter, in a window of their own. Returns whether a round ended with
+    /// records ready.
+    fn inflate_records<T: ByteOrder>(
+        &mut self,
+        at: u64,
+        window: u32,
+        start: usize,
+        size: usize,
+        kind: u32,
+    ) -> Result<bool, String> {
+        let bad = |why: &str| format!("the compressed record at file offset {at} {why}");
+        let record = &self.windows[(window - self.first_window) as usize].map[start..start + size];
+        let mut data = &record[8..];
+        if kind == COMPRESSED2 {
+            // perf 6.x: the compressed size, then the data and padding.
+            let n = data.get(..8).map(T::read_u64).ok_or_else(|| bad("is too short"))?;
+            data = data.get(8..8 + n as usize).ok_or_else(|| bad("claims more data than it holds"))?;
+        }
+        let dctx = self.inflate.get_or_insert_with(zstd_safe::DCtx::create);
+        let mut input = zstd_safe::InBuffer::around(data);
+        let mut chunk = vec![0u8; 1 << 16];
+        while input.pos() < data.len() {
+            let mut out = zstd_safe::OutBuffer::around(&mut chunk[..]);
+            dctx.decompress_stream(&mut out, &mut input)
+                .map_err(|code| bad(&format!("does not inflate: {}", zstd_safe::get_error_name(code))))?;
+            let n = out.pos();
+            self.inflated.extend_from_slice(&chunk[..n]);
+            if n == 0 && input.pos() < data.len() {
+                return Err(bad("does not inflate"));
+            }
+        }
+        // The whole records go to a window; the start of one cut by the end stays.
+        let mut whole = 0;
+        while let Some(head) = self.inflated.get(whole..whole + 8) {
+            let size = usize::from(T::read_u16(&head[6..8]));
+            if size < 8 {
+                return Err(bad(&format!("holds a record header of size {size}")));
+            }
+            if whole + size > self.inflated.len() {
+                break;
+            }
+            whole += size;
+        }
+        if whole == 0 {
+            return Ok(false);
+        }
+        let rest = self.inflated.split_off(whole);
+        let bytes = std::mem::replace(&mut self.inflated, rest);
+        let parse_infos = self.parse_infos.clone();
+        let held = Mapped { map: Held::Inflated(bytes), start: u64::MAX, parse_infos, endian: self.endian };
+        self.windows.push_back(Arc::new(held));
+        let number = self.first_window + self.windows.len() as u32 - 1;
+        let mut offset = 0;
+        let mut index = 0;
+        let mut ready = false;
+        while offset < whole {
+            let map = &self.windows[(number - self.first_window) as usize].map;
+            let kind = T::read_u32(&map[offset..offset + 4]);
+            let misc = T::read_u16(&map[offset + 4..offset + 6]);
+            let size = usize::from(T::read_u16(&map[offset + 6..offset + 8]));
+            if kind == FINISHED_ROUND {
+                ready |= self.sorter.finish_round();
+            } else {
+                self.add::<T>(number, offset, size, kind, misc, (at, index));
+            }
+            offset += size;
+            index += 1;
+        }
+        Ok(ready)
+    }
+
     /// The window (its number) and the offset in it of `n` bytes at file offset `at`, mapping
-    /// a new window when the newest one does not hold them all.
+    /// a new window when the current one does not hold them all.
     fn bytes_at(&mut self, at: u64, n: u64) -> Result<(u32, usize), String> {
-        if let Some(w) = self.windows.back() {
-            let number = self.first_window + self.windows.len() as u32 - 1;
+        if let Some(number) = self.current {
+            let w = &self.windows[(number - self.first_window) as usize];
             if at >= w.start && at + n <= w.start + w.map.len() as u64 {
                 return Ok((number, (at - w.start) as usize));
             }
@@ -344,27 +462,33 @@ impl RecordReader {
             std::hint::black_box(map[at]);
         }
         let parse_infos = self.parse_infos.clone();
-        self.windows.push_back(Arc::new(Mapped { map, start, parse_infos, endian: self.endian }));
+        let window = Mapped { map: Held::Map(map), start, parse_infos, endian: self.endian };
+        self.windows.push_back(Arc::new(window));
         let number = self.first_window + self.windows.len() as u32 - 1;
+        self.current = Some(number);
         Ok((number, (at - start) as usize))
     }
 }
 
-/// Record keys (time, then file offset) in rounds, handed out in order once no later round
+/// A record's place in time: its time, then its file offset and its index in a compressed
+/// record.
+type Key = (Option<u64>, u64, u32);
+
+/// Record keys (time, then place in the file) in rounds, handed out in order once no later round
 /// can hold an earlier record: perf's FINISHED_ROUND contract.
 #[derive(Default)]
 struct Sorter {
     /// Records in order, ready to go.
     ready: std::collections::VecDeque<Record>,
     /// Records of the rounds not yet let out, in file order.
-    waiting: Vec<((Option<u64>, u64), Record)>,
+    waiting: Vec<(Key, Record)>,
     /// The latest key of the previous round and of this one.
-    prev_max: (Option<u64>, u64),
-    cur_max: (Option<u64>, u64),
+    prev_max: Key,
+    cur_max: Key,
 }
 
 impl Sorter {
-    fn insert(&mut self, key: (Option<u64>, u64), r: Record) {
+    fn insert(&mut self, key: Key, r: Record) {
         self.cur_max = self.cur_max.max(key);
         self.waiting.push((key, r));
     }
