@@ -131,9 +131,9 @@ pub struct RecordReader {
     ids: FxHashMap<u64, u32>,
     round_every: Option<usize>,
     in_round: usize,
-    /// Windows still holding records not handed over, oldest first, and the number of the
-    /// first of them.
-    windows: std::collections::VecDeque<Arc<Mapped>>,
+    /// Windows still holding records not handed over, oldest first (None: let go of), and the
+    /// number of the first of them.
+    windows: std::collections::VecDeque<Option<Arc<Mapped>>>,
     first_window: u32,
     /// The number of the window of the file records are read from now.
     current: Option<u32>,
@@ -220,7 +220,7 @@ impl RecordReader {
                 Some((_, i)) => *i,
                 None => {
                     let i = batch.windows.len() as u32;
-                    batch.windows.push(self.windows[(r.window - self.first_window) as usize].clone());
+                    batch.windows.push(self.window(r.window).clone());
                     local.push((r.window, i));
                     i
                 }
@@ -233,14 +233,24 @@ impl RecordReader {
         batch
     }
 
-    /// Unmaps (as far as this reader goes) the windows no waiting record lies in.
+    /// Window `number`, which a record waiting or being read lies in.
+    fn window(&self, number: u32) -> &Arc<Mapped> {
+        self.windows[(number - self.first_window) as usize].as_ref().expect("a window in use is held")
+    }
+
+    /// Lets go of (unmaps, as far as this reader goes) the windows no waiting record lies in,
+    /// but the window of the file the next record is read from.
     fn let_go_of_windows(&mut self) {
-        let oldest = self.sorter.oldest_window().unwrap_or(u32::MAX);
-        // The window of the file stays: the next record is read from it.
-        while !self.windows.is_empty()
-            && self.first_window < oldest
-            && Some(self.first_window) != self.current
-        {
+        let mut used = self.sorter.windows();
+        used.extend(self.current);
+        used.sort_unstable();
+        used.dedup();
+        for (i, w) in self.windows.iter_mut().enumerate() {
+            if used.binary_search(&(self.first_window + i as u32)).is_err() {
+                *w = None;
+            }
+        }
+        while self.windows.front().is_some_and(Option::is_none) {
             self.windows.pop_front();
             self.first_window += 1;
         }
@@ -268,7 +278,7 @@ impl RecordReader {
                 ));
             }
             let (window, start) = self.bytes_at(at, 8)?;
-            let head = &self.windows[(window - self.first_window) as usize].map[start..start + 8];
+            let head = &self.window(window).map[start..start + 8];
             let kind = T::read_u32(&head[0..4]);
             let misc = T::read_u16(&head[4..6]);
             let size = u64::from(T::read_u16(&head[6..8]));
@@ -301,7 +311,7 @@ impl RecordReader {
                 }
                 AUXTRACE if size >= 16 => {
                     // Its trace data follows it, outside its size; reports use none of it.
-                    let map = &self.windows[(window - self.first_window) as usize].map;
+                    let map = &self.window(window).map;
                     let trace = T::read_u64(&map[start + 8..start + 16]);
                     match next.checked_add(trace).filter(|e| *e <= self.end) {
                         Some(e) => next = e,
@@ -345,8 +355,7 @@ impl RecordReader {
     ) {
         let body = start + 8;
         let len = size - 8;
-        let data =
-            RawData::Single(&self.windows[(window - self.first_window) as usize].map[body..body + len]);
+        let data = RawData::Single(&self.window(window).map[body..body + len]);
         let kind = RecordType(kind);
         let (attr, time) = if kind.is_user_type() {
             (None, None)
@@ -377,7 +386,8 @@ impl RecordReader {
         kind: u32,
     ) -> Result<bool, String> {
         let bad = |why: &str| format!("the compressed record at file offset {at} {why}");
-        let record = &self.windows[(window - self.first_window) as usize].map[start..start + size];
+        let held = self.window(window).clone();
+        let record = &held.map[start..start + size];
         let mut data = &record[8..];
         if kind == COMPRESSED2 {
             // perf 6.x: the compressed size, then the data and padding.
@@ -416,13 +426,13 @@ impl RecordReader {
         let bytes = std::mem::replace(&mut self.inflated, rest);
         let parse_infos = self.parse_infos.clone();
         let held = Mapped { map: Held::Inflated(bytes), start: u64::MAX, parse_infos, endian: self.endian };
-        self.windows.push_back(Arc::new(held));
+        self.windows.push_back(Some(Arc::new(held)));
         let number = self.first_window + self.windows.len() as u32 - 1;
         let mut offset = 0;
         let mut index = 0;
         let mut ready = false;
         while offset < whole {
-            let map = &self.windows[(number - self.first_window) as usize].map;
+            let map = &self.window(number).map;
             let kind = T::read_u32(&map[offset..offset + 4]);
             let misc = T::read_u16(&map[offset + 4..offset + 6]);
             let size = usize::from(T::read_u16(&map[offset + 6..offset + 8]));
@@ -441,7 +451,7 @@ impl RecordReader {
     /// a new window when the current one does not hold them all.
     fn bytes_at(&mut self, at: u64, n: u64) -> Result<(u32, usize), String> {
         if let Some(number) = self.current {
-            let w = &self.windows[(number - self.first_window) as usize];
+            let w = &self.window(number);
             if at >= w.start && at + n <= w.start + w.map.len() as u64 {
                 return Ok((number, (at - w.start) as usize));
             }
@@ -463,7 +473,7 @@ impl RecordReader {
         }
         let parse_infos = self.parse_infos.clone();
         let window = Mapped { map: Held::Map(map), start, parse_infos, endian: self.endian };
-        self.windows.push_back(Arc::new(window));
+        self.windows.push_back(Some(Arc::new(window)));
         let number = self.first_window + self.windows.len() as u32 - 1;
         self.current = Some(number);
         Ok((number, (at - start) as usize))
@@ -511,10 +521,10 @@ impl Sorter {
         self.ready.extend(self.waiting.drain(..).map(|(_, r)| r));
     }
 
-    /// The oldest window a record not handed over lies in.
-    fn oldest_window(&self) -> Option<u32> {
+    /// The windows records not handed over lie in (with repeats).
+    fn windows(&self) -> Vec<u32> {
         let ready = self.ready.iter().map(|r| r.window);
-        ready.chain(self.waiting.iter().map(|(_, r)| r.window)).min()
+        ready.chain(self.waiting.iter().map(|(_, r)| r.window)).collect()
     }
 }
 
