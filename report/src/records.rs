@@ -367,7 +367,11 @@ impl RecordReader {
             }
             .and_then(|id| self.ids.get(&id).copied())
             .unwrap_or(0);
-            (Some(attr), get_record_timestamp::<T>(kind, data, &self.parse_infos[attr as usize]))
+            match self.parse_infos.get(attr as usize) {
+                // The metadata reader refuses files without events; this never happens.
+                None => return,
+                Some(info) => (Some(attr), get_record_timestamp::<T>(kind, data, info)),
+            }
         };
         let record = Record { window, start: body as u32, len: len as u32, kind, misc, attr };
         self.sorter.insert((time, place.0, place.1), record);
