@@ -10,7 +10,7 @@ use linux_perf_data::linux_perf_event_reader::{
 use linux_perf_data::{PerfFileRecord, SimpleperfFileRecord};
 use rperf_symbols::{BinaryFinder, KernelSymbols, SymbolTable};
 use rperf_unwind::{
-    split_callchain, Arch, ChainFrame, CodeAddress, Context, ProcessUnwinder, Regs, UnwindCache, Unwound,
+    split_callchain, Arch, ChainFrame, CodeAddress, Context, ProcessUnwinder, Regs, UnwindCache,
 };
 
 use crate::load::Recording;
@@ -256,23 +256,8 @@ impl Converter {
 
     fn add_sample(&mut self, d: Decoded<'_>, max_stack: usize) {
         let (pid, tid, time) = (d.pid, d.tid, d.time);
-        let mut chain = d.chain;
-        let truncated = d.unwound.as_ref().is_some_and(|u| u.truncated);
-        if let Some(unwound) = d.unwound {
-            // DWARF mode: the kernel part from the record, the user part unwound here.
-            chain.retain(|f| f.context == Context::Kernel);
-            // Under kernel frames, the user instruction pointer is where the kernel returns to.
-            let under_kernel = !chain.is_empty();
-            chain.extend(unwound.frames.iter().map(|&f| {
-                let addr = match f {
-                    CodeAddress::InstructionPointer(a) if under_kernel => CodeAddress::ReturnAddress(a),
-                    other => other,
-                };
-                ChainFrame { addr, context: Context::User }
-            }));
-        }
         self.frames.clear();
-        for f in chain.iter().take(max_stack) {
+        for f in d.chain.iter().take(max_stack) {
             self.frames.push(self.resolver.frame(&mut self.model, pid, f.addr.lookup(), f.context, time));
         }
         let comm = self.model.comm_of(pid, tid);
@@ -283,7 +268,7 @@ impl Converter {
             cpu: d.cpu,
             period: d.period,
             addrs: &self.frames,
-            truncated,
+            truncated: d.truncated,
         };
         self.profile.add_sample(&self.model, &sample);
     }
@@ -298,11 +283,13 @@ struct Decoded<'a> {
     time: u64,
     cpu: u32,
     period: u64,
-    /// Its call chain as recorded, or its instruction pointer.
+    /// Its call chain as recorded, or its instruction pointer; once unwound (DWARF mode), the
+    /// kernel part as recorded and the user part unwound.
     chain: Vec<ChainFrame>,
     /// The user registers and stack, in DWARF mode.
     user: Option<(Regs, std::borrow::Cow<'a, [u8]>)>,
-    unwound: Option<Unwound>,
+    /// Its unwinding stopped early.
+    truncated: bool,
 }
 
 impl<'a> Decoded<'a> {
@@ -333,10 +320,25 @@ impl<'a> Decoded<'a> {
     /// never described, whose stack stops at the sampled instruction).
     fn unwind(&mut self, unwinder: Option<&ProcessUnwinder>) {
         let Some((regs, stack)) = &self.user else { return };
-        self.unwound = Some(match unwinder {
-            Some(u) => UNWIND_CACHE.with_borrow_mut(|cache| u.unwind(cache, *regs, stack, MAX_UNWIND_FRAMES)),
-            None => Unwound { frames: vec![CodeAddress::InstructionPointer(regs.ip)], truncated: true },
-        });
+        let chain = &mut self.chain;
+        chain.retain(|f| f.context == Context::Kernel);
+        // Under kernel frames, the user instruction pointer is where the kernel returns to.
+        let under_kernel = !chain.is_empty();
+        let mut user = |f: CodeAddress| {
+            let addr = match f {
+                CodeAddress::InstructionPointer(a) if under_kernel => CodeAddress::ReturnAddress(a),
+                other => other,
+            };
+            chain.push(ChainFrame { addr, context: Context::User });
+        };
+        self.truncated = match unwinder {
+            Some(u) => UNWIND_CACHE
+                .with_borrow_mut(|cache| u.unwind_each(cache, *regs, stack, MAX_UNWIND_FRAMES, &mut user)),
+            None => {
+                user(CodeAddress::InstructionPointer(regs.ip));
+                true
+            }
+        };
     }
 }
 
@@ -357,17 +359,18 @@ fn decoded<'a>(
         CpuMode::User => Context::User,
         _ => Context::Other,
     };
-    let chain = match &s.callchain {
-        Some(cc) if !cc.is_empty() => {
-            let raw: Vec<u64> = (0..cc.len()).filter_map(|i| cc.get(i)).collect();
-            split_callchain(&raw, default_ctx)
-        }
-        _ => s
-            .ip
-            .map(|ip| vec![ChainFrame { addr: CodeAddress::InstructionPointer(ip), context: default_ctx }])
-            .unwrap_or_default(),
-    };
     let stack = s.user_stack.as_ref().filter(|(d, dyn_size)| !d.is_empty() && *dyn_size > 0);
+    // Room for the frames unwinding adds, so that they seldom move the chain.
+    let recorded = s.callchain.as_ref().map_or(1, |cc| cc.len());
+    let mut chain = Vec::with_capacity(recorded + if stack.is_some() { 64 } else { 0 });
+    match &s.callchain {
+        Some(cc) if !cc.is_empty() => {
+            split_callchain((0..cc.len()).filter_map(|i| cc.get(i)), default_ctx, &mut chain)
+        }
+        _ => chain.extend(
+            s.ip.map(|ip| ChainFrame { addr: CodeAddress::InstructionPointer(ip), context: default_ctx }),
+        ),
+    }
     let regs = s.user_regs.as_ref().and_then(|r| Regs::from_perf(arch, |n| r.get(n)));
     let user = match (regs, stack) {
         (Some(regs), Some((data, dyn_size))) => {
@@ -389,7 +392,7 @@ fn decoded<'a>(
         period: s.period.unwrap_or(1),
         chain,
         user,
-        unwound: None,
+        truncated: false,
     }
 }
 

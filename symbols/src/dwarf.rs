@@ -232,7 +232,6 @@ fn focused_dwarf(
     map: &Arc<memmap2::Mmap>,
     addrs: &[u64],
 ) -> Option<(gimli::Dwarf<Reader>, AddressRanges)> {
-    use std::io::Read;
     let endian = endian_of(obj);
     let aranges = load_section(obj, map, endian, ".debug_aranges");
     // (begin, end, unit offset) of every address range, by begin.
@@ -268,15 +267,15 @@ fn focused_dwarf(
     let kept = inflated.as_ref().and_then(|k| k.map());
     // The section inflated as it is read is kept for the next time.
     let mut keeping = None;
-    let mut reader: Box<dyn std::io::Read> = match (compressed.format, &kept) {
-        (_, Some(kept)) => Box::new(&kept[..]),
-        (object::CompressionFormat::None, _) => Box::new(compressed.data),
+    let mut reader = match (compressed.format, &kept) {
+        (_, Some(kept)) => Units::Bytes(&kept[..]),
+        (object::CompressionFormat::None, _) => Units::Bytes(compressed.data),
         // Inflated 1 MiB at a time: in small pieces, inflating costs several times more.
         (object::CompressionFormat::Zlib, _) => {
             let inflate = flate2::read::ZlibDecoder::new(compressed.data);
             keeping = inflated.as_ref().and_then(|k| k.new_file());
             let tee = Tee { from: inflate, to: keeping.as_mut() };
-            Box::new(std::io::BufReader::with_capacity(1 << 20, tee))
+            Units::Stream(Box::new(std::io::BufReader::with_capacity(1 << 20, tee)))
         }
         _ => return None,
     };
@@ -310,16 +309,13 @@ fn focused_dwarf(
             5 => head[6] == gimli::DW_UT_compile.0,
             _ => return None,
         };
-        let rest = len as u64 - 4;
+        let rest = len as usize - 4;
         if compile && listed.contains(&at) && !wanted.contains(&at) {
-            std::io::copy(&mut (&mut reader).take(rest), &mut std::io::sink()).ok()?;
+            reader.skip(rest)?;
             left_out.insert(at);
         } else {
             info.extend_from_slice(&head);
-            let copied = std::io::copy(&mut (&mut reader).take(rest), &mut info).ok()?;
-            if copied != rest {
-                return None;
-            }
+            reader.copy_to(rest, &mut info)?;
         }
         at += len as usize + 4;
     }
@@ -420,6 +416,50 @@ impl Inflated {
                 crate::cache::prune(&self.dir, KEEP_INFLATED);
             }
         }
+    }
+}
+
+/// Where `.debug_info`'s units are read from: bytes in memory (uncompressed, or kept inflated),
+/// or a stream inflating them.
+enum Units<'a> {
+    Bytes(&'a [u8]),
+    Stream(Box<dyn std::io::Read + 'a>),
+}
+
+impl Units<'_> {
+    fn read_exact(&mut self, buf: &mut [u8]) -> std::io::Result<()> {
+        match self {
+            Units::Bytes(b) => std::io::Read::read_exact(b, buf),
+            Units::Stream(r) => r.read_exact(buf),
+        }
+    }
+
+    /// Passes over `n` bytes.
+    fn skip(&mut self, n: usize) -> Option<()> {
+        match self {
+            Units::Bytes(b) => *b = b.get(n..)?,
+            Units::Stream(r) => {
+                let skipped =
+                    std::io::copy(&mut std::io::Read::take(r, n as u64), &mut std::io::sink()).ok()?;
+                (skipped == n as u64).then_some(())?
+            }
+        }
+        Some(())
+    }
+
+    /// Appends the next `n` bytes to `out`.
+    fn copy_to(&mut self, n: usize, out: &mut Vec<u8>) -> Option<()> {
+        match self {
+            Units::Bytes(b) => {
+                out.extend_from_slice(b.get(..n)?);
+                *b = &b[n..];
+            }
+            Units::Stream(r) => {
+                let copied = std::io::copy(&mut std::io::Read::take(r, n as u64), out).ok()?;
+                (copied == n as u64).then_some(())?
+            }
+        }
+        Some(())
     }
 }
 

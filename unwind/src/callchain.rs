@@ -29,12 +29,12 @@ const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
 const PERF_CONTEXT_KERNEL: u64 = (-128i64) as u64;
 const PERF_CONTEXT_USER: u64 = (-512i64) as u64;
 
-/// Splits a raw call chain into frames, dropping context markers and zero addresses.
-/// `default` is the context of entries before the first marker.
-pub fn split_callchain(raw: &[u64], default: Context) -> Vec<ChainFrame> {
+/// Splits a raw call chain into frames, dropping context markers and zero addresses, and
+/// appends them to `out`. `default` is the context of entries before the first marker.
+pub fn split_callchain(raw: impl IntoIterator<Item = u64>, default: Context, out: &mut Vec<ChainFrame>) {
     let mut ctx = default;
-    let mut out: Vec<ChainFrame> = Vec::with_capacity(raw.len());
-    for &addr in raw {
+    let first = out.len();
+    for addr in raw {
         if addr >= PERF_CONTEXT_MAX {
             ctx = match addr {
                 PERF_CONTEXT_KERNEL => Context::Kernel,
@@ -46,14 +46,13 @@ pub fn split_callchain(raw: &[u64], default: Context) -> Vec<ChainFrame> {
         if addr == 0 {
             continue;
         }
-        let addr = if out.is_empty() {
+        let addr = if out.len() == first {
             CodeAddress::InstructionPointer(addr)
         } else {
             CodeAddress::ReturnAddress(addr)
         };
         out.push(ChainFrame { addr, context: ctx });
     }
-    out
 }
 
 #[cfg(test)]
@@ -64,7 +63,8 @@ mod tests {
     fn markers_are_removed() {
         let raw =
             [PERF_CONTEXT_KERNEL, 0xffff_8000_1000, 0xffff_8000_2000, PERF_CONTEXT_USER, 0x4000, 0, 0x5000];
-        let f = split_callchain(&raw, Context::User);
+        let mut f = vec![];
+        split_callchain(raw, Context::User, &mut f);
         assert_eq!(f.len(), 4);
         assert_eq!(
             (f[0].context, f[0].addr),

@@ -314,26 +314,44 @@ impl ProcessUnwinder {
     /// Unwinds from `regs` over `stack` (the bytes copied from `regs.sp` upward), at most
     /// `max_frames` frames.
     pub fn unwind(&self, cache: &mut UnwindCache, regs: Regs, stack: &[u8], max_frames: usize) -> Unwound {
+        let mut frames = Vec::new();
+        let truncated = self.unwind_each(cache, regs, stack, max_frames, |f| frames.push(f));
+        Unwound { frames, truncated }
+    }
+
+    /// `unwind`, handing each frame (innermost first) to `frame` as it is found; returns whether
+    /// the stack was cut short.
+    pub fn unwind_each(
+        &self,
+        cache: &mut UnwindCache,
+        regs: Regs,
+        stack: &[u8],
+        max_frames: usize,
+        mut frame: impl FnMut(CodeAddress),
+    ) -> bool {
         let sp = regs.sp;
         let mut read = |addr: u64| -> Result<u64, ()> {
             let off = addr.checked_sub(sp).ok_or(())? as usize;
             let bytes = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
             Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| ())?))
         };
-        let mut out = Unwound::default();
+        let (mut found, mut truncated) = (0, false);
         macro_rules! walk {
             ($iter:expr) => {{
                 let mut iter = $iter;
                 loop {
-                    if out.frames.len() >= max_frames {
-                        out.truncated = true;
+                    if found >= max_frames {
+                        truncated = true;
                         break;
                     }
                     match iter.next() {
-                        Ok(Some(f)) => out.frames.push(convert(f)),
+                        Ok(Some(f)) => {
+                            frame(convert(f));
+                            found += 1;
+                        }
                         Ok(None) => break,
                         Err(_) => {
-                            out.truncated = true;
+                            truncated = true;
                             break;
                         }
                     }
@@ -358,7 +376,7 @@ impl ProcessUnwinder {
                 ))
             }
         }
-        out
+        truncated
     }
 }
 
