@@ -207,9 +207,9 @@ impl Converter {
         self.profile.lost(attr, r.count);
     }
 
-    /// Adds samples to the profile, in order. Decoding them and unwinding their user stacks
-    /// run side by side on every core: no record between them changes the processes they
-    /// belong to. Returns how many could not be decoded.
+    /// Adds samples to the profile, in order. No record between them changes the processes
+    /// they belong to, so decoding them and unwinding their user stacks can run side by side,
+    /// and do where more than two cores are free. Returns how many could not be decoded.
     fn add_samples<'a>(
         &mut self,
         raw: &[(usize, RawEventRecord<'a>)],
