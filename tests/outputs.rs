@@ -429,7 +429,8 @@ fn html_timeline_selects_a_time_range_in_chromium() {
         .iter()
         .filter(|r| in_range(r["time"].as_u64().unwrap()) && r["stack"][0]["symbol"] == "func_alpha")
         .count();
-    assert!(want > 100 && want < times.len() / 2, "{want} of {}", times.len());
+    // 0.3 s of a 1 s run: a share of the samples the run took, however busy the machine.
+    assert!(want >= 20 && want * 10 > times.len() && want < times.len() / 2, "{want} of {}", times.len());
     let total = |dom: &str| -> usize {
         dom.split("data-total=\"").nth(1).and_then(|s| s.split('"').next()).unwrap().parse().unwrap()
     };
