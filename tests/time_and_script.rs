@@ -30,7 +30,8 @@ fn a_time_window_counts_the_samples_taken_in_it() {
     let count = |from: u64, to: u64| times.iter().filter(|&&t| t >= from && t < to).count() as u64;
     // Seconds after the first sample.
     let want = count(first + 200_000_000, first + 600_000_000);
-    assert!(want > 100, "{want}");
+    // 0.4 s of a 1 s run: a share of the samples the run took, however busy the machine.
+    assert!(want >= 20 && want * 10 > times.len() as u64, "{want} of {}", times.len());
     assert_eq!(samples_line(&report(&data, &["--time", "0.2,0.6", "--sort", "comm"])), want);
     // Timestamps of the recording's clock, and open ends.
     let (a, b) = (first + 300_000_000, first + 700_000_000);
