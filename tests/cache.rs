@@ -127,23 +127,28 @@ fn inflated_debug_sections_are_kept_by_build_id() {
     assert!(first.contains("inner_kernel (inlined)"), "{first}");
     let id = build_id_hex(&exe);
     let kept = files(&cache.join("debug"), &id);
-    let names: Vec<String> =
-        kept.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
-    assert!(
-        names.contains(&format!("{id}.debug_info")) && names.contains(&format!("{id}.debug_str")),
-        "{names:?}"
-    );
+    let named = |section: &str| {
+        kept.iter()
+            .find(|p| p.to_string_lossy().ends_with(section))
+            .unwrap_or_else(|| panic!("{section}: {kept:?}"))
+            .clone()
+    };
+    let (info, strings) = (named(".debug_info"), named(".debug_str"));
     assert!(kept.iter().all(|p| mode(p) == 0o600));
     assert_eq!(report(&data, &cache, "symbol"), first);
     // The kept sections are what names code now.
-    let strings = cache.join("debug").join(format!("{id}.debug_str"));
     plant(&strings, "inner_kernel", "planted_func");
     let with_planted = report(&data, &cache, "symbol");
     assert!(with_planted.contains("planted_func (inlined)"), "{with_planted}");
+    // Another file with the same build id (a copy) keeps its own.
+    let copy = dir.join("inline_gz_copy");
+    copy_executable(&exe, &copy);
+    let copy_data = record_fp("cache_debug_copy", &copy, &["1"]);
+    let from_copy = report(&copy_data, &cache, "symbol");
+    assert!(from_copy.contains("inner_kernel (inlined)") && !from_copy.contains("planted"), "{from_copy}");
     // Another user's file is not used, nor one of another length.
     chown_nobody(&strings);
     assert_eq!(report(&data, &cache, "symbol"), first);
-    let info = cache.join("debug").join(format!("{id}.debug_info"));
     let mut bytes = std::fs::read(&info).unwrap();
     bytes.truncate(bytes.len() / 2);
     std::fs::write(&info, bytes).unwrap();

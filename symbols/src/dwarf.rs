@@ -75,13 +75,14 @@ fn load_section(
     map: &Arc<memmap2::Mmap>,
     endian: gimli::RunTimeEndian,
     name: &str,
+    origin: Option<&str>,
 ) -> Reader {
     let empty = || Bytes { owner: Arc::new(Vec::<u8>::new()), start: 0, len: 0 };
     if name.is_empty() {
         return Reader::new(empty(), endian);
     }
     let section = obj.section_by_name(name);
-    if let Some(kept) = section.as_ref().and_then(|s| Inflated::of(obj, s)).and_then(|k| k.map()) {
+    if let Some(kept) = section.as_ref().and_then(|s| Inflated::of(obj, s, origin)).and_then(|k| k.map()) {
         let len = kept.len();
         return Reader::new(Bytes { owner: kept, start: 0, len }, endian);
     }
@@ -98,7 +99,7 @@ fn load_section(
             if let Some((offset, size)) = section.as_ref().and_then(|s| s.file_range()) {
                 crate::let_go(map, offset, size);
             }
-            if let Some(k) = section.as_ref().and_then(|s| Inflated::of(obj, s)) {
+            if let Some(k) = section.as_ref().and_then(|s| Inflated::of(obj, s, origin)) {
                 k.keep(&v);
             }
             let len = v.len();
@@ -124,11 +125,15 @@ fn unused(id: gimli::SectionId) -> bool {
     matches!(id, DebugLoc | DebugLocLists | DebugMacinfo | DebugMacro)
 }
 
-fn dwarf_of(obj: &object::File<'_>, map: &Arc<memmap2::Mmap>) -> Option<gimli::Dwarf<Reader>> {
+fn dwarf_of(
+    obj: &object::File<'_>,
+    map: &Arc<memmap2::Mmap>,
+    origin: Option<&str>,
+) -> Option<gimli::Dwarf<Reader>> {
     let endian = endian_of(obj);
     gimli::Dwarf::load(|id| {
         let name = if unused(id) { "" } else { id.name() };
-        Ok::<_, gimli::Error>(load_section(obj, map, endian, name))
+        Ok::<_, gimli::Error>(load_section(obj, map, endian, name, origin))
     })
     .ok()
 }
@@ -156,10 +161,12 @@ impl DebugInfo {
         if !has_dwarf(&obj) {
             return None;
         }
-        let focused = (!addrs.is_empty()).then(|| focused_dwarf(&obj, &map, addrs)).flatten();
+        let origin = origin_of(path);
+        let origin = origin.as_deref();
+        let focused = (!addrs.is_empty()).then(|| focused_dwarf(&obj, &map, addrs, origin)).flatten();
         let (dwarf, left_out) = match focused {
             Some((dwarf, ranges)) => (dwarf, Some(ranges)),
-            None => (dwarf_of(&obj, &map)?, None),
+            None => (dwarf_of(&obj, &map, origin)?, None),
         };
         let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
         Some(DebugInfo {
@@ -184,7 +191,9 @@ impl DebugInfo {
         } else {
             let full = self.full.get_or_init(|| {
                 let obj = object::File::parse(&self.map[..]).ok()?;
-                let ctx = addr2line::Context::from_dwarf(dwarf_of(&obj, &self.map)?).ok()?;
+                let origin = origin_of(&self.path);
+                let ctx =
+                    addr2line::Context::from_dwarf(dwarf_of(&obj, &self.map, origin.as_deref())?).ok()?;
                 Some(Mutex::new(ctx))
             });
             match full {
@@ -231,9 +240,10 @@ fn focused_dwarf(
     obj: &object::File<'_>,
     map: &Arc<memmap2::Mmap>,
     addrs: &[u64],
+    origin: Option<&str>,
 ) -> Option<(gimli::Dwarf<Reader>, AddressRanges)> {
     let endian = endian_of(obj);
-    let aranges = load_section(obj, map, endian, ".debug_aranges");
+    let aranges = load_section(obj, map, endian, ".debug_aranges", origin);
     // (begin, end, unit offset) of every address range, by begin.
     let mut ranges: Vec<(u64, u64, usize)> = Vec::new();
     let mut headers = gimli::DebugAranges::from(aranges).headers();
@@ -263,7 +273,7 @@ fn focused_dwarf(
     }
     let section = obj.section_by_name(".debug_info")?;
     let compressed = section.compressed_data().ok()?;
-    let inflated = Inflated::of(obj, &section);
+    let inflated = Inflated::of(obj, &section, origin);
     let kept = inflated.as_ref().and_then(|k| k.map());
     // The section inflated as it is read is kept for the next time.
     let mut keeping = None;
@@ -334,7 +344,7 @@ fn focused_dwarf(
     {
         crate::let_go(map, offset, size);
     }
-    let abbrev = load_section(obj, map, endian, ".debug_abbrev");
+    let abbrev = load_section(obj, map, endian, ".debug_abbrev", origin);
     // The kept units moved: a reference by section offset would now point elsewhere.
     {
         let debug_info = gimli::DebugInfo::new(&info[..], endian);
@@ -359,13 +369,25 @@ fn focused_dwarf(
             gimli::SectionId::DebugAbbrev => abbrev.clone(),
             // Its unit offsets are those of the whole section: addr2line finds each unit's
             // ranges in the unit itself instead.
-            gimli::SectionId::DebugAranges => load_section(obj, map, endian, ""),
-            id if unused(id) => load_section(obj, map, endian, ""),
-            id => load_section(obj, map, endian, id.name()),
+            gimli::SectionId::DebugAranges => load_section(obj, map, endian, "", None),
+            id if unused(id) => load_section(obj, map, endian, "", None),
+            id => load_section(obj, map, endian, id.name(), origin),
         })
     })
     .ok()?;
     Some((dwarf, left_out))
+}
+
+/// The identity of the file at `path` (device, inode, size, modification time), as a name; None
+/// for what is not a file.
+fn origin_of(path: &Path) -> Option<String> {
+    use std::hash::{Hash, Hasher};
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
+    // Fixed keys: the same file gets the same name in every report.
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec()).hash(&mut h);
+    Some(format!("{:016x}", h.finish()))
 }
 
 /// The most bytes of inflated sections kept in the cache; the oldest go first.
@@ -380,8 +402,14 @@ struct Inflated {
 }
 
 impl Inflated {
-    /// None for sections stored uncompressed, or in files without a build id.
-    fn of(obj: &object::File<'_>, section: &object::Section<'_, '_>) -> Option<Inflated> {
+    /// None for sections stored uncompressed, in files without a build id, or of no file on
+    /// disk (`origin`: the file's identity, `origin_of`).
+    fn of(
+        obj: &object::File<'_>,
+        section: &object::Section<'_, '_>,
+        origin: Option<&str>,
+    ) -> Option<Inflated> {
+        let origin = origin?;
         let c = section.compressed_data().ok()?;
         if c.format == object::CompressionFormat::None {
             return None;
@@ -392,7 +420,9 @@ impl Inflated {
             return None;
         }
         let dir = crate::cache::dir("debug")?;
-        let path = dir.join(format!("{id}.{name}"));
+        // Named by the file too: another file claiming the build id (a binary from a
+        // recording's --symfs folder, say) never reads or replaces what this one kept.
+        let path = dir.join(format!("{id}-{origin}.{name}"));
         Some(Inflated { dir, path, len: c.uncompressed_size })
     }
 
@@ -514,6 +544,7 @@ impl DebugInfo {
                         &map,
                         endian,
                         id.dwo_name().unwrap_or(id.name()),
+                        None,
                     ))
                 },
                 empty,
@@ -539,7 +570,7 @@ fn load_dwo(load: &addr2line::SplitDwarfLoad<Reader>) -> Option<Arc<gimli::Dwarf
     let endian = endian_of(&obj);
     // .dwo files name their sections with a .dwo suffix.
     let mut dwarf = gimli::Dwarf::load(|id| {
-        Ok::<_, gimli::Error>(load_section(&obj, &map, endian, id.dwo_name().unwrap_or(id.name())))
+        Ok::<_, gimli::Error>(load_section(&obj, &map, endian, id.dwo_name().unwrap_or(id.name()), None))
     })
     .ok()?;
     dwarf.make_dwo(&load.parent);
