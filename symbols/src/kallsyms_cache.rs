@@ -13,16 +13,18 @@ use std::io::Write;
 use std::path::Path;
 
 use crate::kallsyms::{find_address, text_symbol_index};
-use crate::trusted::{self, Owners};
 
-/// Kernel text symbols of this machine, as kallsyms text with its index.
+/// Kernel text symbols of this machine: /proc/kallsyms's text with its index, or the kept
+/// symbols, mapped.
 #[derive(Default)]
 pub struct RunningKernel {
-    /// kallsyms lines.
+    /// /proc/kallsyms's lines.
     text: String,
-    /// `kallsyms::text_symbol_index` of `text`; None for kept symbols, whose lines are in
-    /// address order and are searched instead.
-    index: Option<Vec<(u64, usize)>>,
+    /// `kallsyms::text_symbol_index` of `text`.
+    index: Vec<(u64, usize)>,
+    /// The kept symbols: lines in address order after a header line, searched in place (only
+    /// the lines lookups need are read).
+    kept: Option<std::sync::Arc<memmap2::Mmap>>,
     /// The addresses `text` names as /proc/kallsyms would; None: every address (it is
     /// /proc/kallsyms).
     covered: Option<(u64, u64)>,
@@ -54,20 +56,24 @@ impl RunningKernel {
     /// /proc/kallsyms, read now.
     pub fn live() -> RunningKernel {
         let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-        let index = Some(text_symbol_index(&text));
-        RunningKernel { text, index, covered: None, cached: false }
+        let index = text_symbol_index(&text);
+        RunningKernel { text, index, kept: None, covered: None, cached: false }
     }
 
     /// The symbols that hold `addrs`, as `KernelSymbols::from_kallsyms_for` makes them.
     pub fn symbols_for(&self, addrs: &[u64]) -> crate::KernelSymbols {
-        match &self.index {
-            Some(index) => crate::KernelSymbols::from_kallsyms_index(&self.text, index, addrs),
-            None => crate::KernelSymbols::from_kallsyms_index(
-                &self.text,
-                &sorted_index_for(&self.text, addrs),
-                addrs,
-            ),
+        let Some(kept) = &self.kept else {
+            return crate::KernelSymbols::from_kallsyms_index(&self.text, &self.index, addrs);
+        };
+        // The lines lookups read, as text of their own.
+        let (mut text, mut index) = (String::new(), Vec::new());
+        for (addr, at) in sorted_index_for(kept, addrs) {
+            let line = kept[at..].split(|&b| b == b'\n').next().unwrap_or_default();
+            index.push((addr, text.len()));
+            text.push_str(&String::from_utf8_lossy(line));
+            text.push('\n');
         }
+        crate::KernelSymbols::from_kallsyms_index(&text, &index, addrs)
     }
 
     /// Whether every address of `addrs` is named here as /proc/kallsyms names it now.
@@ -78,9 +84,10 @@ impl RunningKernel {
         }
     }
 
-    /// Whether the kernel hides its addresses from this user (kptr_restrict).
+    /// Whether the kernel hides its addresses from this user (kptr_restrict); symbols are kept
+    /// only where it does not.
     pub fn hidden(&self) -> bool {
-        find_address(&self.text, "_text").is_none()
+        self.kept.is_none() && find_address(&self.text, "_text").is_none()
     }
 }
 
@@ -106,30 +113,32 @@ fn header(boot: &BootKey) -> String {
 
 /// The kept symbols at `path`, when they were kept for this boot and kernel.
 fn read_kept(path: &Path, boot: &BootKey) -> Option<RunningKernel> {
-    let bytes = trusted::read(path, 64 << 20, Owners::Trusted(None), false).ok()?;
-    let text = String::from_utf8(bytes).ok()?;
-    let body = text.strip_prefix(&header(boot))?;
-    let start = text.len() - body.len();
-    let first = line_at(&text, start)?.0;
-    let last = line_at(&text, text[..text.len() - 1].rfind('\n')? + 1)?.0;
-    Some(RunningKernel { text, index: None, covered: Some((first, last)), cached: true })
+    let map = crate::cache::map(path, None)?;
+    let start = header(boot).len();
+    if !map.starts_with(header(boot).as_bytes()) || map.len() <= start || map.last() != Some(&b'\n') {
+        return None;
+    }
+    let first = line_at(&map, start)?.0;
+    let last = line_at(&map, map[..map.len() - 1].iter().rposition(|&b| b == b'\n')? + 1)?.0;
+    Some(RunningKernel { kept: Some(map), covered: Some((first, last)), cached: true, ..Default::default() })
 }
 
 /// The address of the line at `at` and where the next line starts.
-fn line_at(text: &str, at: usize) -> Option<(u64, usize)> {
+fn line_at(text: &[u8], at: usize) -> Option<(u64, usize)> {
     let rest = &text[at..];
-    let end = rest.find('\n').map_or(text.len(), |i| at + i + 1);
-    let addr = u64::from_str_radix(rest.split(' ').next()?, 16).ok()?;
+    let end = rest.iter().position(|&b| b == b'\n').map_or(text.len(), |i| at + i + 1);
+    let hex = &rest[..rest.iter().position(|&b| b == b' ')?];
+    let addr = u64::from_str_radix(std::str::from_utf8(hex).ok()?, 16).ok()?;
     Some((addr, end))
 }
 
 /// The part of `text_symbol_index` that lookups of `addrs` read, found by binary search in
 /// kept symbols (lines in address order after a header line): for each address, the lines of
 /// the symbol holding it and the first line of the next symbol.
-fn sorted_index_for(text: &str, addrs: &[u64]) -> Vec<(u64, usize)> {
-    let Some(first) = text.find('\n').map(|i| i + 1) else { return Vec::new() };
+fn sorted_index_for(text: &[u8], addrs: &[u64]) -> Vec<(u64, usize)> {
+    let Some(first) = text.iter().position(|&b| b == b'\n').map(|i| i + 1) else { return Vec::new() };
     // The start of the line that holds byte `at`.
-    let line_start = |at: usize| text[..at].rfind('\n').map_or(0, |i| i + 1).max(first);
+    let line_start = |at: usize| text[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1).max(first);
     let mut out = Vec::new();
     for &addr in addrs {
         // The first line whose address is over `addr`.
@@ -169,7 +178,7 @@ fn sorted_index_for(text: &str, addrs: &[u64]) -> Vec<(u64, usize)> {
 /// file beside the cache file, then renamed over it; files of other boots are removed.
 fn keep(dir: &Path, boot: &BootKey, live: &RunningKernel) -> std::io::Result<()> {
     let mut out = header(boot).into_bytes();
-    for &(_, at) in live.index.iter().flatten() {
+    for &(_, at) in &live.index {
         let line = live.text[at..].split('\n').next().unwrap_or_default();
         // Module, BPF and trampoline symbols carry their module's name; they are not kept.
         if line.split_whitespace().nth(3).is_none() {
@@ -197,12 +206,7 @@ mod tests {
     use std::os::unix::fs::MetadataExt;
 
     fn kernel(text: &str) -> RunningKernel {
-        RunningKernel {
-            text: text.to_string(),
-            index: Some(text_symbol_index(text)),
-            covered: None,
-            cached: false,
-        }
+        RunningKernel { text: text.to_string(), index: text_symbol_index(text), ..Default::default() }
     }
 
     #[test]
