@@ -63,7 +63,8 @@ impl KernelSymbols {
             let size = index.get(i).map_or(0, |next| next.0 - start);
             let first = index[..i].partition_point(|e| e.0 < start);
             for &(_, line) in &index[first..i] {
-                let s = crate::kallsyms::parse_line(&text[line..]).expect("indexed lines parse");
+                // A line cut short (a damaged snapshot in a recording) names nothing.
+                let Some(s) = crate::kallsyms::parse_line(&text[line..]) else { continue };
                 modules.push((start, s.module));
                 raw.push((start, size, s.name));
             }
