@@ -329,11 +329,11 @@ fn code_without_symbols_is_reported_per_address() {
 fn compressed_recordings_are_read_whole() {
     let data = scratch("report_compressed").join("perf.data");
     let o = run(Command::new("perf")
-        .args(["record", "-z", "-g", "-F", "2000", "-o"])
+        .args(["record", "-z", "-g", "-F", "4000", "-o"])
         .arg(&data)
         .arg("--")
         .arg(&programs().mixed)
-        .args(["0.3", "2"]));
+        .args(["0.6", "2"]));
     assert!(o.status.success(), "{}", stderr(&o));
     let stats = stdout(&run(Command::new("perf").args(["report", "--stats", "-i"]).arg(&data)));
     let samples =

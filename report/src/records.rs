@@ -280,10 +280,8 @@ impl RecordReader {
                 ));
             }
             let (window, start) = self.bytes_at(at, 8)?;
-            let head = &self.window(window).map[start..start + 8];
-            let kind = T::read_u32(&head[0..4]);
-            let misc = T::read_u16(&head[4..6]);
-            let size = u64::from(T::read_u16(&head[6..8]));
+            let (kind, misc, size) = header::<T>(&self.window(window).map[start..]);
+            let size = size as u64;
             if size < 8 {
                 return Err(format!("the record header at file offset {at} has size {size}"));
             }
@@ -408,20 +406,26 @@ impl RecordReader {
         let dctx = self.inflate.get_or_insert_with(zstd_safe::DCtx::create);
         let mut input = zstd_safe::InBuffer::around(data);
         let mut chunk = vec![0u8; 1 << 16];
-        while input.pos() < data.len() {
+        // Until the input is used up and the output no longer fills the chunk: a full chunk
+        // may leave output behind in the stream.
+        loop {
             let mut out = zstd_safe::OutBuffer::around(&mut chunk[..]);
             dctx.decompress_stream(&mut out, &mut input)
                 .map_err(|code| bad(&format!("does not inflate: {}", zstd_safe::get_error_name(code))))?;
             let n = out.pos();
             self.inflated.extend_from_slice(&chunk[..n]);
-            if n == 0 && input.pos() < data.len() {
+            let used_up = input.pos() == data.len();
+            if used_up && n < chunk.len() {
+                break;
+            }
+            if n == 0 && !used_up {
                 return Err(bad("does not inflate"));
             }
         }
         // The whole records go to a window; the start of one cut by the end stays.
         let mut whole = 0;
         while let Some(head) = self.inflated.get(whole..whole + 8) {
-            let size = usize::from(T::read_u16(&head[6..8]));
+            let (_, _, size) = header::<T>(head);
             if size < 8 {
                 return Err(bad(&format!("holds a record header of size {size}")));
             }
@@ -443,10 +447,7 @@ impl RecordReader {
         let mut index = 0;
         let mut ready = false;
         while offset < whole {
-            let map = &self.window(number).map;
-            let kind = T::read_u32(&map[offset..offset + 4]);
-            let misc = T::read_u16(&map[offset + 4..offset + 6]);
-            let size = usize::from(T::read_u16(&map[offset + 6..offset + 8]));
+            let (kind, misc, size) = header::<T>(&self.window(number).map[offset..]);
             if kind == FINISHED_ROUND {
                 ready |= self.sorter.finish_round();
             } else {
@@ -489,6 +490,11 @@ impl RecordReader {
         self.current = Some(number);
         Ok((number, (at - start) as usize))
     }
+}
+
+/// A record header's type, misc and size (the first 8 bytes of `b`).
+fn header<T: ByteOrder>(b: &[u8]) -> (u32, u16, usize) {
+    (T::read_u32(&b[0..4]), T::read_u16(&b[4..6]), usize::from(T::read_u16(&b[6..8])))
 }
 
 /// A record's place in time: its time, then its file offset and its index in a compressed

@@ -82,7 +82,8 @@ fn load_section(
         return Reader::new(empty(), endian);
     }
     let section = obj.section_by_name(name);
-    if let Some(kept) = section.as_ref().and_then(|s| Inflated::of(obj, s, origin)).and_then(|k| k.map()) {
+    let inflated = section.as_ref().and_then(|s| Inflated::of(obj, s, origin));
+    if let Some(kept) = inflated.as_ref().and_then(Inflated::map) {
         let len = kept.len();
         return Reader::new(Bytes { owner: kept, start: 0, len }, endian);
     }
@@ -99,7 +100,7 @@ fn load_section(
             if let Some((offset, size)) = section.as_ref().and_then(|s| s.file_range()) {
                 crate::let_go(map, offset, size);
             }
-            if let Some(k) = section.as_ref().and_then(|s| Inflated::of(obj, s, origin)) {
+            if let Some(k) = &inflated {
                 k.keep(&v);
             }
             let len = v.len();
