@@ -38,7 +38,7 @@ def launch(rperf, exe, data, duration):
         seen += line
     app = subprocess.run([NAME, "0.2", "0.3"], executable=exe, capture_output=True, text=True, check=True)
     # Wall time of each phase (to place main() on the samples' clock), then CPU time (the work).
-    startup, steady, startup_cpu, steady_cpu = map(float, app.stdout.split())
+    startup, steady, startup_cpu, steady_cpu = map(float, app.stdout.split()[:4])
     rec.communicate()
     rows = subprocess.run([rperf, "report", "--format", "json", "-i", data], capture_output=True, text=True,
                           check=True).stdout.splitlines()

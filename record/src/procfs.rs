@@ -63,6 +63,17 @@ pub fn is_alive(pid: i32) -> bool {
     !matches!(state, Some("Z") | Some("X") | None)
 }
 
+/// CPU time the threads of `pid` have used so far (the first field of each thread's
+/// `/proc/PID/task/TID/schedstat`); None where the kernel keeps no scheduler statistics.
+pub fn cpu_time(pid: i32) -> Option<std::time::Duration> {
+    let mut ns = 0u64;
+    for tid in threads_of(pid) {
+        let line = fs::read_to_string(format!("/proc/{pid}/task/{tid}/schedstat")).ok()?;
+        ns += line.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(std::time::Duration::from_nanos(ns))
+}
+
 /// One line of /proc/PID/maps.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MapLine {

@@ -411,6 +411,8 @@ struct Session {
     just_attached: Vec<i32>,
     /// Finds the processes of the app (`--app`) as they start.
     app: Option<target::AppWatcher>,
+    /// CPU time the last attached process had used when its events were open.
+    attached_after: Option<Duration>,
     builder: RecordBuilder,
     notes: Vec<String>,
     kallsyms_text: Result<std::sync::Arc<String>, String>,
@@ -625,6 +627,7 @@ impl Session {
             opened_tids: Default::default(),
             just_attached: Vec::new(),
             app: None,
+            attached_after: None,
             builder,
             notes,
             kallsyms_text: kallsyms::read_proc_text().map(std::sync::Arc::new),
@@ -706,6 +709,7 @@ impl Session {
                 Err(e) => return Err(e),
             }
         }
+        self.attached_after = procfs::cpu_time(pid);
         self.synthesize(pid, None);
         self.watched.insert(pid);
         self.just_attached.push(pid);
@@ -1020,7 +1024,13 @@ impl Session {
                     let found = self.app.as_mut().map(|w| w.scan()).unwrap_or_default();
                     for pid in found {
                         if !self.watched.contains(&pid) && self.attach_process(pid, note).is_ok() {
-                            note(&format!("attached to pid {pid} of app {name}"));
+                            // What the app did before its events were open is not in the
+                            // recording: say how much, for startup profiles.
+                            let before = self
+                                .attached_after
+                                .map(|t| format!(", after {:.1} ms of its CPU time", t.as_secs_f64() * 1e3))
+                                .unwrap_or_default();
+                            note(&format!("attached to pid {pid} of app {name}{before}"));
                             if let Err(e) = self.sync_attrs() {
                                 self.sink.error.get_or_insert(e);
                             }

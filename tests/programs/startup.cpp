@@ -1,7 +1,8 @@
 // An app with a startup phase: `startup STARTUP_SECONDS STEADY_SECONDS` spins in
 // startup_phase, then in steady_phase, and prints how long each took (seconds, from main's
 // start), then the CPU time each used, so that a test can compare the share of samples in the
-// startup phase with its share of the work (a busy machine gives a phase less CPU than time).
+// startup phase with its share of the work (a busy machine gives a phase less CPU than time),
+// then the CPU time the process had used when main() started.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -41,7 +42,7 @@ int main(int argc, char** argv) {
     steady_phase(mid + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(b)));
     auto end = Clock::now();
     double cpu_end = cpu_seconds();
-    printf("%f %f %f %f\n", std::chrono::duration<double>(mid - start).count(),
-           std::chrono::duration<double>(end - mid).count(), cpu_mid - cpu_start, cpu_end - cpu_mid);
+    printf("%f %f %f %f %f\n", std::chrono::duration<double>(mid - start).count(),
+           std::chrono::duration<double>(end - mid).count(), cpu_mid - cpu_start, cpu_end - cpu_mid, cpu_start);
     return 0;
 }
