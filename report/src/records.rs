@@ -358,8 +358,11 @@ impl RecordReader {
         // Its first bytes (the fields, the registers, the top of a copied stack) are read here,
         // a cache line at a time, so that the converter finds them in the cache the cores
         // share: on a large DWARF recording, waiting for memory was a fifth of its time.
-        let warm = &self.window(window).map[start..start + size.min(WARM_BYTES)];
-        std::hint::black_box(warm.iter().step_by(64).fold(0u8, |a, b| a.wrapping_add(*b)));
+        let map = &self.window(window).map;
+        let warm = &map[start..start + size.min(WARM_BYTES)];
+        // And its last bytes: a copied stack's dynamic size lies after the stack.
+        let last = map[start + size - 1];
+        std::hint::black_box(warm.iter().step_by(64).fold(last, |a, b| a.wrapping_add(*b)));
         let data = RawData::Single(&self.window(window).map[body..body + len]);
         let kind = RecordType(kind);
         let (attr, time) = if kind.is_user_type() {
