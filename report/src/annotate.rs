@@ -211,7 +211,7 @@ fn annotate_function(
         note: None,
     };
     let sample_addr = addrs.iter().max_by_key(|x| (x.1).0).map(|x| x.0);
-    let Some((elf, sym)) = elf.zip(sample_addr).and_then(|(e, v)| Some((e, e.symbols.lookup(v)?))) else {
+    let Some((elf, sym)) = elf.zip(sample_addr).and_then(|(e, v)| Some((e, e.symbols().lookup(v)?))) else {
         a.note = Some("its binary or its symbol was not found (pass --symfs DIR); addresses only".into());
         let mut v: Vec<_> = addrs.to_vec();
         v.sort();

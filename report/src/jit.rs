@@ -93,8 +93,8 @@ pub fn describe_symfile(f: &JitSymfile) -> String {
             let linked = rperf_symbols::jit::link(&f.image);
             match rperf_symbols::ElfInfo::from_bytes(std::path::Path::new("[JIT]"), &linked) {
                 Ok(elf) => {
-                    let mut v: Vec<String> = elf.symbols.iter().map(|s| s.name).take(8).collect();
-                    if elf.symbols.len() > v.len() {
+                    let mut v: Vec<String> = elf.symbols().iter().map(|s| s.name).take(8).collect();
+                    if elf.symbols().len() > v.len() {
                         v.push("...".into());
                     }
                     format!(": {}", v.join(", "))

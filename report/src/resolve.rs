@@ -364,6 +364,13 @@ impl Resolver {
         let (loaded, warning) = load_binary(&self.finder, &model.dsos[dso as usize]);
         self.warnings.extend(warning);
         self.binaries.insert(dso, loaded.clone());
+        // Loaded to unwind through: its symbols are read beside the record loop, on a core
+        // the loop leaves idle, rather than when the report names its frames.
+        if let Some(b) = loaded.clone() {
+            rayon::spawn(move || {
+                b.elf.symbols();
+            });
+        }
         loaded
     }
 
@@ -685,7 +692,7 @@ impl Resolver {
             ),
             AddrKind::Symfile => {
                 let Some(Some(b)) = self.binaries.get(&dso) else { return plain(None) };
-                let symbol = b.elf.symbols.lookup(key);
+                let symbol = b.elf.symbols().lookup(key);
                 if self.dwarf_inline || self.want_srclines || self.want_lines {
                     if let Some(named) = self.dwarf_names(&b.elf, key, symbol.as_ref()) {
                         return named;
@@ -704,7 +711,7 @@ impl Resolver {
             AddrKind::File => {
                 if let Some(Some(b)) = self.binaries.get(&dso) {
                     if let Some(vaddr) = b.elf.offset_to_vaddr(key) {
-                        let symbol = b.elf.symbols.lookup(vaddr);
+                        let symbol = b.elf.symbols().lookup(vaddr);
                         if self.dwarf_inline || self.want_srclines || self.want_lines {
                             if let Some(named) = self.dwarf_names(&b.elf, vaddr, symbol.as_ref()) {
                                 return named;

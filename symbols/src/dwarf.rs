@@ -346,18 +346,17 @@ fn focused_dwarf(
         crate::let_go(map, offset, size);
     }
     let abbrev = load_section(obj, map, endian, ".debug_abbrev", origin);
-    // The kept units moved: a reference by section offset would now point elsewhere.
+    // The kept units moved: a reference by section offset would now point elsewhere. Such a
+    // reference needs an abbreviation with that form, so the kept units' abbreviations are
+    // read rather than every entry.
     {
         let debug_info = gimli::DebugInfo::new(&info[..], endian);
-        let debug_abbrev = gimli::DebugAbbrev::new(abbrev.bytes(), endian);
         let mut units = debug_info.units();
+        let mut checked = std::collections::HashSet::new();
         while let Some(h) = units.next().ok()? {
-            let abbrevs = h.abbreviations(&debug_abbrev).ok()?;
-            let mut entries = h.entries(&abbrevs);
-            while let Some(e) = entries.next_dfs().ok()? {
-                if e.attrs.iter().any(|a| matches!(a.value(), gimli::AttributeValue::DebugInfoRef(_))) {
-                    return None;
-                }
+            let offset = h.debug_abbrev_offset().0;
+            if checked.insert(offset) && may_refer_across_units(abbrev.bytes(), offset, endian) {
+                return None;
             }
         }
     }
@@ -377,6 +376,38 @@ fn focused_dwarf(
     })
     .ok()?;
     Some((dwarf, left_out))
+}
+
+/// Whether the abbreviations at `offset` in `.debug_abbrev` let an entry refer to another
+/// unit by section offset (DW_FORM_ref_addr, or a form given in the entry); true when they do
+/// not parse. (gimli parses abbreviations but does not list them.)
+fn may_refer_across_units(abbrev: &[u8], offset: usize, endian: gimli::RunTimeEndian) -> bool {
+    use gimli::Reader as _;
+    let Some(bytes) = abbrev.get(offset..) else { return true };
+    let mut r = gimli::EndianSlice::new(bytes, endian);
+    let mut walk = || -> gimli::Result<bool> {
+        // Each: code, tag, a children byte, then (name, form) pairs up to (0, 0); a code of 0
+        // ends the table.
+        while r.read_uleb128()? != 0 {
+            r.read_uleb128()?;
+            r.read_u8()?;
+            loop {
+                let (name, form) = (r.read_uleb128()?, gimli::DwForm(r.read_uleb128_u16()?));
+                if name == 0 && form.0 == 0 {
+                    break;
+                }
+                match form {
+                    gimli::DW_FORM_ref_addr | gimli::DW_FORM_indirect => return Ok(true),
+                    gimli::DW_FORM_implicit_const => {
+                        r.read_sleb128()?;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(false)
+    };
+    walk().unwrap_or(true)
 }
 
 /// The identity of the file at `path` (device, inode, size, modification time), as a name; None
@@ -585,7 +616,15 @@ mod tests {
     /// Builds a program of two compile units, with compressed DWARF or not, and returns it
     /// mapped.
     fn two_unit_program(compressed: bool) -> (PathBuf, Arc<memmap2::Mmap>) {
-        let dir = std::env::temp_dir().join(format!("rperf-dwarf-focus-{}-{compressed}", std::process::id()));
+        built_program(compressed, false)
+    }
+
+    /// `two_unit_program`; with `lto`, its two sources linked with link-time optimization (GCC
+    /// then refers from the unit of the optimized code to the units of the sources by section
+    /// offset) and a third, `c.c`, built without: a unit to leave out.
+    fn built_program(compressed: bool, lto: bool) -> (PathBuf, Arc<memmap2::Mmap>) {
+        let dir =
+            std::env::temp_dir().join(format!("rperf-dwarf-focus-{}-{compressed}-{lto}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let a = "static inline __attribute__((always_inline)) int twice(int x) { return x * 2 + x / 3; }\n\
                  int helper(int);\n\
@@ -594,21 +633,24 @@ mod tests {
                  int helper(int x) { int s = 0; for (int i = 0; i < x; i++) s += square(i); return s; }\n";
         std::fs::write(dir.join("a.c"), a).unwrap();
         std::fs::write(dir.join("b.c"), b).unwrap();
+        std::fs::write(dir.join("c.c"), "int other(int x) { return x * 3 + 1; }\n").unwrap();
         let exe = dir.join("two_units");
-        let st = std::process::Command::new("gcc")
-            .args([
-                "-O2",
-                "-g",
-                if compressed { "-gz=zlib" } else { "-gz=none" },
-                "a.c",
-                "b.c",
-                "-o",
-                "two_units",
-            ])
-            .current_dir(&dir)
-            .status()
-            .expect("gcc builds the test program");
-        assert!(st.success());
+        let gz = if compressed { "-gz=zlib" } else { "-gz=none" };
+        let gcc = |args: &[&str]| {
+            let st = std::process::Command::new("gcc")
+                .args(["-O2", "-g", gz])
+                .args(args)
+                .current_dir(&dir)
+                .status()
+                .expect("gcc builds the test program");
+            assert!(st.success());
+        };
+        if lto {
+            gcc(&["-fno-lto", "-c", "c.c", "-o", "c.o"]);
+            gcc(&["-flto", "a.c", "b.c", "c.o", "-o", "two_units"]);
+        } else {
+            gcc(&["a.c", "b.c", "-o", "two_units"]);
+        }
         let map = map_file(&exe).unwrap();
         (exe, map)
     }
@@ -645,6 +687,37 @@ mod tests {
         }
         assert!(inlined > 0, "the program has inlined frames");
         assert!(focused.full.get().is_some(), "helper's unit was parsed on demand");
+    }
+
+    #[test]
+    fn units_referring_to_others_by_offset_are_not_narrowed() {
+        let (exe, map) = built_program(true, true);
+        let obj = object::File::parse(&map[..]).unwrap();
+        let main = {
+            use object::ObjectSymbol;
+            obj.symbols().find(|s| s.name() == Ok("main")).unwrap().address()
+        };
+        let whole = DebugInfo::from_map(&exe, map.clone()).unwrap();
+        let focused = DebugInfo::from_map_for(&exe, map.clone(), &[main]).unwrap();
+        assert!(focused.left_out.is_none(), "kept units refer to others by section offset");
+        assert_eq!(focused.frames(main), whole.frames(main));
+        assert!(!whole.frames(main).is_empty());
+    }
+
+    #[test]
+    fn abbreviations_that_refer_across_units_are_found() {
+        let le = gimli::RunTimeEndian::Little;
+        // Two tables: (1: DW_TAG_compile_unit, children, DW_AT_name/DW_FORM_string) and
+        // (1: DW_TAG_variable, no children, DW_AT_const_value/DW_FORM_implicit_const -3,
+        //  DW_AT_type/DW_FORM_ref_addr).
+        let plain = [1, 0x11, 1, 0x03, 0x08, 0, 0, 0];
+        let across = [1, 0x34, 0, 0x1c, 0x21, 0x7d, 0x49, 0x10, 0, 0, 0];
+        let both: Vec<u8> = plain.iter().chain(&across).copied().collect();
+        assert!(!may_refer_across_units(&both, 0, le));
+        assert!(may_refer_across_units(&both, plain.len(), le));
+        // Cut short, or past the section: assumed to refer.
+        assert!(may_refer_across_units(&plain[..4], 0, le));
+        assert!(may_refer_across_units(&plain, 100, le));
     }
 
     #[test]

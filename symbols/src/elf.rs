@@ -29,8 +29,8 @@ pub struct ElfInfo {
     pub build_id: Option<Vec<u8>>,
     /// Load segments.
     pub segments: Vec<LoadSegment>,
-    /// Function symbols (.symtab, else .dynsym).
-    pub symbols: SymbolTable,
+    /// Function symbols (.symtab, else .dynsym), read on first use (`symbols`).
+    symbols: std::sync::OnceLock<SymbolTable>,
     /// The mapped file, for unwind sections and debug info.
     pub data: Arc<memmap2::Mmap>,
     debuglink: Option<String>,
@@ -79,16 +79,33 @@ impl ElfInfo {
         let build_id = obj.build_id().ok().flatten().map(<[u8]>::to_vec);
         let segments = LoadSegment::of(&obj);
         let debuglink = debuglink_of(&obj);
-        let symbols = symbol_table(&obj, &data, path, build_id.as_deref(), debuglink.as_deref(), roots);
         Ok(ElfInfo {
             path: path.into(),
             build_id,
             segments,
-            symbols,
+            symbols: std::sync::OnceLock::new(),
             data,
             debuglink,
             debug_roots: roots.to_vec(),
             debug: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// Function symbols (.symtab, else .dynsym, with MiniDebugInfo's), read on first use: a
+    /// binary loaded to unwind through it may never be named, and a report reads the tables
+    /// of the binaries it names side by side.
+    pub fn symbols(&self) -> &SymbolTable {
+        self.symbols.get_or_init(|| match object::File::parse(&self.data[..]) {
+            Ok(obj) => symbol_table(
+                &obj,
+                &self.data,
+                &self.path,
+                self.build_id.as_deref(),
+                self.debuglink.as_deref(),
+                &self.debug_roots,
+            ),
+            // Parsed when loaded: the same bytes parse again.
+            Err(_) => SymbolTable::default(),
         })
     }
 

@@ -7,7 +7,7 @@
 //!
 //! ```no_run
 //! let elf = rperf_symbols::ElfInfo::load(std::path::Path::new("/bin/ls")).unwrap();
-//! if let Some(sym) = elf.symbols.lookup(0x4000) { println!("{}", sym.name); }
+//! if let Some(sym) = elf.symbols().lookup(0x4000) { println!("{}", sym.name); }
 //! ```
 #![deny(missing_docs)]
 
