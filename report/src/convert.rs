@@ -31,6 +31,8 @@ pub struct Converter {
     arch: Arch,
     /// Frame addresses of the sample at hand, reused from sample to sample.
     frames: Vec<AddrId>,
+    /// The call chain of the sample at hand, reused likewise (on one thread).
+    chain: Vec<ChainFrame>,
 }
 
 /// Reads every record of `rec` and returns the profile.
@@ -75,6 +77,7 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
         build_ids: std::mem::take(&mut rec.build_ids),
         arch: rec.arch,
         frames: Vec::new(),
+        chain: Vec::new(),
     };
     let mut warnings = std::mem::take(&mut rec.warnings);
     let mut progress = crate::progress::Progress::new(rec.len, rec.reading.position.clone());
@@ -217,16 +220,29 @@ impl Converter {
         max_stack: usize,
     ) -> u64 {
         use rayon::prelude::*;
+        let arch = self.arch;
         // Below this many samples, spreading the work costs more than it saves; so it does
         // with two cores or fewer, which the record reader and this thread keep busy already.
-        let side_by_side = raw.len() >= 16 && rayon::current_num_threads() > 2;
-        let arch = self.arch;
-        let decode = |r: &(usize, RawEventRecord<'a>)| Decoded::new(r.0, &r.1, arch, event_of_id);
-        let mut decoded: Vec<Option<Decoded<'a>>> = if side_by_side {
-            raw.par_iter().map(decode).collect()
-        } else {
-            raw.iter().map(decode).collect()
-        };
+        // On one thread, each sample is decoded, unwound and added in turn, in one reused
+        // chain: no memory that grows with the samples between two records.
+        if raw.len() < 16 || rayon::current_num_threads() <= 2 {
+            let mut undecodable = 0;
+            for (attr, r) in raw {
+                let chain = std::mem::take(&mut self.chain);
+                let Some(mut d) = Decoded::new(*attr, r, arch, event_of_id, chain) else {
+                    undecodable += 1;
+                    continue;
+                };
+                if d.user.is_some() {
+                    let unwinder = self.resolver.unwinder(&mut self.model, d.pid, d.time);
+                    d.unwind(unwinder.as_deref());
+                }
+                self.chain = self.add_sample(d, max_stack);
+            }
+            return undecodable;
+        }
+        let decode = |r: &(usize, RawEventRecord<'a>)| Decoded::new(r.0, &r.1, arch, event_of_id, Vec::new());
+        let mut decoded: Vec<Option<Decoded<'a>>> = raw.par_iter().map(decode).collect();
         let unwinders: Vec<Option<Arc<ProcessUnwinder>>> = decoded
             .iter()
             .map(|d| match d {
@@ -234,27 +250,25 @@ impl Converter {
                 _ => None,
             })
             .collect();
-        let unwind = |(d, u): (&mut Option<Decoded<'a>>, &Option<Arc<ProcessUnwinder>>)| {
+        decoded.par_iter_mut().zip(unwinders.par_iter()).for_each(|(d, u)| {
             if let Some(d) = d {
                 d.unwind(u.as_deref());
             }
-        };
-        if side_by_side {
-            decoded.par_iter_mut().zip(unwinders.par_iter()).for_each(unwind);
-        } else {
-            decoded.iter_mut().zip(unwinders.iter()).for_each(unwind);
-        }
+        });
         let mut undecodable = 0;
         for d in decoded {
             match d {
-                Some(d) => self.add_sample(d, max_stack),
+                Some(d) => {
+                    self.add_sample(d, max_stack);
+                }
                 None => undecodable += 1,
             }
         }
         undecodable
     }
 
-    fn add_sample(&mut self, d: Decoded<'_>, max_stack: usize) {
+    /// Adds a decoded sample; gives back its chain, for the next.
+    fn add_sample(&mut self, d: Decoded<'_>, max_stack: usize) -> Vec<ChainFrame> {
         let (pid, tid, time) = (d.pid, d.tid, d.time);
         self.frames.clear();
         for f in d.chain.iter().take(max_stack) {
@@ -271,6 +285,7 @@ impl Converter {
             truncated: d.truncated,
         };
         self.profile.add_sample(&self.model, &sample);
+        d.chain
     }
 }
 
@@ -298,14 +313,15 @@ impl<'a> Decoded<'a> {
         raw: &RawEventRecord<'a>,
         arch: Arch,
         event_of_id: &Option<std::collections::HashMap<u64, usize>>,
+        chain: Vec<ChainFrame>,
     ) -> Option<Decoded<'a>> {
         match raw.parse() {
-            Ok(EventRecord::Sample(s)) => Some(decoded(attr, &s, arch, event_of_id)),
+            Ok(EventRecord::Sample(s)) => Some(decoded(attr, &s, arch, event_of_id, chain)),
             Ok(_) => None,
             Err(_) => {
                 let mut rewritten = Vec::new();
                 let s = crate::decode::reparse_read_group_sample(raw, &mut rewritten)?;
-                Some(decoded(attr, &s, arch, event_of_id).into_owned())
+                Some(decoded(attr, &s, arch, event_of_id, chain).into_owned())
             }
         }
     }
@@ -348,6 +364,7 @@ fn decoded<'a>(
     s: &SampleRecord<'a>,
     arch: Arch,
     event_of_id: &Option<std::collections::HashMap<u64, usize>>,
+    mut chain: Vec<ChainFrame>,
 ) -> Decoded<'a> {
     let attr = match (event_of_id, s.id) {
         (Some(events), Some(id)) => events.get(&id).copied().unwrap_or(attr),
@@ -362,7 +379,8 @@ fn decoded<'a>(
     let stack = s.user_stack.as_ref().filter(|(d, dyn_size)| !d.is_empty() && *dyn_size > 0);
     // Room for the frames unwinding adds, so that they seldom move the chain.
     let recorded = s.callchain.as_ref().map_or(1, |cc| cc.len());
-    let mut chain = Vec::with_capacity(recorded + if stack.is_some() { 64 } else { 0 });
+    chain.clear();
+    chain.reserve(recorded + if stack.is_some() { 64 } else { 0 });
     match &s.callchain {
         Some(cc) if !cc.is_empty() => {
             split_callchain((0..cc.len()).filter_map(|i| cc.get(i)), default_ctx, &mut chain)
