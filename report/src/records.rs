@@ -31,8 +31,6 @@ const BATCH_BYTES: usize = 1 << 20;
 const BATCHES_AHEAD: usize = 2;
 /// The file is mapped this many bytes at a time.
 const WINDOW: u64 = 2 << 20;
-/// Bytes of each record the reader reads ahead of the converter.
-const WARM_BYTES: usize = 1024;
 /// Records per round in simpleperf's files, which have no FINISHED_ROUND records.
 const SIMPLEPERF_ROUND: usize = 1024;
 
@@ -355,14 +353,6 @@ impl RecordReader {
     ) {
         let body = start + 8;
         let len = size - 8;
-        // Its first bytes (the fields, the registers, the top of a copied stack) are read here,
-        // a cache line at a time, so that the converter finds them in the cache the cores
-        // share: on a large DWARF recording, waiting for memory was a fifth of its time.
-        let map = &self.window(window).map;
-        let warm = &map[start..start + size.min(WARM_BYTES)];
-        // And its last bytes: a copied stack's dynamic size lies after the stack.
-        let last = map[start + size - 1];
-        std::hint::black_box(warm.iter().step_by(64).fold(last, |a, b| a.wrapping_add(*b)));
         let data = RawData::Single(&self.window(window).map[body..body + len]);
         let kind = RecordType(kind);
         let (attr, time) = if kind.is_user_type() {
