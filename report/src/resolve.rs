@@ -364,13 +364,6 @@ impl Resolver {
         let (loaded, warning) = load_binary(&self.finder, &model.dsos[dso as usize]);
         self.warnings.extend(warning);
         self.binaries.insert(dso, loaded.clone());
-        // Loaded to unwind through: its symbols are read beside the record loop, on a core
-        // the loop leaves idle, rather than when the report names its frames.
-        if let Some(b) = loaded.clone() {
-            rayon::spawn(move || {
-                b.elf.symbols();
-            });
-        }
         loaded
     }
 
@@ -566,6 +559,19 @@ impl Resolver {
             self.binaries.insert(d, b);
             self.warnings.extend(w);
         }
+        // Symbol tables (read on first use: a binary loaded only to unwind through is never
+        // named), before debug info, so that what reading them holds for a while is let go of
+        // first.
+        let named: Vec<&Arc<Binary>> = {
+            let mut dsos: Vec<DsoId> =
+                self.addrs.iter().filter(|a| a.2 == AddrKind::File).map(|a| a.0).collect();
+            dsos.sort_unstable();
+            dsos.dedup();
+            dsos.iter().filter_map(|d| self.binaries.get(d)?.as_ref()).collect()
+        };
+        named.par_iter().for_each(|b| {
+            b.elf.symbols();
+        });
         if self.dwarf_inline || self.want_srclines || self.want_lines {
             self.load_debug_info();
         }
