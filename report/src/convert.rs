@@ -273,10 +273,8 @@ impl Converter {
     /// Adds a decoded sample; gives back its chain, for the next.
     fn add_sample(&mut self, d: Decoded<'_>, max_stack: usize) -> Vec<ChainFrame> {
         let (pid, tid, time) = (d.pid, d.tid, d.time);
-        self.frames.clear();
-        for f in d.chain.iter().take(max_stack) {
-            self.frames.push(self.resolver.frame(&mut self.model, pid, f.addr.lookup(), f.context, time));
-        }
+        let chain = &d.chain[..d.chain.len().min(max_stack)];
+        self.resolver.frames(&mut self.model, pid, chain, time, &mut self.frames);
         let comm = self.model.comm_of(pid, tid);
         let sample = Sample {
             attr: d.attr,

@@ -128,8 +128,16 @@ pub struct Mapping {
 #[derive(Clone, Debug, Default)]
 pub struct AddressSpace {
     maps: Vec<Mapping>,
-    /// Bumped on every change, so caches built from the maps (unwinders) know to rebuild.
+    /// Changed on every change, to a value no address space ever had, so that caches built
+    /// from the maps (unwinders, resolved call chains) know to rebuild, even for a process
+    /// id used again or a process made a copy of another's mappings by fork.
     pub generation: u64,
+}
+
+/// A generation no address space has had yet.
+fn new_generation() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 impl AddressSpace {
@@ -156,7 +164,7 @@ impl AddressSpace {
         let at = kept.partition_point(|x| x.start < m.start);
         kept.insert(at, m);
         self.maps = kept;
-        self.generation += 1;
+        self.generation = new_generation();
     }
 
     /// The mapping containing `addr`.
@@ -174,7 +182,7 @@ impl AddressSpace {
     /// Forgets every mapping (exec).
     pub fn clear(&mut self) {
         self.maps.clear();
-        self.generation += 1;
+        self.generation = new_generation();
     }
 }
 
@@ -292,7 +300,8 @@ impl Model {
             self.threads.insert(tid, Thread { comm });
         }
         if pid != ppid {
-            if let Some(space) = self.processes.get(&ppid).cloned() {
+            if let Some(mut space) = self.processes.get(&ppid).cloned() {
+                space.generation = new_generation();
                 self.processes.insert(pid, space);
             }
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use linux_perf_data::{SimpleperfFileRecord, SimpleperfTypeSpecificInfo};
 use rperf_symbols::{BinaryFinder, ElfInfo, Found, KernelSymbols, SymbolTable};
-use rperf_unwind::{Arch, Context, ProcessUnwinder, UnwindSections};
+use rperf_unwind::{Arch, ChainFrame, Context, ProcessUnwinder, UnwindSections};
 
 use crate::model::{DsoId, DsoKind, Model};
 
@@ -159,6 +159,18 @@ struct Binary {
     unwind: Option<Arc<UnwindSections>>,
 }
 
+/// Call chains whose frames `Resolver::frames` keeps, at most.
+const MAX_CHAINS: usize = 1 << 16;
+
+/// A call chain and its frames, with what resolving it depended on.
+struct ResolvedChain {
+    pid: i32,
+    /// The process's mappings generation, its JIT code epoch, the kernel's mappings generation.
+    state: (Option<u64>, usize, u64),
+    chain: Vec<(u64, Context)>,
+    frames: Vec<AddrId>,
+}
+
 /// Resolves addresses of one recording.
 pub struct Resolver {
     finder: BinaryFinder,
@@ -198,6 +210,8 @@ pub struct Resolver {
     /// Each process's unwinder, with the mappings' generation and the JIT symbol files' epoch
     /// it was built for.
     unwinders: rustc_hash::FxHashMap<i32, ((u64, usize), Arc<ProcessUnwinder>)>,
+    /// The frames of recent call chains (`frames`).
+    chains: rustc_hash::FxHashMap<u64, ResolvedChain>,
     /// JIT symbol maps kept in the recording, by pid (text of `/tmp/perf-PID.map`).
     pub embedded_perf_maps: HashMap<i32, String>,
     /// jitdump files kept in the recording, by pid.
@@ -281,6 +295,7 @@ impl Resolver {
             addrs: Vec::new(),
             addr_index: Default::default(),
             unwinders: Default::default(),
+            chains: Default::default(),
             embedded_perf_maps: HashMap::new(),
             embedded_jitdumps: HashMap::new(),
             perf_maps: HashMap::new(),
@@ -369,6 +384,57 @@ impl Resolver {
 
     fn kernel_dso(&mut self, model: &mut Model) -> DsoId {
         *self.kernel_dso.get_or_insert_with(|| model.dso("[kernel.kallsyms]", None, DsoKind::Kernel))
+    }
+
+    /// The frames of `chain` in process `pid` at `time`, as `frame` gives each, into `out`.
+    /// A call chain seen before in the same state of the process (its mappings and JIT code,
+    /// and the kernel's modules) resolves to the same frames: those are reused, and most
+    /// samples repeat a recent chain.
+    pub fn frames(
+        &mut self,
+        model: &mut Model,
+        pid: i32,
+        chain: &[ChainFrame],
+        time: u64,
+        out: &mut Vec<AddrId>,
+    ) {
+        use std::hash::{Hash, Hasher};
+        let state = (
+            model.processes.get(&pid).map(|s| s.generation),
+            self.symfiles.epoch(pid, time),
+            model.kernel.generation,
+        );
+        let mut h = rustc_hash::FxHasher::default();
+        (pid, state).hash(&mut h);
+        for f in chain {
+            (f.addr.lookup(), f.context).hash(&mut h);
+        }
+        let key = h.finish();
+        out.clear();
+        if let Some(seen) = self.chains.get(&key) {
+            let same = seen.pid == pid
+                && seen.state == state
+                && seen.chain.len() == chain.len()
+                && seen.chain.iter().zip(chain).all(|(a, b)| *a == (b.addr.lookup(), b.context));
+            if same {
+                out.extend_from_slice(&seen.frames);
+                return;
+            }
+        }
+        for f in chain {
+            out.push(self.frame(model, pid, f.addr.lookup(), f.context, time));
+        }
+        // Bounded: a recording of ever new chains keeps only the recent ones.
+        if self.chains.len() >= MAX_CHAINS {
+            self.chains.clear();
+        }
+        let seen = ResolvedChain {
+            pid,
+            state,
+            chain: chain.iter().map(|f| (f.addr.lookup(), f.context)).collect(),
+            frames: out.clone(),
+        };
+        self.chains.insert(key, seen);
     }
 
     /// The frame at `addr` (a lookup address: return addresses already minus one) in process
