@@ -122,7 +122,6 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
                 path.display()
             ));
         }
-        batches.give_back(batch);
     }
     if !ended {
         warnings.push(format!(

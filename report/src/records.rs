@@ -12,7 +12,7 @@
 //! pages in, sorting) and converting records run side by side.
 
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{channel, sync_channel, Receiver, Sender};
+use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 
 use byteorder::{BigEndian, ByteOrder, LittleEndian};
@@ -538,11 +538,11 @@ impl Sorter {
     }
 }
 
-/// Batches of records read on a thread of their own.
+/// Batches of records read on a thread of their own. A batch dropped lets go of the windows
+/// only it held: the converting thread unmaps them (mapping them is the reader's work, and
+/// the reader is the busier of the two).
 pub struct Batches {
     next: Receiver<Batch>,
-    /// Batches used, given back to that thread: unmapping their windows is its work too.
-    used: Sender<Batch>,
 }
 
 impl Batches {
@@ -550,40 +550,23 @@ impl Batches {
     pub fn next(&self) -> Option<Batch> {
         self.next.recv().ok()
     }
-
-    /// Gives back a batch whose records are used.
-    pub fn give_back(&self, batch: Batch) {
-        // Once the reader is gone, what it would have let go of is let go of here.
-        let _ = self.used.send(batch);
-    }
 }
 
 /// Reads every record of a recording on a thread, handing them over in batches; the last
 /// batch has `end` set.
 pub fn read(mut reader: RecordReader) -> Batches {
     let (tx, next) = sync_channel::<Batch>(BATCHES_AHEAD);
-    let (used, given_back) = channel::<Batch>();
-    let reading = move || {
-        loop {
-            let batch = reader.next_batch();
-            let last = batch.end.is_some();
-            // The converter went away (it stopped early): nothing more to read for.
-            if tx.send(batch).is_err() || last {
-                break;
-            }
-            while let Ok(used) = given_back.try_recv() {
-                drop(used);
-            }
-        }
-        drop((tx, reader));
-        // The rest, until the converter is done.
-        while let Ok(used) = given_back.recv() {
-            drop(used);
+    let reading = move || loop {
+        let batch = reader.next_batch();
+        let last = batch.end.is_some();
+        // The converter went away (it stopped early): nothing more to read for.
+        if tx.send(batch).is_err() || last {
+            break;
         }
     };
     std::thread::Builder::new()
         .name("rperf-records".into())
         .spawn(reading)
         .expect("a thread to read records");
-    Batches { next, used }
+    Batches { next }
 }
