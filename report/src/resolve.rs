@@ -159,8 +159,8 @@ struct Binary {
     unwind: Option<Arc<UnwindSections>>,
 }
 
-/// Call chains whose frames `Resolver::frames` keeps, at most.
-const MAX_CHAINS: usize = 1 << 16;
+/// Call chains whose frames `Resolver::frames` keeps, at most (a few hundred bytes each).
+const MAX_CHAINS: usize = 1 << 12;
 
 /// A call chain and its frames, with what resolving it depended on.
 struct ResolvedChain {
