@@ -336,6 +336,33 @@ mod tests {
     }
 
     #[test]
+    fn every_change_and_every_fork_gets_a_generation_of_its_own() {
+        let mut m = Model::default();
+        let map = |m: &mut Model, pid: i32, dso: &str| {
+            let dso = m.dso(dso, None, DsoKind::File);
+            m.processes.entry(pid).or_default().insert(Mapping {
+                start: 0x1000,
+                end: 0x2000,
+                pgoff: 0,
+                dso,
+                exec: true,
+            });
+            m.processes[&pid].generation
+        };
+        let parent = map(&mut m, 10, "/bin/a");
+        m.fork(11, 10, 11, 10);
+        let child = m.processes[&11].generation;
+        assert_ne!(child, parent, "a forked copy is another address space");
+        // The parent changes as the child did not: neither meets the other's generation.
+        let changed = map(&mut m, 10, "/bin/b");
+        assert!(![parent, child].contains(&changed));
+        // A process id used again starts with a generation never seen.
+        m.processes.remove(&11);
+        let again = map(&mut m, 11, "/bin/c");
+        assert!(![parent, child, changed].contains(&again));
+    }
+
+    #[test]
     fn tails_with_overflowing_offsets_are_dropped() {
         let mut a = AddressSpace::default();
         a.insert(Mapping { start: 0x1000, end: 0x5000, pgoff: u64::MAX - 0x100, dso: 1, exec: true });
