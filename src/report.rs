@@ -15,9 +15,10 @@ use rperf_report::{CallOrder, Filters, Format, OffCpuMode, ReportOptions, SortKe
     rperf report -o profile.html\n  rperf report -o cpu.pb.gz && go tool pprof -top cpu.pb.gz\n  \
     rperf report --diff before.data -i after.data\n  \
     rperf report --diff before.data -i after.data -o diff.svg\n\n\
-    Reports keep the running kernel's symbols (per boot) and inflated debug sections (by build id)\n\
-    in $RPERF_CACHE_DIR, else $XDG_CACHE_HOME/rperf, else ~/.cache/rperf, for the reports after\n\
-    them; deleting that folder is safe.")]
+    Reports keep the running kernel's symbols (per boot), inflated debug sections (by build id)\n\
+    and what debug info said of the addresses they named (by debug file) in $RPERF_CACHE_DIR,\n\
+    else $XDG_CACHE_HOME/rperf, else ~/.cache/rperf, for the reports after them; deleting that\n\
+    folder is safe.")]
 pub struct ReportArgs {
     /// The recording.
     #[arg(short = 'i', long = "input", default_value = "perf.data")]

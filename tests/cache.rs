@@ -135,24 +135,80 @@ fn inflated_debug_sections_are_kept_by_build_id() {
     };
     let (info, strings) = (named(".debug_info"), named(".debug_str"));
     assert!(kept.iter().all(|p| mode(p) == 0o600));
-    assert_eq!(report(&data, &cache, "symbol"), first);
+    // Without the source frames kept too (`source_frames_are_kept_by_debug_file`), a report
+    // reads the DWARF again.
+    let from_dwarf = |data: &Path| {
+        std::fs::remove_dir_all(cache.join("frames")).unwrap();
+        report(data, &cache, "symbol")
+    };
+    assert_eq!(from_dwarf(&data), first);
     // The kept sections are what names code now.
     plant(&strings, "inner_kernel", "planted_func");
-    let with_planted = report(&data, &cache, "symbol");
+    let with_planted = from_dwarf(&data);
     assert!(with_planted.contains("planted_func (inlined)"), "{with_planted}");
     // Another file with the same build id (a copy) keeps its own.
     let copy = dir.join("inline_gz_copy");
     copy_executable(&exe, &copy);
     let copy_data = record_fp("cache_debug_copy", &copy, &["1"]);
-    let from_copy = report(&copy_data, &cache, "symbol");
+    let from_copy = from_dwarf(&copy_data);
     assert!(from_copy.contains("inner_kernel (inlined)") && !from_copy.contains("planted"), "{from_copy}");
     // Another user's file is not used, nor one of another length.
     chown_nobody(&strings);
-    assert_eq!(report(&data, &cache, "symbol"), first);
+    assert_eq!(from_dwarf(&data), first);
     let mut bytes = std::fs::read(&info).unwrap();
     bytes.truncate(bytes.len() / 2);
     std::fs::write(&info, bytes).unwrap();
-    assert_eq!(report(&data, &cache, "symbol"), first);
+    assert_eq!(from_dwarf(&data), first);
+}
+
+/// What the DWARF says of the addresses a report named is kept by debug file, and read back
+/// by the next report instead of loading the DWARF.
+#[test]
+fn source_frames_are_kept_by_debug_file() {
+    let dir = scratch("cache_frames");
+    let exe = dir.join("inline");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/inline.cpp");
+    let st = Command::new("g++")
+        .args(["-O2", "-g", "-fno-omit-frame-pointer", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let data = record_fp("cache_frames_rec", &exe, &["1"]);
+    let cache = dir.join("cache");
+    let first = report(&data, &cache, "symbol,srcline");
+    assert!(first.contains("inner_kernel (inlined)"), "{first}");
+    let kept = files(&cache.join("frames"), &build_id_hex(&exe));
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(mode(&kept[0]), 0o600);
+    assert_eq!(report(&data, &cache, "symbol,srcline"), first);
+    // The kept frames are what names code now.
+    plant(&kept[0], "inner_kernel", "planted_func");
+    let with_planted = report(&data, &cache, "symbol,srcline");
+    assert!(with_planted.contains("planted_func (inlined)"), "{with_planted}");
+    // The binary changed (its time): its DWARF is read again, and kept apart.
+    let stamp = dir.join("stamp");
+    std::fs::write(&stamp, "").unwrap();
+    let st = Command::new("touch").arg("-r").arg(&exe).arg(&stamp).status().unwrap();
+    assert!(st.success());
+    let st = Command::new("touch").arg("-d").arg("2001-01-01").arg(&exe).status().unwrap();
+    assert!(st.success());
+    assert_eq!(report(&data, &cache, "symbol,srcline"), first);
+    assert_eq!(files(&cache.join("frames"), &build_id_hex(&exe)).len(), 2);
+    // Back as it was, the planted file is its own again; another user's file is not read.
+    let st = Command::new("touch").arg("-r").arg(&stamp).arg(&exe).status().unwrap();
+    assert!(st.success());
+    assert!(report(&data, &cache, "symbol,srcline").contains("planted_func"));
+    for f in files(&cache.join("frames"), &build_id_hex(&exe)) {
+        chown_nobody(&f);
+    }
+    let o = run(rperf()
+        .env("RPERF_CACHE_DIR", &cache)
+        .args(["report", "--sort", "symbol,srcline", "-i"])
+        .arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("planted"), "{}", stdout(&o));
 }
 
 /// Where more than two cores are free, samples are decoded and unwound side by side: the

@@ -210,6 +210,8 @@ pub struct Resolver {
     /// Each process's unwinder, with the mappings' generation and the JIT symbol files' epoch
     /// it was built for.
     unwinders: rustc_hash::FxHashMap<i32, ((u64, usize), Arc<ProcessUnwinder>)>,
+    /// The source frames of the addresses to name, by binary (`load_debug_info`).
+    source_frames: HashMap<DsoId, HashMap<u64, Vec<rperf_symbols::SourceFrame>>>,
     /// The frames of recent call chains (`frames`).
     chains: rustc_hash::FxHashMap<u64, ResolvedChain>,
     /// JIT symbol maps kept in the recording, by pid (text of `/tmp/perf-PID.map`).
@@ -296,6 +298,7 @@ impl Resolver {
             addr_index: Default::default(),
             unwinders: Default::default(),
             chains: Default::default(),
+            source_frames: Default::default(),
             embedded_perf_maps: HashMap::new(),
             embedded_jitdumps: HashMap::new(),
             perf_maps: HashMap::new(),
@@ -696,9 +699,9 @@ impl Resolver {
         out
     }
 
-    /// Loads the DWARF of every binary with frames to name, in parallel, each prepared for the
-    /// addresses it will be asked about.
-    fn load_debug_info(&self) {
+    /// The source frames of every address to name in a binary with DWARF, binaries side by
+    /// side: kept from earlier reports, else looked up in DWARF loaded for the addresses.
+    fn load_debug_info(&mut self) {
         use rayon::prelude::*;
         let mut by_binary: HashMap<DsoId, Vec<u64>> = HashMap::new();
         for &(dso, key, kind) in &self.addrs {
@@ -710,11 +713,14 @@ impl Resolver {
                 by_binary.entry(dso).or_default().push(vaddr);
             }
         }
-        by_binary.par_iter().for_each(|(dso, vaddrs)| {
-            if let Some(Some(b)) = self.binaries.get(dso) {
-                b.elf.debug_info_for(vaddrs);
-            }
-        });
+        let binaries = &self.binaries;
+        self.source_frames = by_binary
+            .par_iter()
+            .filter_map(|(dso, vaddrs)| {
+                let b = binaries.get(dso)?.as_ref()?;
+                Some((*dso, b.elf.source_frames(vaddrs)))
+            })
+            .collect();
     }
 
     /// Kernel frames outside every recorded kernel map belong to the module the kallsyms
@@ -766,7 +772,7 @@ impl Resolver {
                 let Some(Some(b)) = self.binaries.get(&dso) else { return plain(None) };
                 let symbol = b.elf.symbols().lookup(key);
                 if self.dwarf_inline || self.want_srclines || self.want_lines {
-                    if let Some(named) = self.dwarf_names(&b.elf, key, symbol.as_ref()) {
+                    if let Some(named) = self.dwarf_names(&b.elf, key, symbol.as_ref(), None) {
                         return named;
                     }
                 }
@@ -785,7 +791,8 @@ impl Resolver {
                     if let Some(vaddr) = b.elf.offset_to_vaddr(key) {
                         let symbol = b.elf.symbols().lookup(vaddr);
                         if self.dwarf_inline || self.want_srclines || self.want_lines {
-                            if let Some(named) = self.dwarf_names(&b.elf, vaddr, symbol.as_ref()) {
+                            let kept = self.source_frames.get(&dso).and_then(|f| f.get(&vaddr));
+                            if let Some(named) = self.dwarf_names(&b.elf, vaddr, symbol.as_ref(), kept) {
                                 return named;
                             }
                         }
@@ -812,8 +819,16 @@ impl Resolver {
         elf: &rperf_symbols::ElfInfo,
         vaddr: u64,
         symbol: Option<&rperf_symbols::Symbol>,
+        kept: Option<&Vec<rperf_symbols::SourceFrame>>,
     ) -> Option<Named> {
-        let frames = elf.debug_info()?.frames(vaddr);
+        let looked_up;
+        let frames = match kept {
+            Some(frames) => frames,
+            None => {
+                looked_up = elf.debug_info()?.frames(vaddr);
+                &looked_up
+            }
+        };
         let (outer, inner) = frames.split_last()?;
         let srcline = frames.first().and_then(|f| {
             let file = f.file.as_deref()?;

@@ -412,7 +412,7 @@ fn may_refer_across_units(abbrev: &[u8], offset: usize, endian: gimli::RunTimeEn
 
 /// The identity of the file at `path` (device, inode, size, modification time), as a name; None
 /// for what is not a file.
-fn origin_of(path: &Path) -> Option<String> {
+pub(crate) fn origin_of(path: &Path) -> Option<String> {
     use std::hash::{Hash, Hasher};
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(path).ok().filter(|m| m.is_file())?;

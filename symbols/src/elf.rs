@@ -121,22 +121,56 @@ impl ElfInfo {
     pub fn debug_info_for(&self, addrs: &[u64]) -> Option<&crate::DebugInfo> {
         self.debug
             .get_or_init(|| {
-                if let Some(d) = crate::DebugInfo::from_map_for(&self.path, self.data.clone(), addrs) {
-                    return Some(d);
-                }
-                debug_file_candidates(
-                    &self.path,
-                    self.build_id.as_deref(),
-                    self.debuglink.as_deref(),
-                    &self.debug_roots,
-                )
-                .into_iter()
-                .find_map(|cand| {
-                    let map = open_matching(&cand, self.build_id.as_deref())?;
-                    crate::DebugInfo::from_map_for(&cand, map, addrs)
-                })
+                let (path, map) = self.dwarf_file()?;
+                crate::DebugInfo::from_map_for(&path, map, addrs)
             })
             .as_ref()
+    }
+
+    /// The file with this binary's DWARF, mapped: the binary itself, else its separate debug
+    /// file (by build id, then .gnu_debuglink), whose build id must match.
+    fn dwarf_file(&self) -> Option<(PathBuf, Arc<memmap2::Mmap>)> {
+        let has_dwarf = |map: &memmap2::Mmap| {
+            object::File::parse(&map[..]).is_ok_and(|obj| crate::dwarf::has_dwarf(&obj))
+        };
+        if has_dwarf(&self.data) {
+            return Some((self.path.clone(), self.data.clone()));
+        }
+        debug_file_candidates(
+            &self.path,
+            self.build_id.as_deref(),
+            self.debuglink.as_deref(),
+            &self.debug_roots,
+        )
+        .into_iter()
+        .find_map(|cand| {
+            let map = open_matching(&cand, self.build_id.as_deref()).filter(|m| has_dwarf(m))?;
+            Some((cand, map))
+        })
+    }
+
+    /// The source frames at each of `svmas` (SVMAs), as `DebugInfo::frames` gives them (none
+    /// for an address the DWARF does not cover; an empty map without DWARF). Frames an
+    /// earlier report kept in rperf's cache folder for the same debug file are read back;
+    /// only the other addresses are looked up, in DWARF loaded for them, and then kept too.
+    pub fn source_frames(&self, svmas: &[u64]) -> std::collections::HashMap<u64, Vec<crate::SourceFrame>> {
+        let Some((file, _)) = self.dwarf_file() else { return Default::default() };
+        let kept = self.build_id.as_deref().and_then(|id| crate::kept_frames::KeptFrames::open(id, &file));
+        let missing: Vec<u64> =
+            svmas.iter().copied().filter(|&a| kept.as_ref().is_none_or(|k| k.get(a).is_none())).collect();
+        let Some(mut kept) = kept else {
+            let debug = self.debug_info_for(&missing);
+            return missing.iter().map(|&a| (a, debug.map(|d| d.frames(a)).unwrap_or_default())).collect();
+        };
+        if !missing.is_empty() {
+            if let Some(debug) = self.debug_info_for(&missing) {
+                for a in missing {
+                    kept.insert(a, debug.frames(a));
+                }
+                kept.save();
+            }
+        }
+        kept.into_frames()
     }
 
     /// The virtual address (SVMA) of file offset `offset`, through the load segment holding it.

@@ -20,6 +20,7 @@ mod elf;
 pub mod jit;
 pub mod kallsyms;
 pub mod kallsyms_cache;
+mod kept_frames;
 mod kernel;
 mod locate;
 mod table;
