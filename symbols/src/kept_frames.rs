@@ -6,8 +6,8 @@
 //!
 //! A file is kept per debug file: `frames/BUILD_ID-FILE`, FILE standing for the debug file's
 //! device, inode, size and time (another file with the same build id, or the same file
-//! changed, has frames of its own). Its first line names the format and the rperf version
-//! that wrote it; any other is not read.
+//! changed, has frames of its own). Its first line names the format and the rperf build that
+//! wrote it; any other is not read.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -76,17 +76,21 @@ impl KeptFrames {
     }
 }
 
-/// The first line of a file: its format and the rperf that wrote it (what frames are made of
-/// may change from version to version).
-fn header() -> String {
-    format!("rperf kept frames 1 {}\n", env!("CARGO_PKG_VERSION"))
+/// The first line of a file: its format and the rperf that wrote it, by version and by the
+/// identity of its executable (what frames are made of may change from build to build).
+fn header() -> &'static str {
+    static HEADER: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HEADER.get_or_init(|| {
+        let exe = std::env::current_exe().ok().and_then(|p| crate::dwarf::origin_of(&p)).unwrap_or_default();
+        format!("rperf kept frames 1 {} {exe}\n", env!("CARGO_PKG_VERSION"))
+    })
 }
 
 /// No string: u32::MAX as its length; no line: u32::MAX.
 const NONE: u32 = u32::MAX;
 
 fn encode(frames: &HashMap<u64, Vec<SourceFrame>>) -> Vec<u8> {
-    let mut out = header().into_bytes();
+    let mut out = header().as_bytes().to_vec();
     let string = |out: &mut Vec<u8>, s: &Option<String>| match s {
         Some(s) => {
             out.extend_from_slice(&(s.len() as u32).to_le_bytes());
