@@ -108,19 +108,24 @@ fn kernel_symbols_are_kept_for_the_boot_and_read_back() {
     assert!(files(&open, "").is_empty());
 }
 
-#[test]
-fn inflated_debug_sections_are_kept_by_build_id() {
-    let dir = scratch("cache_debug");
-    // inline.cpp with its debug sections compressed, as distributions ship debug files.
-    let exe = dir.join("inline_gz");
+/// tests/programs/inline.cpp built as `exe`, its debug sections compressed as `gz` says.
+fn build_inline(exe: &Path, gz: &str) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/inline.cpp");
     let st = Command::new("g++")
-        .args(["-O2", "-g", "-gz=zlib", "-fno-omit-frame-pointer", "-o"])
-        .arg(&exe)
+        .args(["-O2", "-g", gz, "-fno-omit-frame-pointer", "-o"])
+        .arg(exe)
         .arg(&src)
         .status()
         .unwrap();
     assert!(st.success());
+    exe.to_path_buf()
+}
+
+#[test]
+fn inflated_debug_sections_are_kept_by_build_id() {
+    let dir = scratch("cache_debug");
+    // inline.cpp with its debug sections compressed, as distributions ship debug files.
+    let exe = build_inline(&dir.join("inline_gz"), "-gz=zlib");
     let data = record_fp("cache_debug_rec", &exe, &["1"]);
     let cache = dir.join("cache");
     let first = report(&data, &cache, "symbol");
@@ -166,15 +171,7 @@ fn inflated_debug_sections_are_kept_by_build_id() {
 #[test]
 fn source_frames_are_kept_by_debug_file() {
     let dir = scratch("cache_frames");
-    let exe = dir.join("inline");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/inline.cpp");
-    let st = Command::new("g++")
-        .args(["-O2", "-g", "-fno-omit-frame-pointer", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .status()
-        .unwrap();
-    assert!(st.success());
+    let exe = build_inline(&dir.join("inline"), "-gz=none");
     let data = record_fp("cache_frames_rec", &exe, &["1"]);
     let cache = dir.join("cache");
     let first = report(&data, &cache, "symbol,srcline");
