@@ -58,6 +58,8 @@ pub struct DebugInfo {
     left_out: Option<AddressRanges>,
     /// addr2line over every compile unit, built on first need when `ctx` holds only some.
     full: std::sync::OnceLock<Option<Mutex<addr2line::Context<Reader>>>>,
+    /// A lookup needed split DWARF (a `.dwo` file or `.dwp` package beside this file).
+    split: std::sync::atomic::AtomicBool,
     map: Arc<memmap2::Mmap>,
     /// The file the DWARF came from.
     pub path: PathBuf,
@@ -174,10 +176,17 @@ impl DebugInfo {
             ctx: Mutex::new(ctx),
             left_out,
             full: std::sync::OnceLock::new(),
+            split: Default::default(),
             map,
             path: path.to_path_buf(),
             package: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Whether a lookup so far needed split DWARF: what it found depends on other files than
+    /// this one.
+    pub fn reads_split_dwarf(&self) -> bool {
+        self.split.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The frames at `svma`, innermost (inlined) first, the containing function last. Empty when
@@ -208,6 +217,7 @@ impl DebugInfo {
             match lookup {
                 LookupResult::Output(r) => break r,
                 LookupResult::Load { load, continuation } => {
+                    self.split.store(true, std::sync::atomic::Ordering::Relaxed);
                     lookup = continuation.resume(load_dwo(&load).or_else(|| self.packaged_unit(&load)));
                 }
             }

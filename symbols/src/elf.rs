@@ -152,7 +152,8 @@ impl ElfInfo {
     /// The source frames at each of `svmas` (SVMAs), as `DebugInfo::frames` gives them (none
     /// for an address the DWARF does not cover; an empty map without DWARF). Frames an
     /// earlier report kept in rperf's cache folder for the same debug file are read back;
-    /// only the other addresses are looked up, in DWARF loaded for them, and then kept too.
+    /// only the other addresses are looked up, in DWARF loaded for them, and then kept too
+    /// (unless they needed split DWARF, which lies in other files).
     pub fn source_frames(&self, svmas: &[u64]) -> std::collections::HashMap<u64, Vec<crate::SourceFrame>> {
         let Some((file, _)) = self.dwarf_file() else { return Default::default() };
         let kept = self.build_id.as_deref().and_then(|id| crate::kept_frames::KeptFrames::open(id, &file));
@@ -167,7 +168,10 @@ impl ElfInfo {
                 for a in missing {
                     kept.insert(a, debug.frames(a));
                 }
-                kept.save();
+                // Split DWARF's frames depend on the `.dwo` and `.dwp` files too: not kept.
+                if !debug.reads_split_dwarf() {
+                    kept.save();
+                }
             }
         }
         kept.into_frames()
