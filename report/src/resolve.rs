@@ -636,9 +636,13 @@ impl Resolver {
                 self.addrs.iter().filter(|a| a.2 == AddrKind::File).map(|a| a.0).collect();
             dsos.sort_unstable();
             dsos.dedup();
-            dsos.iter().filter_map(|d| self.binaries.get(d)?.as_ref()).collect()
+            let mut named: Vec<&Arc<Binary>> =
+                dsos.iter().filter_map(|d| self.binaries.get(d)?.as_ref()).collect();
+            // The largest first, each a task of its own: the threads end close together.
+            named.sort_by_key(|b| std::cmp::Reverse(b.elf.data.len()));
+            named
         };
-        named.par_iter().for_each(|b| {
+        named.par_iter().with_max_len(1).for_each(|b| {
             b.elf.symbols();
         });
         if self.dwarf_inline || self.want_srclines || self.want_lines {
