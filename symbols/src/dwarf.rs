@@ -456,7 +456,7 @@ impl Inflated {
         if c.format == object::CompressionFormat::None {
             return None;
         }
-        let id: String = obj.build_id().ok()??.iter().map(|b| format!("{b:02x}")).collect();
+        let id = crate::buildid::hex(obj.build_id().ok()??);
         let name = section.name().ok()?.trim_start_matches(['.', '_', 'z']);
         if id.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return None;
@@ -624,14 +624,9 @@ mod tests {
     use super::*;
 
     /// Builds a program of two compile units, with compressed DWARF or not, and returns it
-    /// mapped.
-    fn two_unit_program(compressed: bool) -> (PathBuf, Arc<memmap2::Mmap>) {
-        built_program(compressed, false)
-    }
-
-    /// `two_unit_program`; with `lto`, its two sources linked with link-time optimization (GCC
-    /// then refers from the unit of the optimized code to the units of the sources by section
-    /// offset) and a third, `c.c`, built without: a unit to leave out.
+    /// mapped. With `lto`, its two sources are linked with link-time optimization (GCC then
+    /// refers from the unit of the optimized code to the units of the sources by section
+    /// offset) and a third, `c.c`, built without, is added: a unit to leave out.
     fn built_program(compressed: bool, lto: bool) -> (PathBuf, Arc<memmap2::Mmap>) {
         let dir =
             std::env::temp_dir().join(format!("rperf-dwarf-focus-{}-{compressed}-{lto}", std::process::id()));
@@ -672,7 +667,7 @@ mod tests {
     }
 
     fn focused_lookups(compressed: bool) {
-        let (exe, map) = two_unit_program(compressed);
+        let (exe, map) = built_program(compressed, false);
         let obj = object::File::parse(&map[..]).unwrap();
         let symbol = |name: &str| {
             use object::ObjectSymbol;

@@ -119,9 +119,18 @@ impl ElfInfo {
     /// prepared for looking up `addrs` (SVMAs), which parses less of a large debug file
     /// (`DebugInfo::from_map_for`). Any address can still be looked up.
     pub fn debug_info_for(&self, addrs: &[u64]) -> Option<&crate::DebugInfo> {
+        self.debug_info_in(|| self.dwarf_file(), addrs)
+    }
+
+    /// `debug_info_for`, with the DWARF file found by `find` when this call loads it.
+    fn debug_info_in(
+        &self,
+        find: impl FnOnce() -> Option<(PathBuf, Arc<memmap2::Mmap>)>,
+        addrs: &[u64],
+    ) -> Option<&crate::DebugInfo> {
         self.debug
             .get_or_init(|| {
-                let (path, map) = self.dwarf_file()?;
+                let (path, map) = find()?;
                 crate::DebugInfo::from_map_for(&path, map, addrs)
             })
             .as_ref()
@@ -155,16 +164,16 @@ impl ElfInfo {
     /// only the other addresses are looked up, in DWARF loaded for them, and then kept too
     /// (unless they needed split DWARF, which lies in other files).
     pub fn source_frames(&self, svmas: &[u64]) -> std::collections::HashMap<u64, Vec<crate::SourceFrame>> {
-        let Some((file, _)) = self.dwarf_file() else { return Default::default() };
-        let kept = self.build_id.as_deref().and_then(|id| crate::kept_frames::KeptFrames::open(id, &file));
+        let Some(found) = self.dwarf_file() else { return Default::default() };
+        let kept = self.build_id.as_deref().and_then(|id| crate::kept_frames::KeptFrames::open(id, &found.0));
         let missing: Vec<u64> =
             svmas.iter().copied().filter(|&a| kept.as_ref().is_none_or(|k| k.get(a).is_none())).collect();
         let Some(mut kept) = kept else {
-            let debug = self.debug_info_for(&missing);
+            let debug = self.debug_info_in(|| Some(found), &missing);
             return missing.iter().map(|&a| (a, debug.map(|d| d.frames(a)).unwrap_or_default())).collect();
         };
         if !missing.is_empty() {
-            if let Some(debug) = self.debug_info_for(&missing) {
+            if let Some(debug) = self.debug_info_in(|| Some(found), &missing) {
                 for a in missing {
                     kept.insert(a, debug.frames(a));
                 }

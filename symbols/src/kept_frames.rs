@@ -33,7 +33,7 @@ impl KeptFrames {
     /// are, or the file can't be identified); None without a cache folder.
     pub fn open(build_id: &[u8], file: &Path) -> Option<KeptFrames> {
         let origin = crate::dwarf::origin_of(file)?;
-        let id: String = build_id.iter().map(|b| format!("{b:02x}")).collect();
+        let id = crate::buildid::hex(build_id);
         if id.is_empty() {
             return None;
         }
