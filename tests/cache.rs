@@ -108,6 +108,44 @@ fn kernel_symbols_are_kept_for_the_boot_and_read_back() {
     assert!(files(&open, "").is_empty());
 }
 
+/// A cache folder whose path another user can change (a folder above it writable by others,
+/// without the sticky bit) is not used: swapping it between the check and a write would make
+/// root write where that user chose. The report says so once and runs without it.
+#[test]
+fn a_cache_folder_under_a_folder_others_can_write_is_not_used() {
+    let dir = scratch("cache_open_parent");
+    // perf's recording: its kernel frames are named from this kernel's symbols, kept in the
+    // cache folder when there is one.
+    let data = dir.join("perf.data");
+    let o = run(Command::new("perf").arg("record").arg("-o").arg(&data).args([
+        "--",
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "count=100000",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shared = dir.join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let cache = shared.join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let o =
+        run(rperf().env("RPERF_CACHE_DIR", &cache).args(["report", "--sort", "dso,symbol", "-i"]).arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.matches("is not used").count(), 1, "{err}");
+    assert!(err.contains("writable by other users") && err.contains("RPERF_CACHE_DIR"), "{err}");
+    assert!(files(&cache, "").is_empty(), "{:?}", files(&cache, ""));
+    // With the sticky bit (as /tmp has), this user's folder there is used.
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let o =
+        run(rperf().env("RPERF_CACHE_DIR", &cache).args(["report", "--sort", "dso,symbol", "-i"]).arg(&data));
+    assert!(!stderr(&o).contains("is not used"), "{}", stderr(&o));
+    assert!(!files(&cache, "kallsyms-").is_empty());
+}
+
 /// tests/programs/inline.cpp built as `exe`, its debug sections compressed as `gz` says.
 fn build_inline(exe: &Path, gz: &str) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/inline.cpp");

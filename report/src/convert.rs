@@ -158,6 +158,7 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
     );
     progress.finish();
     warnings.extend(unnamed_warning(&profile, &resolver.unnamed));
+    warnings.extend(rperf_symbols::cache::take_warning());
     Ok(Profile { warnings, ..profile })
 }
 

@@ -2,85 +2,269 @@
 //! work out than to read back (the running kernel's symbols, debug sections inflated from
 //! their compressed form).
 //!
-//! The folder is `$RPERF_CACHE_DIR`, else `$XDG_CACHE_HOME/rperf`, else `$HOME/.cache/rperf`;
-//! it is used only when it is a folder of this user that no one else can write to (it is
-//! created so when missing). Files are created readable by their owner only, never through a
-//! symbolic link, written under a name of their own and then renamed into place, so a reader
-//! never sees half a file; files are read only when they are regular files of this user.
+//! The folder is `$RPERF_CACHE_DIR`, else `$XDG_CACHE_HOME/rperf`, else `$HOME/.cache/rperf`.
+//! It is used only when no other user can change what its path leads to: the folder is this
+//! user's and written by no one else, and every folder above it belongs to this user or root
+//! and is either written by no one else or sticky with the next folder down this user's or
+//! root's. Otherwise reports run without it, and say so once (`take_warning`).
+//!
+//! The path is walked once, component by component, without following links, and every later
+//! operation (open, create, rename, remove, list) is made relative to the descriptor of the
+//! folder that was checked: swapping a folder of the path afterwards changes nothing. Files
+//! are created readable by their owner only, never through a symbolic link, written under a
+//! name of their own and then renamed into place, so a reader never sees half a file; files
+//! are read only when they are regular files of this user.
 
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
-/// The cache folder `sub` (created when missing), when there is a safe one to use.
-pub fn dir(sub: &str) -> Option<PathBuf> {
-    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let root = env("RPERF_CACHE_DIR")
-        .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("rperf")))
-        .or_else(|| env("HOME").map(|d| d.join(".cache").join("rperf")))?;
-    // The root and the folder in it: this user's, written by no one else, not links; each
-    // is checked before anything is made in it.
-    let private = |p: &Path| {
-        if std::fs::symlink_metadata(p).is_err() {
-            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(p).ok()?;
-        }
-        // SAFETY: geteuid has no preconditions.
-        let me = unsafe { libc::geteuid() };
-        std::fs::symlink_metadata(p)
-            .is_ok_and(|m| m.is_dir() && m.uid() == me && m.mode() & 0o022 == 0)
-            .then_some(())
-    };
-    private(&root)?;
-    let dir = if sub.is_empty() { root } else { root.join(sub) };
-    private(&dir)?;
-    Some(dir)
+use nix::fcntl::{openat, renameat, AtFlags, OFlag};
+use nix::sys::stat::{fstat, fstatat, mkdirat, FileStat, Mode, SFlag};
+use nix::unistd::{unlinkat, UnlinkatFlags};
+
+/// A checked cache folder, held open: every operation goes through its descriptor.
+#[derive(Clone, Debug)]
+pub struct Dir {
+    fd: Arc<OwnedFd>,
+    path: PathBuf,
 }
 
-/// The file at `path` mapped, when it is a regular file of this user of `len` bytes (any
-/// length when None).
-pub fn map(path: &Path, len: Option<u64>) -> Option<Arc<memmap2::Mmap>> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .ok()?;
-    let meta = file.metadata().ok()?;
-    // SAFETY: geteuid has no preconditions.
-    let me = unsafe { libc::geteuid() };
-    if !meta.is_file() || meta.uid() != me || len.is_some_and(|l| l != meta.len()) || meta.len() == 0 {
-        return None;
+/// The cache folder `sub` (created when missing), when there is a safe one to use.
+pub fn dir(sub: &str) -> Option<Dir> {
+    static ROOT: OnceLock<Option<Dir>> = OnceLock::new();
+    let root = ROOT
+        .get_or_init(|| {
+            let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+            let path = env("RPERF_CACHE_DIR")
+                .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("rperf")))
+                .or_else(|| env("HOME").map(|d| d.join(".cache").join("rperf")))?;
+            match Dir::open(&path) {
+                Ok(dir) => Some(dir),
+                Err(why) => {
+                    *WARNING.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!(
+                        "the cache folder {} is not used: {why}; reports run without it (set \
+                         RPERF_CACHE_DIR to a folder that only you can change)",
+                        crate::text::printable(&path.to_string_lossy())
+                    ));
+                    None
+                }
+            }
+        })
+        .as_ref()?;
+    if sub.is_empty() {
+        return Some(root.clone());
     }
-    // SAFETY: a private file of this user, mapped read-only; files are replaced by rename,
-    // never rewritten in place.
-    unsafe { memmap2::Mmap::map(&file) }.ok().map(Arc::new)
+    root.sub(sub).ok()
+}
+
+static WARNING: Mutex<Option<String>> = Mutex::new(None);
+
+/// Why the cache folder is not used, once: the first caller gets it, later ones None.
+pub fn take_warning() -> Option<String> {
+    WARNING.lock().unwrap_or_else(|e| e.into_inner()).take()
+}
+
+fn me() -> u32 {
+    nix::unistd::geteuid().as_raw()
+}
+
+impl Dir {
+    /// Opens the folder at `path` (creating what is missing, 0700) by walking it from `/` one
+    /// component at a time, and checks that no other user can change where the walk leads; the
+    /// error says what could.
+    pub fn open(path: &Path) -> Result<Dir, String> {
+        let absolute = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            std::env::current_dir().map_err(|e| format!("the current folder is unknown ({e})"))?.join(path)
+        };
+        // Links are resolved once, up front, in the part that exists; the walk then follows none.
+        let mut existing = absolute.as_path();
+        let mut missing = Vec::new();
+        let resolved = loop {
+            match std::fs::canonicalize(existing) {
+                Ok(p) => break p,
+                Err(_) => {
+                    missing.push(existing.file_name().ok_or("it cannot be reached")?.to_owned());
+                    existing = existing.parent().ok_or("it cannot be reached")?;
+                }
+            }
+        };
+        let walk = missing.iter().rev().fold(resolved, |p, name| p.join(name));
+
+        let search = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let mut fd =
+            openat(nix::fcntl::AT_FDCWD, "/", search, Mode::empty()).map_err(|e| format!("/: {e}"))?;
+        let mut stat = fstat(&fd).map_err(|e| format!("/: {e}"))?;
+        let mut at = PathBuf::from("/");
+        check_owner(&at, &stat)?;
+        let names: Vec<_> = walk
+            .components()
+            .filter_map(|c| if let Component::Normal(n) = c { Some(n) } else { None })
+            .collect();
+        for (i, name) in names.iter().enumerate() {
+            let last = i + 1 == names.len();
+            let child = at.join(name);
+            // An entry of a folder others may write to stays where it is only under the sticky
+            // bit, and only when its owner is this user or root (checked below).
+            if stat.st_mode & 0o022 != 0 && stat.st_mode & libc::S_ISVTX == 0 {
+                return Err(format!(
+                    "{} is writable by other users (mode {:o}) and could be replaced",
+                    at.display(),
+                    stat.st_mode & 0o7777
+                ));
+            }
+            let flags = if last {
+                OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC
+            } else {
+                search
+            };
+            let opened = match openat(&fd, *name, flags, Mode::empty()) {
+                Err(nix::errno::Errno::ENOENT) => {
+                    mkdirat(&fd, *name, Mode::from_bits_truncate(0o700))
+                        .or_else(|e| if e == nix::errno::Errno::EEXIST { Ok(()) } else { Err(e) })
+                        .map_err(|e| format!("{} could not be created ({e})", child.display()))?;
+                    openat(&fd, *name, flags, Mode::empty())
+                }
+                other => other,
+            }
+            .map_err(|e| format!("{} could not be opened as a folder ({e})", child.display()))?;
+            let child_stat = fstat(&opened).map_err(|e| format!("{}: {e}", child.display()))?;
+            check_owner(&child, &child_stat)?;
+            fd = opened;
+            stat = child_stat;
+            at = child;
+        }
+        if stat.st_uid != me() || stat.st_mode & 0o022 != 0 {
+            return Err(format!(
+                "it is not a folder of this user that only this user can write to (owner {}, mode {:o})",
+                stat.st_uid,
+                stat.st_mode & 0o7777
+            ));
+        }
+        Ok(Dir { fd: Arc::new(fd), path: at })
+    }
+}
+
+fn check_owner(path: &Path, stat: &FileStat) -> Result<(), String> {
+    if stat.st_uid != 0 && stat.st_uid != me() {
+        return Err(format!("{} belongs to another user (uid {})", path.display(), stat.st_uid));
+    }
+    Ok(())
+}
+
+/// A plain name inside a folder: no separators, not `.` or `..`.
+fn plain(name: &str) -> std::io::Result<&str> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a plain file name"));
+    }
+    Ok(name)
+}
+
+impl Dir {
+    /// The folder's path, for messages.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The folder `name` in this one (created when missing), held open when it is this user's
+    /// and written by no one else.
+    fn sub(&self, name: &str) -> std::io::Result<Dir> {
+        let name = plain(name)?;
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let fd = match openat(self.fd.as_fd(), name, flags, Mode::empty()) {
+            Err(nix::errno::Errno::ENOENT) => {
+                mkdirat(self.fd.as_fd(), name, Mode::from_bits_truncate(0o700)).ok();
+                openat(self.fd.as_fd(), name, flags, Mode::empty())
+            }
+            other => other,
+        }?;
+        let stat = fstat(&fd)?;
+        if stat.st_uid != me() || stat.st_mode & 0o022 != 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, "not a private folder"));
+        }
+        Ok(Dir { fd: Arc::new(fd), path: self.path.join(name) })
+    }
+
+    /// The file `name` mapped, when it is a regular file of this user of `len` bytes (any
+    /// length when None).
+    pub fn map(&self, name: &str, len: Option<u64>) -> Option<Arc<memmap2::Mmap>> {
+        let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+        let fd = openat(self.fd.as_fd(), plain(name).ok()?, flags, Mode::empty()).ok()?;
+        let file = std::fs::File::from(fd);
+        let meta = file.metadata().ok()?;
+        use std::os::unix::fs::MetadataExt;
+        if !meta.is_file() || meta.uid() != me() || len.is_some_and(|l| l != meta.len()) || meta.len() == 0 {
+            return None;
+        }
+        // SAFETY: a private file of this user, mapped read-only; files are replaced by rename,
+        // never rewritten in place.
+        unsafe { memmap2::Mmap::map(&file) }.ok().map(Arc::new)
+    }
+
+    /// A new file to become `name`.
+    pub fn create(&self, name: &str) -> std::io::Result<NewFile> {
+        let name = plain(name)?;
+        let temp = format!(".{name}.{}", std::process::id());
+        let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let fd = openat(self.fd.as_fd(), temp.as_str(), flags, Mode::from_bits_truncate(0o600))?;
+        let out = std::io::BufWriter::with_capacity(1 << 16, std::fs::File::from(fd));
+        Ok(NewFile { out, dir: self.clone(), temp, name: name.to_owned(), written: 0, done: false })
+    }
+
+    /// The regular files of the folder: name, size and time of last change.
+    pub fn files(&self) -> Vec<(String, u64, i64)> {
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+        let Ok(mut list) = nix::dir::Dir::openat(self.fd.as_fd(), ".", flags, Mode::empty()) else {
+            return Vec::new();
+        };
+        list.iter()
+            .flatten()
+            .filter_map(|e| {
+                let name = e.file_name().to_str().ok()?.to_owned();
+                let stat = fstatat(self.fd.as_fd(), name.as_str(), AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
+                let regular =
+                    SFlag::from_bits_truncate(stat.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFREG;
+                regular.then_some((name, stat.st_size as u64, stat.st_mtime))
+            })
+            .collect()
+    }
+
+    /// Removes the file `name`.
+    pub fn remove(&self, name: &str) -> bool {
+        plain(name).is_ok_and(|n| unlinkat(self.fd.as_fd(), n, UnlinkatFlags::NoRemoveDir).is_ok())
+    }
+
+    /// Removes the oldest regular files until the rest take at most `limit` bytes.
+    pub fn prune(&self, limit: u64) {
+        let mut files = self.files();
+        let mut total: u64 = files.iter().map(|f| f.1).sum();
+        files.sort_by_key(|f| f.2);
+        for (name, len, _) in files {
+            if total <= limit {
+                break;
+            }
+            if self.remove(&name) {
+                total -= len;
+            }
+        }
+    }
 }
 
 /// A cache file being written: it takes its name once complete (`finish`), and is removed
 /// when dropped before.
 pub struct NewFile {
     out: std::io::BufWriter<std::fs::File>,
-    temp: PathBuf,
-    path: PathBuf,
+    dir: Dir,
+    temp: String,
+    name: String,
     written: u64,
     done: bool,
 }
 
 impl NewFile {
-    /// A new file to become `path`.
-    pub fn create(path: &Path) -> std::io::Result<NewFile> {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let temp = path.with_file_name(format!(".{name}.{}", std::process::id()));
-        let file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(&temp)?;
-        let out = std::io::BufWriter::with_capacity(1 << 16, file);
-        Ok(NewFile { out, temp, path: path.to_path_buf(), written: 0, done: false })
-    }
-
     /// Bytes written so far.
     pub fn written(&self) -> u64 {
         self.written
@@ -89,7 +273,8 @@ impl NewFile {
     /// Gives the file its name.
     pub fn finish(mut self) -> std::io::Result<()> {
         self.out.flush()?;
-        std::fs::rename(&self.temp, &self.path)?;
+        let fd = self.dir.fd.as_fd();
+        renameat(fd, self.temp.as_str(), fd, self.name.as_str())?;
         self.done = true;
         Ok(())
     }
@@ -110,29 +295,71 @@ impl Write for NewFile {
 impl Drop for NewFile {
     fn drop(&mut self) {
         if !self.done {
-            std::fs::remove_file(&self.temp).ok();
+            self.dir.remove(&self.temp);
         }
     }
 }
 
-/// Removes the oldest regular files of `dir` until the rest take at most `limit` bytes.
-pub fn prune(dir: &Path, limit: u64) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = entries
-        .flatten()
-        .filter_map(|e| {
-            let meta = e.metadata().ok().filter(|m| m.is_file())?;
-            Some((meta.modified().ok()?, meta.len(), e.path()))
-        })
-        .collect();
-    let mut total: u64 = files.iter().map(|f| f.1).sum();
-    files.sort();
-    for (_, len, path) in files {
-        if total <= limit {
-            break;
-        }
-        if std::fs::remove_file(&path).is_ok() {
-            total -= len;
-        }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("rperf-cache-{name}-{}", std::process::id()));
+        std::fs::remove_dir_all(&d).ok();
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o700)).unwrap();
+        d
+    }
+
+    #[test]
+    fn files_go_where_the_checked_folder_went_not_where_its_path_leads_now() {
+        let base = scratch("swap");
+        let cache = base.join("cache");
+        let dir = Dir::open(&cache).unwrap();
+        // The folder is swapped for a link to another between the check and the writes.
+        let elsewhere = base.join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::fs::rename(&cache, base.join("moved")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, &cache).unwrap();
+        let mut f = dir.create("kept").unwrap();
+        f.write_all(b"bytes").unwrap();
+        f.finish().unwrap();
+        assert!(base.join("moved/kept").is_file());
+        assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+        assert!(dir.map("kept", Some(5)).is_some());
+        dir.prune(0);
+        assert!(!base.join("moved/kept").exists());
+        std::fs::remove_dir_all(&base).ok();
+    }
+
+    #[test]
+    fn a_folder_others_can_change_is_refused() {
+        let base = scratch("open");
+        let shared = base.join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let why = Dir::open(&shared.join("cache")).unwrap_err();
+        assert!(why.contains("writable by other users"), "{why}");
+        assert!(!shared.join("cache").exists(), "nothing is made under a folder others can write to");
+        // The sticky bit protects what this user owns there.
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        Dir::open(&shared.join("cache")).unwrap();
+        // A link anywhere on the path is not followed after the path was resolved, and a
+        // folder writable by others is refused itself.
+        std::fs::set_permissions(shared.join("cache"), std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(Dir::open(&shared.join("cache")).unwrap_err().contains("only this user can write"));
+        std::fs::remove_dir_all(&base).ok();
+    }
+
+    #[test]
+    fn names_stay_inside_the_folder() {
+        let base = scratch("names");
+        let dir = Dir::open(&base.join("c")).unwrap();
+        assert!(dir.create("../escape").is_err());
+        assert!(dir.create("..").is_err());
+        assert!(!dir.remove("../c"));
+        std::fs::remove_dir_all(&base).ok();
     }
 }

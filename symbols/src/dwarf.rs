@@ -344,7 +344,7 @@ fn focused_dwarf(
     if let (Some(file), Some(inflated)) = (keeping, &inflated) {
         // Read to its end and written whole: complete.
         if at as u64 == inflated.len && file.written() == inflated.len && file.finish().is_ok() {
-            crate::cache::prune(&inflated.dir, KEEP_INFLATED);
+            inflated.dir.prune(KEEP_INFLATED);
         }
     }
     if left_out.is_empty() {
@@ -438,8 +438,8 @@ const KEEP_INFLATED: u64 = 1 << 30;
 /// Where a compressed debug section is kept inflated: by the build id of its file, so that
 /// the next report maps it instead of inflating it again.
 struct Inflated {
-    dir: PathBuf,
-    path: PathBuf,
+    dir: crate::cache::Dir,
+    name: String,
     len: u64,
 }
 
@@ -464,17 +464,16 @@ impl Inflated {
         let dir = crate::cache::dir("debug")?;
         // Named by the file too: another file claiming the build id (a binary from a
         // recording's --symfs folder, say) never reads or replaces what this one kept.
-        let path = dir.join(format!("{id}-{origin}.{name}"));
-        Some(Inflated { dir, path, len: c.uncompressed_size })
+        Some(Inflated { dir, name: format!("{id}-{origin}.{name}"), len: c.uncompressed_size })
     }
 
     /// The kept bytes, mapped.
     fn map(&self) -> Option<Arc<memmap2::Mmap>> {
-        crate::cache::map(&self.path, Some(self.len))
+        self.dir.map(&self.name, Some(self.len))
     }
 
     fn new_file(&self) -> Option<crate::cache::NewFile> {
-        crate::cache::NewFile::create(&self.path).ok()
+        self.dir.create(&self.name).ok()
     }
 
     /// Keeps `bytes`, the whole section inflated.
@@ -485,7 +484,7 @@ impl Inflated {
         if let Some(mut f) = self.new_file() {
             use std::io::Write;
             if f.write_all(bytes).is_ok() && f.finish().is_ok() {
-                crate::cache::prune(&self.dir, KEEP_INFLATED);
+                self.dir.prune(KEEP_INFLATED);
             }
         }
     }

@@ -10,7 +10,6 @@
 //! addresses are secrets under KASLR.
 
 use std::io::Write;
-use std::path::Path;
 
 use crate::kallsyms::{find_address, text_symbol_index};
 
@@ -39,7 +38,7 @@ impl RunningKernel {
         let boot = boot_key();
         let dir = boot.as_ref().and_then(|_| crate::cache::dir(""));
         if let (Some(dir), Some(boot)) = (&dir, &boot) {
-            if let Some(kept) = read_kept(&dir.join(file_name(&boot.0)), boot) {
+            if let Some(kept) = read_kept(dir, &file_name(&boot.0), boot) {
                 return kept;
             }
         }
@@ -112,8 +111,8 @@ fn header(boot: &BootKey) -> String {
 }
 
 /// The kept symbols at `path`, when they were kept for this boot and kernel.
-fn read_kept(path: &Path, boot: &BootKey) -> Option<RunningKernel> {
-    let map = crate::cache::map(path, None)?;
+fn read_kept(dir: &crate::cache::Dir, name: &str, boot: &BootKey) -> Option<RunningKernel> {
+    let map = dir.map(name, None)?;
     let start = header(boot).len();
     if !map.starts_with(header(boot).as_bytes()) || map.len() <= start || map.last() != Some(&b'\n') {
         return None;
@@ -176,7 +175,7 @@ fn sorted_index_for(text: &[u8], addrs: &[u64]) -> Vec<(u64, usize)> {
 
 /// Keeps the core kernel's text symbols of `live` for the rest of the boot: written to a new
 /// file beside the cache file, then renamed over it; files of other boots are removed.
-fn keep(dir: &Path, boot: &BootKey, live: &RunningKernel) -> std::io::Result<()> {
+fn keep(dir: &crate::cache::Dir, boot: &BootKey, live: &RunningKernel) -> std::io::Result<()> {
     let mut out = header(boot).into_bytes();
     for &(_, at) in &live.index {
         let line = live.text[at..].split('\n').next().unwrap_or_default();
@@ -187,14 +186,12 @@ fn keep(dir: &Path, boot: &BootKey, live: &RunningKernel) -> std::io::Result<()>
         }
     }
     let name = file_name(&boot.0);
-    let mut file = crate::cache::NewFile::create(&dir.join(&name))?;
+    let mut file = dir.create(&name)?;
     file.write_all(&out)?;
     file.finish()?;
-    for entry in std::fs::read_dir(dir)?.flatten() {
-        let other = entry.file_name().to_string_lossy().into_owned();
-        let regular = entry.file_type().is_ok_and(|t| t.is_file());
-        if regular && other.starts_with("kallsyms-") && other != name {
-            std::fs::remove_file(entry.path()).ok();
+    for (other, _, _) in dir.files() {
+        if other.starts_with("kallsyms-") && other != name {
+            dir.remove(&other);
         }
     }
     Ok(())
@@ -220,11 +217,12 @@ mod tests {
              ffffffff81000300 T _etext\nffffffffc0001000 t ext4_read\t[ext4]\n\
              ffffffffc0002000 t bpf_prog_1_x\t[bpf]\n",
         );
-        keep(&dir, &boot, &live).unwrap();
+        let held = crate::cache::Dir::open(&dir).unwrap();
+        keep(&held, &boot, &live).unwrap();
         let path = dir.join("kallsyms-1234-abcd");
         assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
         assert!(!dir.join("kallsyms-old-boot").exists());
-        let kept = read_kept(&path, &boot).expect("kept for this boot");
+        let kept = read_kept(&held, "kallsyms-1234-abcd", &boot).expect("kept for this boot");
         assert!(
             kept.cached
                 && !kept.text.contains("ext4")
@@ -241,7 +239,9 @@ mod tests {
         assert_eq!(names(&kept.symbols_for(&addrs)), names(&live.symbols_for(&addrs)));
         assert_eq!(kept.symbols_for(&addrs).table.lookup(0xffffffff81000250).unwrap().name, "work");
         // Another boot's or kernel's file is not used.
-        assert!(read_kept(&path, &BootKey("1234-abcd".into(), "6.2.0".into())).is_none());
+        assert!(
+            read_kept(&held, "kallsyms-1234-abcd", &BootKey("1234-abcd".into(), "6.2.0".into())).is_none()
+        );
         std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -10,7 +10,7 @@
 //! wrote it; any other is not read.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::SourceFrame;
 
@@ -23,7 +23,8 @@ const LARGEST: u64 = 16 << 20;
 
 /// The frames kept for one debug file.
 pub struct KeptFrames {
-    path: PathBuf,
+    dir: crate::cache::Dir,
+    name: String,
     frames: HashMap<u64, Vec<SourceFrame>>,
     added: bool,
 }
@@ -37,12 +38,14 @@ impl KeptFrames {
         if id.is_empty() {
             return None;
         }
-        let path = crate::cache::dir("frames")?.join(format!("{id}-{origin}"));
-        let frames = crate::cache::map(&path, None)
+        let dir = crate::cache::dir("frames")?;
+        let name = format!("{id}-{origin}");
+        let frames = dir
+            .map(&name, None)
             .filter(|m| m.len() as u64 <= LARGEST)
             .and_then(|m| decode(&m))
             .unwrap_or_default();
-        Some(KeptFrames { path, frames, added: false })
+        Some(KeptFrames { dir, name, frames, added: false })
     }
 
     /// The frames kept for `svma`.
@@ -62,11 +65,9 @@ impl KeptFrames {
         if !self.added {
             return;
         }
-        let Ok(mut f) = crate::cache::NewFile::create(&self.path) else { return };
+        let Ok(mut f) = self.dir.create(&self.name) else { return };
         if f.write_all(&encode(&self.frames)).is_ok() && f.finish().is_ok() {
-            if let Some(dir) = self.path.parent() {
-                crate::cache::prune(dir, KEEP);
-            }
+            self.dir.prune(KEEP);
         }
     }
 

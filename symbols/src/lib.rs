@@ -24,6 +24,7 @@ mod kept_frames;
 mod kernel;
 mod locate;
 mod table;
+pub mod text;
 pub mod trusted;
 
 pub use demangle::{demangle, demangle_full};

@@ -52,24 +52,7 @@ pub fn write(
     }
 }
 
-/// `s` with the characters a line of text cannot carry written as escapes: control characters
-/// (newlines, escape sequences, NUL) become `\xNN` or `\u{NNNN}`. Names come from recordings,
-/// so a binary or thread name must not end a folded line, make an SVG malformed XML or send
-/// escape sequences to a terminal.
-pub(crate) fn printable(s: &str) -> std::borrow::Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    let mut out = String::with_capacity(s.len() + 8);
-    for c in s.chars() {
-        match c {
-            c if c.is_control() && (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:04x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
+pub(crate) use rperf_symbols::text::printable;
 
 /// `s` as HTML text or an attribute value (the HTML report and `rperf annotate --format html`).
 pub(crate) fn escape_html(s: &str) -> String {
@@ -96,13 +79,4 @@ fn title(p: &Profile, opts: &ReportOptions) -> String {
             None => format!("rperf: {event}"),
         }
     })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn printable_escapes_control_characters() {
-        assert_eq!(super::printable("main"), "main");
-        assert_eq!(super::printable("a\nb\x1b[31m\u{85}"), "a\\x0ab\\x1b[31m\\u{0085}");
-    }
 }
