@@ -440,3 +440,63 @@ fn the_output_is_a_new_private_file_never_a_link_followed() {
     let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert!(!left.iter().any(|n| n.to_string_lossy().contains(".rperf-")), "{left:?}");
 }
+
+/// Device nodes and FIFOs as `-o` are written to, never moved aside or replaced: as root,
+/// `-o /dev/null` once renamed the device node to `/dev/null.old`. Nodes are made in a scratch
+/// folder (the same devices as /dev/null and /dev/full) so the test never touches /dev.
+#[test]
+fn device_nodes_and_fifos_as_output_are_written_to_never_moved() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = scratch("rec_output_devices");
+    let node = |name: &str, kind: &str, major: &str, minor: &str| {
+        let p = dir.join(name);
+        let st = Command::new("mknod").arg(&p).args([kind, major, minor]).status().unwrap();
+        assert!(st.success());
+        p
+    };
+    let null = node("null", "c", "1", "3");
+    let o = run(rperf().args(["record", "-o"]).arg(&null).args(["--", "true"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&null).unwrap().file_type().is_char_device());
+    let left: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left, ["null"], "nothing moved, nothing left beside it");
+    // A full device: an error that says so, and the node stays.
+    let full = node("full", "c", "1", "7");
+    let o = run(rperf().args(["record", "-o"]).arg(&full).args(["--", "true"]));
+    assert!(!o.status.success() && stderr(&o).contains("No space left"), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&full).unwrap().file_type().is_char_device());
+    // A FIFO gets the whole recording, readable as any other.
+    let fifo = dir.join("fifo");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let got = dir.join("got.data");
+    let reader =
+        Command::new("sh").arg("-c").arg(format!("cat {} > {}", fifo.display(), got.display())).spawn();
+    let mut reader = reader.unwrap();
+    let o = run(rperf().args(["record", "-o"]).arg(&fifo).args([
+        "--",
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "count=200000",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(reader.wait().unwrap().success());
+    assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    assert!(!parse_script(&perf_script(&got)).is_empty(), "perf reads what the FIFO carried");
+    // Nodes rperf does not write recordings to are refused by name, and left in place; so is a
+    // NAME.old that is not a regular file.
+    let block = node("block", "b", "7", "200");
+    let o = run(rperf().args(["record", "-o"]).arg(&block).args(["--", "true"]));
+    assert!(!o.status.success() && stderr(&o).contains("block device"), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&block).unwrap().file_type().is_block_device());
+    let out = dir.join("out.data");
+    std::fs::write(&out, "old").unwrap();
+    let old = node("out.data.old", "c", "1", "3");
+    let o = run(rperf().args(["record", "-o"]).arg(&out).args(["--", "true"]));
+    assert!(!o.status.success() && stderr(&o).contains("character device"), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&old).unwrap().file_type().is_char_device());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "old");
+}

@@ -37,6 +37,9 @@ pub struct PerfDataWriter {
     file: File,
     /// Where the file is now: a new name beside the output until `publish`.
     path: PathBuf,
+    /// A FIFO or character device given as the output: the recording is made in an unnamed
+    /// file (the header is rewritten as it grows) and copied to it when it ends.
+    stream: Option<File>,
     /// The output path, once published.
     output: PathBuf,
     published: bool,
@@ -56,10 +59,20 @@ impl PerfDataWriter {
     /// attributes. The file is made by `create_beside`. It takes `path`'s name at `publish`;
     /// until then an existing recording there is untouched, and dropping the writer removes
     /// the new file.
+    /// A FIFO or character device there is written to when the recording ends, never moved
+    /// or replaced.
     pub fn create(path: &Path, attrs: &[FileAttr]) -> Result<PerfDataWriter, Error> {
-        if path.is_dir() {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = std::fs::symlink_metadata(path).map(|m| m.file_type()).ok();
+        if kind.is_some_and(|k| k.is_dir()) {
             let e = io::Error::other("it is a directory; give a file name with -o");
             return Err(Error::file(path, e));
+        }
+        if kind.is_some_and(|k| k.is_fifo() || k.is_char_device()) {
+            let (out, file) = open_stream(path)?;
+            let mut w = Self::start(file, path.to_path_buf(), path, true, attrs)?;
+            w.stream = Some(out);
+            return Ok(w);
         }
         let (file, temp) = create_beside(path)?;
         Self::start(file, temp, path, false, attrs)
@@ -83,6 +96,7 @@ impl PerfDataWriter {
         let mut w = PerfDataWriter {
             file,
             path,
+            stream: None,
             output: output.to_path_buf(),
             published,
             buffered_samples: 0,
@@ -249,7 +263,15 @@ impl PerfDataWriter {
         self.file.set_len(offset).map_err(err)?;
         let ids: Vec<u32> = features.iter().map(|(id, _)| *id).collect();
         self.write_header(&ids)?;
-        self.file.sync_data().ok();
+        match self.stream.take() {
+            Some(mut out) => {
+                self.file.seek(SeekFrom::Start(0)).map_err(err)?;
+                io::copy(&mut self.file, &mut out).map_err(|e| Error::file(&self.output, e))?;
+            }
+            None => {
+                self.file.sync_data().ok();
+            }
+        }
         Ok(offset)
     }
 }
@@ -328,6 +350,9 @@ fn is_sample(record: &[u8]) -> bool {
 /// owner only (recordings hold stack memory).
 pub fn create_beside(path: &Path) -> Result<(File, PathBuf), Error> {
     use std::os::unix::fs::OpenOptionsExt;
+    if let Some(why) = std::fs::symlink_metadata(path).ok().and_then(|m| not_replaceable(&m)) {
+        return Err(Error::file(path, io::Error::other(why)));
+    }
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let temp = path.with_file_name(format!(".{name}.rperf-{}", std::process::id()));
     let file = std::fs::OpenOptions::new()
@@ -343,13 +368,80 @@ pub fn create_beside(path: &Path) -> Result<(File, PathBuf), Error> {
 
 /// Gives the file `temp` the name `output`: an existing file (or link) there is moved aside to
 /// `NAME.old`, as perf does, never written through.
+/// Only a regular file or a link is ever moved: anything else there (a device node, a FIFO,
+/// a socket, a folder) is refused, and so is a `NAME.old` that is not a regular file or link.
 pub fn publish_as(temp: &Path, output: &Path) -> Result<(), Error> {
-    if std::fs::symlink_metadata(output).is_ok() {
+    if let Ok(meta) = std::fs::symlink_metadata(output) {
+        if let Some(why) = not_replaceable(&meta) {
+            let e = io::Error::other(format!("{why}; the recording is kept as {}", temp.display()));
+            return Err(Error::file(output, e));
+        }
         let mut old = output.as_os_str().to_owned();
         old.push(".old");
+        let old = PathBuf::from(old);
+        if let Some(why) = std::fs::symlink_metadata(&old).ok().and_then(|m| not_replaceable(&m)) {
+            let e = io::Error::other(format!("{why}; the recording is kept as {}", temp.display()));
+            return Err(Error::file(&old, e));
+        }
         std::fs::rename(output, &old).map_err(|e| Error::file(output, e))?;
     }
     std::fs::rename(temp, output).map_err(|e| Error::file(output, e))
+}
+
+/// Why what `meta` describes may not be moved aside for a recording: only regular files and
+/// links are.
+fn not_replaceable(meta: &std::fs::Metadata) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    let what = if t.is_file() || t.is_symlink() {
+        return None;
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else {
+        "not a regular file"
+    };
+    Some(format!(
+        "it is {what}, which rperf never moves or replaces; record to a regular file (a FIFO or character device given to `rperf record -o` is written to)"
+    ))
+}
+
+/// Opens the FIFO or character device `path` for writing (without creating, truncating or
+/// following a link), and an unnamed file to make the recording in, in the temporary folder.
+fn open_stream(path: &Path) -> Result<(File, File), Error> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let out = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|e| Error::file(path, e))?;
+    // What was opened, not what the path named a moment before.
+    let kind = out.metadata().map_err(|e| Error::file(path, e))?.file_type();
+    if !(kind.is_fifo() || kind.is_char_device()) {
+        return Err(Error::file(path, io::Error::other("it changed while being opened")));
+    }
+    let dir = std::env::temp_dir();
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
+        .open(&dir)
+        .map_err(|e| {
+            let e = io::Error::new(
+                e.kind(),
+                format!("{e}: the recording for {} is made in an unnamed file there first; set TMPDIR to a folder of a filesystem that has room and supports O_TMPFILE", path.display()),
+            );
+            Error::file(&dir, e)
+        })?;
+    Ok((out, file))
 }
 
 impl Drop for PerfDataWriter {
