@@ -44,7 +44,7 @@ pub struct ReportArgs {
     #[arg(long = "max-stack", value_name = "N")]
     max_stack: Option<usize>,
     /// Hide entries and call-graph nodes under P percent.
-    #[arg(long = "percent-limit", value_name = "P", default_value_t = 0.0)]
+    #[arg(long = "percent-limit", value_name = "P", default_value_t = 0.0, allow_negative_numbers = true, value_parser = crate::target_args::parse_percent)]
     percent_limit: f64,
     /// Print every call graph whole; by default nodes under 0.5% are left out, and the call
     /// graph of an entry that its only caller's graph already shows is skipped.

@@ -93,7 +93,22 @@ pub fn parse_time_window(
             format!("--time {t}: '{b}' is neither seconds (2.5) nor a timestamp in nanoseconds (683802777472700ns)")
         })
     };
-    Ok((bound(start)?, bound(end)?))
+    let (start, end) = (bound(start)?, bound(end)?);
+    use rperf_report::TimeBound::{Absolute, Relative};
+    if let (Some(Relative(a)), Some(Relative(b))) | (Some(Absolute(a)), Some(Absolute(b))) = (start, end) {
+        if b <= a {
+            anyhow::bail!("--time {t}: the window ends before it starts; give START,END with END after START (e.g. 2,5)");
+        }
+    }
+    Ok((start, end))
+}
+
+/// `--percent-limit P`: a percentage from 0 to 100.
+pub fn parse_percent(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a percentage: give a number from 0 to 100, e.g. 0.5")),
+    }
 }
 
 /// `--duration SECONDS`: a positive, finite number of seconds that a duration can hold.

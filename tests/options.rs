@@ -48,4 +48,14 @@ fn values_that_make_no_sense_are_refused() {
     refused(&["record", "-m", "0", "--", "true"], "not a power of two");
     let data = record_fp("opt_report_src", &programs().workload_fp, &["0.1", "1"]);
     refused(&["report", "--cpu", "5-2", "-i", data.to_str().unwrap()], "5-2");
+    // A window that ends before it starts, and limits that are not percentages, once gave
+    // empty or odd reports.
+    for cmd in ["report", "annotate"] {
+        for t in ["5,2", "2,2", "900ns,100ns"] {
+            refused(&[cmd, "--time", t, "-i", data.to_str().unwrap()], "END after START");
+        }
+    }
+    for p in ["nan", "-5", "inf", "101", "x"] {
+        refused(&["report", "--percent-limit", p, "-i", data.to_str().unwrap()], "from 0 to 100");
+    }
 }
