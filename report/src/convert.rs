@@ -159,6 +159,8 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
     progress.finish();
     warnings.extend(unnamed_warning(&profile, &resolver.unnamed));
     warnings.extend(rperf_symbols::cache::take_warning());
+    let mut profile = profile;
+    warnings.append(&mut profile.warnings);
     Ok(Profile { warnings, ..profile })
 }
 

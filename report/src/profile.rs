@@ -184,6 +184,9 @@ pub struct Profile {
     pub selected: Option<Vec<bool>>,
     /// The frame that marks off-CPU time in stack outputs, when there is any.
     pub off_cpu_marker: Option<FuncId>,
+    /// Side-band records (mmap, comm, fork, exit) the kernel lost: samples after them may be
+    /// given to the wrong binary or thread. Counted apart from lost samples, as perf does.
+    pub lost_sideband: u64,
     /// Non-fatal problems met while reading.
     pub warnings: Vec<String>,
     /// The code of the hottest functions, for outputs that show it (the HTML report).
@@ -283,6 +286,10 @@ pub struct ProfileBuilder {
     show_art_frames: bool,
     /// The sections `--event` keeps, when given.
     only: Option<Vec<bool>>,
+    /// Per event of the file: it only carries side-band records (a dummy event's mmap, comm,
+    /// fork and exit records), so what its ring lost are those, not samples.
+    sideband: Vec<bool>,
+    lost_sideband: u64,
 }
 
 impl ProfileBuilder {
@@ -337,6 +344,8 @@ impl ProfileBuilder {
             children: opts.children,
             show_art_frames: opts.show_art_frames,
             only,
+            sideband: events.iter().map(|e| e.type_ == 1 && e.config == 9).collect(),
+            lost_sideband: 0,
         })
     }
 
@@ -382,8 +391,13 @@ impl ProfileBuilder {
         }
     }
 
-    /// The kernel lost `count` samples of event `attr`.
+    /// The kernel lost `count` records of event `attr`'s ring: samples, or side-band records
+    /// of an event that carries only those.
     pub fn lost(&mut self, attr: usize, count: u64) {
+        if self.sideband.get(attr).copied().unwrap_or(false) {
+            self.lost_sideband = self.lost_sideband.saturating_add(count);
+            return;
+        }
         let i = if self.timing.is_some() { 0 } else { attr };
         if let Some(s) = self.sections.get_mut(i) {
             s.lost = s.lost.saturating_add(count);
@@ -520,6 +534,14 @@ impl ProfileBuilder {
             let mut keep = only.iter();
             self.sections.retain(|_| *keep.next().expect("one flag per section"));
         }
+        let mut warnings = warnings;
+        if self.lost_sideband > 0 {
+            warnings.push(format!(
+                "the kernel lost {} side-band records (mmap, comm, fork, exit) while recording: samples \
+                 after them may be given to the wrong binary or thread (these are not lost samples)",
+                self.lost_sideband
+            ));
+        }
         let mut info = info;
         info.time_range = if self.time_range.0 > self.time_range.1 { (0, 0) } else { self.time_range };
         Profile {
@@ -532,6 +554,7 @@ impl ProfileBuilder {
             stack_exec,
             selected,
             off_cpu_marker,
+            lost_sideband: self.lost_sideband,
             warnings,
             code: Vec::new(),
         }

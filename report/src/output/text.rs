@@ -60,6 +60,9 @@ fn write_header(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
             all as f64 / 1e9
         )?;
     }
+    if p.lost_sideband > 0 {
+        writeln!(out, "Lost side-band records: {} (mmap, comm, fork, exit)", p.lost_sideband)?;
+    }
     Ok(())
 }
 
