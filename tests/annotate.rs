@@ -110,3 +110,53 @@ fn html_page_and_binaries_that_are_missing() {
     let o = run(rperf().args(["annotate", "--functions", "1", "--symfs", "/nonexistent", "-i"]).arg(&moved));
     assert!(o.status.success());
 }
+
+/// A binary's DWARF may name any file as its source (`#line 1 "/etc/shadow"`, or a path
+/// climbing out with `..`): with --source-dir, annotate reads only inside those folders, in
+/// text and HTML; the real sources there are still shown.
+#[test]
+fn sources_outside_the_source_dir_are_not_read() {
+    let dir = scratch("annotate_source_dir");
+    let (src, outside, build) = (dir.join("src"), dir.join("outside"), dir.join("build"));
+    for d in [&src, &outside, &build] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let secret = outside.join("secret.txt");
+    std::fs::write(&secret, "TOPSECRET_ABSOLUTE\nTOPSECRET_ABSOLUTE\nTOPSECRET_ABSOLUTE\n").unwrap();
+    let program = format!(
+        "#line 1 \"{}\"\n\
+         long spin(long n) {{ volatile long s = 0; for (long i = 0; i < n; i++) s += i; return s; }}\n\
+         #line 1 \"../outside/secret.txt\"\n\
+         long spin2(long n) {{ volatile long s = 0; for (long i = 0; i < n; i++) s += 2 * i; return s; }}\n\
+         #line 1 \"prog.c\"\n\
+         int main(void) {{ return (int)(spin(200000000) + spin2(200000000)); }} /* SHOWN_SOURCE */\n",
+        secret.display()
+    );
+    std::fs::write(src.join("prog.c"), &program).unwrap();
+    let exe = build.join("prog");
+    let o = run(Command::new("gcc")
+        .current_dir(&build)
+        .args(["-g", "-O0", "-fno-omit-frame-pointer", "-o"])
+        .arg(&exe)
+        .arg(src.join("prog.c")));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let data = record_fp("annotate_source_dir_rec", &exe, &[]);
+    for format in ["text", "html"] {
+        let out = dir.join(format!("out.{format}"));
+        let o = run(rperf()
+            .current_dir(&build)
+            .args(["annotate", "--format", format, "--source-dir"])
+            .arg(&src)
+            .arg("-o")
+            .arg(&out)
+            .arg("-i")
+            .arg(&data));
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert!(text.contains("spin"), "{text}");
+        assert!(!text.contains("TOPSECRET"), "{format}: a file outside --source-dir was read:\n{text}");
+    }
+    // Without --source-dir, the files the binary names are this machine's own: they are read.
+    let o = run(rperf().current_dir(&build).args(["annotate", "-i"]).arg(&data));
+    assert!(stdout(&o).contains("TOPSECRET_ABSOLUTE"), "{}", stdout(&o));
+}

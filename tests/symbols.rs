@@ -306,6 +306,10 @@ fn symfs_holds_debug_files_in_build_id_layouts() {
         format!(".build-id/{}/{}/debug", &id[..2], &id[2..]),
     ] {
         let symfs = dir.join(format!("symfs{}", rel.len()));
+        // Under --symfs nothing outside it is read: the binary is there too, at its path.
+        let copy = symfs.join(bare.strip_prefix("/").unwrap());
+        std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+        std::fs::copy(&bare, &copy).unwrap();
         let debug = symfs.join(&rel);
         std::fs::create_dir_all(debug.parent().unwrap()).unwrap();
         tool(Command::new("objcopy").arg("--only-keep-debug").arg(full).arg(&debug));

@@ -316,7 +316,12 @@ impl<'a> Sources<'a> {
         let dirs = self.dirs;
         let lines = self.files.entry(file.to_string()).or_insert_with(|| {
             let path = Path::new(file);
-            let mut candidates = vec![path.to_path_buf()];
+            // Under --source-dir, nothing outside those folders is read: a binary's DWARF may
+            // name any file (`#line 1 "/etc/shadow"`).
+            let mut candidates = Vec::new();
+            if dirs.is_empty() || dirs.iter().any(|d| within(path, d)) {
+                candidates.push(path.to_path_buf());
+            }
             let parts: Vec<_> = path.components().collect();
             for d in dirs {
                 for skip in 0..parts.len() {
@@ -331,6 +336,14 @@ impl<'a> Sources<'a> {
             Some(text.lines().map(str::to_string).collect())
         });
         lines.as_ref()?.get((line as usize).checked_sub(1)?).map(|l| l.trim().to_string())
+    }
+}
+
+/// Whether `path` is a file inside `dir`, links resolved.
+fn within(path: &Path, dir: &Path) -> bool {
+    match (path.canonicalize(), dir.canonicalize()) {
+        (Ok(p), Ok(d)) => p.starts_with(d),
+        _ => false,
     }
 }
 

@@ -112,14 +112,19 @@ impl BinaryFinder {
                 candidates.push(p.clone());
             }
         }
-        // Lookups under the symbol directory stay inside it; the recorded path comes after.
-        if let Some(dir) = &self.symfs {
-            candidates.extend(inside(dir, Path::new(path)));
-            if let Some(base) = Path::new(path).file_name() {
-                candidates.extend(inside(dir, Path::new(base)));
+        // Under a symbol directory, nothing outside it is opened; without one, the recorded
+        // path is, when it is absolute (a relative one would be opened from the current
+        // folder: `../../etc/shadow`).
+        match &self.symfs {
+            Some(dir) => {
+                candidates.extend(inside(dir, Path::new(path)));
+                if let Some(base) = Path::new(path).file_name() {
+                    candidates.extend(inside(dir, Path::new(base)));
+                }
             }
+            None if Path::new(path).is_absolute() => candidates.push(PathBuf::from(path)),
+            None => {}
         }
-        candidates.push(PathBuf::from(path));
         candidates
     }
 
@@ -231,6 +236,26 @@ mod tests {
         assert_eq!(super::inside(&root, Path::new("out/passwd")), None);
         assert_eq!(super::inside(&root, Path::new("in.so")), Some(root.join("in.so")));
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// A recording names any path it likes: under --symfs nothing outside the folder is
+    /// opened, and a relative path is never opened from the current folder.
+    #[test]
+    fn recorded_paths_outside_the_symbol_directory_are_not_opened() {
+        use super::{BinaryFinder, Found};
+        let root = std::env::temp_dir().join(format!("rperf-symfs-only-{}", std::process::id()));
+        std::fs::create_dir_all(&root).unwrap();
+        let outside = std::env::temp_dir().join(format!("rperf-symfs-outside-{}", std::process::id()));
+        std::fs::write(&outside, b"secret").unwrap();
+        let under = BinaryFinder::new(Some(&root));
+        assert!(matches!(under.find(outside.to_str().unwrap(), None), Found::Missing));
+        // Tests run in the crate's folder, where this relative path names a file.
+        assert!(std::path::Path::new("src/lib.rs").is_file());
+        assert!(matches!(under.find("../symbols/src/lib.rs", None), Found::Missing));
+        assert!(matches!(BinaryFinder::new(None).find("src/lib.rs", None), Found::Missing));
+        assert!(matches!(BinaryFinder::new(None).find(outside.to_str().unwrap(), None), Found::File(_)));
+        std::fs::remove_dir_all(&root).ok();
+        std::fs::remove_file(&outside).ok();
     }
 
     #[test]
