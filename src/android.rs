@@ -263,13 +263,16 @@ fn pull_binaries(adb: &Adb, data: &Path, cache: &Path) -> anyhow::Result<usize> 
             std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         }
         if let Err(e) = adb.pull(&path, &local) {
-            eprintln!("rperf: {e}; its frames stay unnamed");
+            eprintln!("rperf: {}; its frames stay unnamed", rperf_symbols::text::printable(&e.to_string()));
             continue;
         }
         // A binary updated on the device since the recording is not the one recorded.
         let have = rperf_symbols::buildid::of_file(&local);
         if have.as_deref().is_some_and(|h| !rperf_symbols::buildid::same(&build_id, h)) {
-            eprintln!("rperf: {path} on the device has another build id than the recorded one; not cached");
+            eprintln!(
+                "rperf: {} on the device has another build id than the recorded one; not cached",
+                rperf_symbols::text::printable(&path)
+            );
             std::fs::remove_file(&local).ok();
             continue;
         }

@@ -76,7 +76,7 @@ pub fn run(a: AnnotateArgs) -> anyhow::Result<i32> {
     };
     let profile = rperf_report::load(&opts.report)?;
     for w in &profile.warnings {
-        eprintln!("rperf: warning: {w}");
+        eprintln!("rperf: warning: {}", rperf_symbols::text::printable(w));
     }
     let mut out: Box<dyn std::io::Write> = match &a.output {
         Some(p) => Box::new(std::io::BufWriter::new(

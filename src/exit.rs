@@ -20,7 +20,9 @@ pub fn code(result: anyhow::Result<i32>) -> i32 {
                     msg = format!("{msg}: {text}");
                 }
             }
-            eprintln!("rperf: error: {msg}");
+            // Messages quote names from outside (paths, comms, control input): nothing reaches the
+            // terminal raw.
+            eprintln!("rperf: error: {}", rperf_symbols::text::printable(&msg));
             1
         }
     }

@@ -1,5 +1,6 @@
 //! `rperf record`: command-line options to `rperf_record::RecordOptions`, and the summary.
 
+use rperf_symbols::text::printable;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -234,15 +235,16 @@ pub fn run(a: RecordArgs, argv: &[String]) -> anyhow::Result<i32> {
         opts.target = Target::SystemWide;
         return run_system_wide_with(opts, command);
     }
-    let summary = record(&opts, &mut |note| eprintln!("rperf: {note}"))?;
+    let summary = record(&opts, &mut |note| eprintln!("rperf: {}", printable(note)))?;
     if let (StopReason::AppExited, Target::App(name)) = (&summary.stop, &opts.target) {
-        eprintln!("rperf: every process of app {name} exited; recording stopped");
+        eprintln!("rperf: every process of app {} exited; recording stopped", printable(name));
     }
     report_summary(&opts, &summary);
     match &summary.stop {
         StopReason::WriteError(e) => {
             eprintln!(
-                "rperf: recording stopped early: {e}; {} holds the {} samples written before",
+                "rperf: recording stopped early: {}; {} holds the {} samples written before",
+                printable(e),
                 opts.output.display(),
                 summary.samples_written
             );
@@ -265,7 +267,7 @@ fn run_system_wide_with(opts: RecordOptions, command: Vec<String>) -> anyhow::Re
         status
     });
     install_usr1_as_stop();
-    let summary = record(&opts, &mut |note| eprintln!("rperf: {note}"))?;
+    let summary = record(&opts, &mut |note| eprintln!("rperf: {}", printable(note)))?;
     report_summary(&opts, &summary);
     let status = watcher.join().ok().flatten();
     Ok(status.and_then(|s| s.code()).unwrap_or(0))

@@ -286,7 +286,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
     let opts = options(&a)?;
     let profile = rperf_report::load(&opts)?;
     for w in &profile.warnings {
-        eprintln!("rperf: warning: {w}");
+        eprintln!("rperf: warning: {}", rperf_symbols::text::printable(w));
     }
     let base = match &opts.diff_base {
         Some(path) => {
@@ -294,7 +294,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
             let base =
                 rperf_report::load(&base_opts).with_context(|| format!("--diff {}", path.display()))?;
             for w in &base.warnings {
-                eprintln!("rperf: warning: {}: {w}", path.display());
+                eprintln!("rperf: warning: {}: {}", path.display(), rperf_symbols::text::printable(w));
             }
             Some(base)
         }

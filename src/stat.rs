@@ -370,7 +370,7 @@ fn run_once(
     static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
         for n in &counters.notes {
-            eprintln!("rperf: {n}");
+            eprintln!("rperf: {}", rperf_symbols::text::printable(n));
         }
     }
     launch::install_signal_handlers();

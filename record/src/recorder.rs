@@ -425,6 +425,23 @@ struct Control {
     ctl: std::fs::File,
     ack: Option<std::fs::File>,
     pending: Vec<u8>,
+    /// The rest of a line too long to be a command is being passed over.
+    skipping: bool,
+}
+
+/// The longest command line read from `--control`; a longer line is ignored, said once per
+/// line, so a flood neither grows memory nor is echoed back.
+const CONTROL_LINE_MAX: usize = 256;
+
+/// The most bytes read from `--control` per look, so a writer that never stops cannot hold up
+/// the ring buffers.
+const CONTROL_READ_MAX: usize = 1 << 20;
+
+/// A line read from `--control`.
+enum ControlLine {
+    Command(String),
+    /// A line longer than `CONTROL_LINE_MAX`, with its first bytes.
+    TooLong(String),
 }
 
 impl Control {
@@ -450,25 +467,39 @@ impl Control {
                 ));
             }
         }
-        Ok(Control { ctl: open(ctl)?, ack: ack.map(open).transpose()?, pending: Vec::new() })
+        Ok(Control { ctl: open(ctl)?, ack: ack.map(open).transpose()?, pending: Vec::new(), skipping: false })
     }
 
-    /// The commands written since the last look.
-    fn read(&mut self) -> Vec<String> {
+    /// The lines written since the last look (at most `CONTROL_READ_MAX` bytes of them).
+    fn read(&mut self) -> Vec<ControlLine> {
         use std::io::Read;
-        let mut buf = [0u8; 256];
-        while let Ok(n) = self.ctl.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            self.pending.extend_from_slice(&buf[..n]);
-        }
+        let mut buf = [0u8; 4096];
         let mut out = Vec::new();
-        while let Some(at) = self.pending.iter().position(|&c| c == b'\n' || c == 0) {
-            let line: Vec<u8> = self.pending.drain(..=at).collect();
-            let cmd = String::from_utf8_lossy(&line[..line.len() - 1]).trim().to_string();
-            if !cmd.is_empty() {
-                out.push(cmd);
+        let mut read = 0;
+        while read < CONTROL_READ_MAX {
+            let n = match self.ctl.read(&mut buf) {
+                Ok(n) if n > 0 => n,
+                _ => break,
+            };
+            read += n;
+            for &b in &buf[..n] {
+                let end = b == b'\n' || b == 0;
+                if self.skipping {
+                    self.skipping = !end;
+                } else if end {
+                    let cmd = String::from_utf8_lossy(&self.pending).trim().to_string();
+                    if !cmd.is_empty() {
+                        out.push(ControlLine::Command(cmd));
+                    }
+                    self.pending.clear();
+                } else if self.pending.len() == CONTROL_LINE_MAX {
+                    let start = String::from_utf8_lossy(&self.pending[..32]).into_owned();
+                    out.push(ControlLine::TooLong(start));
+                    self.pending.clear();
+                    self.skipping = true;
+                } else {
+                    self.pending.push(b);
+                }
             }
         }
         out
@@ -962,13 +993,21 @@ impl Session {
             if let Some(commands) = self.control.as_mut().map(Control::read) {
                 let mut stop = false;
                 for c in commands {
-                    match c.as_str() {
-                        "enable" => self.set_sampling(true),
-                        "disable" => self.set_sampling(false),
-                        "stop" => stop = true,
-                        "ping" => {}
-                        other => note(&format!(
-                            "--control: unknown command '{other}' (enable, disable, stop, ping)"
+                    let printable = rperf_symbols::text::printable_cut;
+                    match c {
+                        ControlLine::Command(c) => match c.as_str() {
+                            "enable" => self.set_sampling(true),
+                            "disable" => self.set_sampling(false),
+                            "stop" => stop = true,
+                            "ping" => {}
+                            other => note(&format!(
+                                "--control: unknown command '{}' (enable, disable, stop, ping)",
+                                printable(other, 64)
+                            )),
+                        },
+                        ControlLine::TooLong(start) => note(&format!(
+                            "--control: a line longer than {CONTROL_LINE_MAX} bytes was ignored ('{}…'); commands are enable, disable, stop, ping",
+                            rperf_symbols::text::printable(&start)
                         )),
                     }
                     if let Some(ctl) = self.control.as_mut() {
