@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
@@ -52,6 +53,10 @@ struct RecordArgs {
     /// build, as scripts/build-device.sh makes it).
     #[arg(long = "device-binary", value_name = "FILE")]
     device_binary: Option<PathBuf>,
+    /// How long an adb command may take before rperf gives up on it; pushes and pulls get ten
+    /// times as long.
+    #[arg(long = "adb-timeout", value_name = "SECONDS", default_value = "30", value_parser = crate::target_args::parse_seconds)]
+    adb_timeout: Duration,
     /// Options for `rperf record` on the device (after `--`).
     #[arg(last = true)]
     record_options: Vec<String>,
@@ -71,6 +76,10 @@ struct PullArgs {
     /// The device's serial.
     #[arg(short = 's', value_name = "SERIAL")]
     serial: Option<String>,
+    /// How long an adb command may take before rperf gives up on it; pulls get ten times as
+    /// long.
+    #[arg(long = "adb-timeout", value_name = "SECONDS", default_value = "30", value_parser = crate::target_args::parse_seconds)]
+    adb_timeout: Duration,
 }
 
 const DEVICE_DIR: &str = "/data/local/tmp";
@@ -79,20 +88,74 @@ const DEVICE_DIR: &str = "/data/local/tmp";
 struct Adb {
     adb: PathBuf,
     serial: String,
+    /// The most an adb command may take (pushes and pulls: ten times as much).
+    timeout: Duration,
+}
+
+/// The most of an adb command's output kept (the rest is read and dropped): what rperf reads
+/// of it is a few lines.
+const OUTPUT_KEPT: usize = 1 << 20;
+
+/// Runs `cmd` (an adb call, `what` in messages) for at most `limit`, keeping at most
+/// `OUTPUT_KEPT` bytes of its stdout and of its stderr. An adb that never answers (a stuck
+/// server, a device that stopped responding) is killed, and said so.
+fn run_limited(cmd: &mut Command, limit: Duration, what: &str) -> anyhow::Result<Output> {
+    use std::io::Read;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot run {what}"))?;
+    let drain = |mut from: Box<dyn Read + Send>| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            let mut buf = [0u8; 64 * 1024];
+            while let Ok(n) = from.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let room = OUTPUT_KEPT.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+            }
+            tx.send(kept).ok();
+        });
+        rx
+    };
+    let out = drain(Box::new(child.stdout.take().expect("piped")));
+    let err = drain(Box::new(child.stderr.take().expect("piped")));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            child.kill().ok();
+            child.wait().ok();
+            bail!(
+                "{what} did not answer within {} s: the device or the adb server may be stuck (`adb kill-server`, \
+                 reconnect the device), or give it longer with --adb-timeout SECONDS",
+                limit.as_secs_f64()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    // What adb started and left running may hold the pipes open: its output is not waited for.
+    let take =
+        |rx: std::sync::mpsc::Receiver<Vec<u8>>| rx.recv_timeout(Duration::from_secs(1)).unwrap_or_default();
+    Ok(Output { status, stdout: take(out), stderr: take(err) })
 }
 
 impl Adb {
     /// The device to use: the only one connected, or the one `serial` names.
-    fn connect(serial: Option<&str>) -> anyhow::Result<Adb> {
+    fn connect(serial: Option<&str>, timeout: Duration) -> anyhow::Result<Adb> {
         let adb = std::env::var_os("PATH")
             .and_then(|p| std::env::split_paths(&p).map(|d| d.join("adb")).find(|p| p.is_file()))
             .context(
                 "adb not found: install Android's platform tools (apt-get install adb) and put adb on PATH",
             )?;
-        let o = Command::new(&adb)
-            .arg("devices")
-            .output()
-            .with_context(|| format!("cannot run {}", adb.display()))?;
+        let o = run_limited(Command::new(&adb).arg("devices"), timeout, "adb devices")?;
         let text = String::from_utf8_lossy(&o.stdout);
         let devices: Vec<&str> = text
             .lines()
@@ -109,7 +172,7 @@ impl Adb {
             (None, [one]) => one.to_string(),
             (None, several) => bail!("several devices ({}): pick one with -s SERIAL", several.join(", ")),
         };
-        Ok(Adb { adb, serial })
+        Ok(Adb { adb, serial, timeout })
     }
 
     fn cmd(&self) -> Command {
@@ -120,7 +183,8 @@ impl Adb {
 
     /// `adb shell ARGS`, its output.
     fn shell(&self, args: &[&str]) -> anyhow::Result<Output> {
-        self.cmd().arg("shell").args(args).stdin(Stdio::null()).output().context("cannot run adb shell")
+        let what = format!("adb shell {}", args.join(" "));
+        run_limited(self.cmd().arg("shell").args(args), self.timeout, &what)
     }
 
     fn shell_ok(&self, args: &[&str]) -> anyhow::Result<String> {
@@ -132,7 +196,8 @@ impl Adb {
     }
 
     fn push(&self, from: &Path, to: &str) -> anyhow::Result<()> {
-        let o = self.cmd().arg("push").arg(from).arg(to).output().context("cannot run adb push")?;
+        let what = format!("adb push {} {to}", from.display());
+        let o = run_limited(self.cmd().arg("push").arg(from).arg(to), self.timeout * 10, &what)?;
         if !o.status.success() {
             bail!("adb push {} {to} failed: {}", from.display(), String::from_utf8_lossy(&o.stderr).trim());
         }
@@ -140,7 +205,8 @@ impl Adb {
     }
 
     fn pull(&self, from: &str, to: &Path) -> anyhow::Result<()> {
-        let o = self.cmd().arg("pull").arg(from).arg(to).output().context("cannot run adb pull")?;
+        let what = format!("adb pull {from}");
+        let o = run_limited(self.cmd().arg("pull").arg(from).arg(to), self.timeout * 10, &what)?;
         if !o.status.success() {
             bail!("adb pull {from} failed: {}", String::from_utf8_lossy(&o.stderr).trim());
         }
@@ -164,7 +230,7 @@ fn device_binary(given: Option<&Path>, abi: &str) -> anyhow::Result<PathBuf> {
 }
 
 fn record(a: RecordArgs) -> anyhow::Result<i32> {
-    let adb = Adb::connect(a.serial.as_deref())?;
+    let adb = Adb::connect(a.serial.as_deref(), a.adb_timeout)?;
     let abi = match adb.shell_ok(&["getprop", "ro.product.cpu.abi"])?.as_str() {
         "arm64-v8a" => "arm64",
         "x86_64" => "x86_64",
@@ -211,7 +277,18 @@ fn record(a: RecordArgs) -> anyhow::Result<i32> {
     if !status.success() {
         bail!("rperf record on the device failed ({status})");
     }
-    adb.pull(&data, &a.output)?;
+    // Pulled where only this user can reach, then given the output's name as `rperf record`
+    // gives it: a new 0600 file, never written through a link.
+    let landing = private_folder()?;
+    let got = landing.path.join("perf.data");
+    adb.pull(&data, &got)?;
+    let (mut file, temp) = rperf_record::writer::create_beside(&a.output)?;
+    let copied = std::fs::File::open(&got).and_then(|mut from| std::io::copy(&mut from, &mut file));
+    if let Err(e) = copied {
+        std::fs::remove_file(&temp).ok();
+        bail!("cannot write {}: {e}", a.output.display());
+    }
+    rperf_record::writer::publish_as(&temp, &a.output)?;
     eprintln!("rperf: pulled {}", a.output.display());
     pull_binaries(&adb, &a.output, &a.binary_cache)?;
     eprintln!(
@@ -240,30 +317,34 @@ fn main_activity(adb: &Adb, pkg: &str) -> anyhow::Result<String> {
         .with_context(|| format!("app {pkg} has no launcher activity to start; start it yourself"))
 }
 
-/// Pulls the binaries `data` names into `cache`; returns how many were pulled.
+/// Pulls the binaries `data` names into `cache`; returns how many were pulled. Each is pulled
+/// into a private folder of its own first, then copied into the cache through its descriptor
+/// (`crate::binary_cache`). Device paths that cannot be cached are skipped, and listed.
 fn pull_binaries(adb: &Adb, data: &Path, cache: &Path) -> anyhow::Result<usize> {
+    use rperf_symbols::text::printable;
     let binaries = rperf_report::binaries(data)?;
-    std::fs::create_dir_all(cache).with_context(|| format!("cannot create {}", cache.display()))?;
-    let list_path = cache.join("build_id_list");
-    let mut list: Vec<(String, String)> = std::fs::read_to_string(&list_path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.split_once('=').map(|(id, p)| (id.trim().to_string(), p.trim().to_string())))
-        .collect();
+    let store = crate::binary_cache::BinaryCache::open(cache)?;
+    let mut list = store.read_list();
+    let landing = private_folder()?;
     let mut pulled = 0;
+    let mut skipped = Vec::new();
     for (path, build_id) in binaries {
+        let parts = match crate::binary_cache::device_path(&path) {
+            Ok(p) => p,
+            Err(why) => {
+                skipped.push(format!("{}: {why}", printable(&path)));
+                continue;
+            }
+        };
         let id = format!("0x{}", rperf_symbols::buildid::hex(&build_id));
-        let rel = path.trim_start_matches('/').to_string();
-        let Some(local) = rperf_symbols::inside(cache, Path::new(&rel)) else { continue };
-        let cached = list.iter().any(|(i, p)| *i == id && *p == rel) && local.is_file();
-        if cached {
+        let rel = parts.join("/");
+        if list.iter().any(|(i, p)| *i == id && *p == rel) && store.holds(&parts) {
             continue;
         }
-        if let Some(dir) = local.parent() {
-            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        }
+        let local = landing.path.join("binary");
+        std::fs::remove_file(&local).ok();
         if let Err(e) = adb.pull(&path, &local) {
-            eprintln!("rperf: {}; its frames stay unnamed", rperf_symbols::text::printable(&e.to_string()));
+            eprintln!("rperf: {}; its frames stay unnamed", printable(&e.to_string()));
             continue;
         }
         // A binary updated on the device since the recording is not the one recorded.
@@ -271,19 +352,57 @@ fn pull_binaries(adb: &Adb, data: &Path, cache: &Path) -> anyhow::Result<usize> 
         if have.as_deref().is_some_and(|h| !rperf_symbols::buildid::same(&build_id, h)) {
             eprintln!(
                 "rperf: {} on the device has another build id than the recorded one; not cached",
-                rperf_symbols::text::printable(&path)
+                printable(&path)
             );
-            std::fs::remove_file(&local).ok();
+            continue;
+        }
+        if let Err(why) = store.store(&parts, &local) {
+            skipped.push(format!("{}: {why}", printable(&path)));
             continue;
         }
         list.retain(|(_, p)| *p != rel);
         list.push((id, rel));
         pulled += 1;
     }
-    let text: String = list.iter().map(|(id, p)| format!("{id}={p}\n")).collect();
-    std::fs::write(&list_path, text).with_context(|| format!("cannot write {}", list_path.display()))?;
+    store.write_list(&list)?;
     eprintln!("rperf: {pulled} binaries pulled into {}", cache.display());
+    if !skipped.is_empty() {
+        eprintln!("rperf: {} binaries were not pulled (their frames stay unnamed):", skipped.len());
+        for s in &skipped {
+            eprintln!("  {}", printable(s));
+        }
+    }
     Ok(pulled)
+}
+
+/// A new folder of this user's in the temporary folder, removed when dropped: adb writes each
+/// pulled file there, where no one else can reach it.
+struct PrivateFolder {
+    path: PathBuf,
+}
+
+impl Drop for PrivateFolder {
+    fn drop(&mut self) {
+        std::fs::remove_dir_all(&self.path).ok();
+    }
+}
+
+fn private_folder() -> anyhow::Result<PrivateFolder> {
+    use std::os::unix::fs::DirBuilderExt;
+    let base = std::env::temp_dir();
+    for n in 0..100u32 {
+        let path = base.join(format!("rperf-pull-{}-{n}", std::process::id()));
+        // Made anew (an existing one is never used), readable by this user only.
+        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+            Ok(()) => return Ok(PrivateFolder { path }),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => bail!(
+                "cannot create a folder in {}: {e}; set TMPDIR to a folder rperf can write to",
+                base.display()
+            ),
+        }
+    }
+    bail!("cannot create a folder of its own in {}; set TMPDIR to another", base.display())
 }
 
 /// Runs `rperf android`.
@@ -291,7 +410,7 @@ pub fn run(a: AndroidArgs) -> anyhow::Result<i32> {
     match a.command {
         AndroidCommand::Record(r) => record(r),
         AndroidCommand::PullBinaries(p) => {
-            let adb = Adb::connect(p.serial.as_deref())?;
+            let adb = Adb::connect(p.serial.as_deref(), p.adb_timeout)?;
             pull_binaries(&adb, &p.input, &p.output)?;
             Ok(0)
         }

@@ -2,6 +2,7 @@
 
 mod android;
 mod annotate;
+mod binary_cache;
 mod dump;
 mod exit;
 mod list;

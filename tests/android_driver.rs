@@ -84,8 +84,9 @@ fn record_on_the_device_and_report_from_the_binary_cache() {
         format!("adb -s emulator-5554 shell am force-stop {PKG}"),
         format!("adb -s emulator-5554 shell /data/local/tmp/rperf record --app {PKG} -o /data/local/tmp/perf.data -g fp --duration 10"),
         format!("adb -s emulator-5554 shell am start -n {PKG}/.MainActivity"),
-        "adb -s emulator-5554 pull /data/local/tmp/perf.data perf.data".to_string(),
-        format!("adb -s emulator-5554 pull {} binary_cache{}", s.app_binary.display(), s.app_binary.display()),
+        // Pulled into a private folder first, then copied to their places.
+        "adb -s emulator-5554 pull /data/local/tmp/perf.data /tmp/rperf-pull-".to_string(),
+        format!("adb -s emulator-5554 pull {} /tmp/rperf-pull-", s.app_binary.display()),
     ] {
         assert!(log.lines().any(|l| l.starts_with(&call)), "missing `{call}` in:\n{log}");
     }
@@ -150,4 +151,111 @@ fn device_problems_say_what_to_do() {
     // No adb on PATH.
     let o = run(rperf().args(record).env("PATH", "/nonexistent").current_dir(&s.dir));
     assert!(!o.status.success() && stderr(&o).contains("adb not found"), "{}", stderr(&o));
+}
+
+/// `data` with its build-id table replaced by `entries` (path, build id).
+fn with_build_ids(data: &[u8], entries: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap()) as usize;
+    let index = u64_at(data, 40) + u64_at(data, 48);
+    let bits: Vec<usize> = (0..256).filter(|i| data[72 + i / 8] & (1 << (i % 8)) != 0).collect();
+    assert!(bits.contains(&2), "the recording has a build-id table");
+    let mut table = Vec::new();
+    for (path, id) in entries {
+        let mut name = path.as_bytes().to_vec();
+        name.resize((name.len() / 8 + 1) * 8, 0);
+        table.extend_from_slice(&0u32.to_le_bytes());
+        table.extend_from_slice(&2u16.to_le_bytes()); // PERF_RECORD_MISC_USER
+        table.extend_from_slice(&((8 + 4 + 24 + name.len()) as u16).to_le_bytes());
+        table.extend_from_slice(&(-1i32).to_le_bytes());
+        let mut raw = id.clone();
+        raw.resize(24, 0);
+        table.extend_from_slice(&raw);
+        table.extend_from_slice(&name);
+    }
+    let mut out = data[..index + 16 * bits.len()].to_vec();
+    let mut offset = out.len();
+    for (i, bit) in bits.iter().enumerate() {
+        let entry = index + 16 * i;
+        let (at, len) = (u64_at(data, entry), u64_at(data, entry + 8));
+        let content = if *bit == 2 { table.clone() } else { data[at..at + len].to_vec() };
+        out[entry..entry + 8].copy_from_slice(&(offset as u64).to_le_bytes());
+        out[entry + 8..entry + 16].copy_from_slice(&(content.len() as u64).to_le_bytes());
+        offset += content.len();
+        out.extend_from_slice(&content);
+    }
+    out
+}
+
+/// A recording names any path it likes, and a binary cache may hold links (checked into a
+/// repository, say): nothing is written outside the cache, through a link, or for a path that
+/// is not a plain absolute file path; each such binary is skipped and listed, and the rest are
+/// pulled.
+#[test]
+fn pulled_binaries_stay_inside_the_binary_cache() {
+    let s = sandbox("android_pull_hostile", &["emulator-5554"]);
+    let data = record_fp("android_pull_hostile_rec", &programs().workload_fp, &["0.1", "1"]);
+    let good_id = hex_bytes(&build_id_hex(&s.app_binary));
+    for rel in ["data/evil/libx.so", "data/app2/liby.so"] {
+        let p = s.dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::copy(&s.app_binary, &p).unwrap();
+    }
+    let cache = s.dir.join("binary_cache");
+    let outside = s.dir.join("outside");
+    std::fs::create_dir_all(cache.join("data/app2")).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, cache.join("data/evil")).unwrap();
+    std::os::unix::fs::symlink(s.dir.join("nowhere/liby.so"), cache.join("data/app2/liby.so")).unwrap();
+    let long = format!("/data/{}", "a".repeat(300));
+    let entries: Vec<(String, Vec<u8>)> = [
+        s.app_binary.display().to_string(),
+        "/".into(),
+        "/data/x\nrperf-forged=line".into(),
+        long,
+        "/data/../../etc/passwd".into(),
+        "/data/evil/libx.so".into(),
+        "/data/app2/liby.so".into(),
+    ]
+    .into_iter()
+    .map(|p| (p, good_id.clone()))
+    .collect();
+    let crafted = s.dir.join("crafted.data");
+    std::fs::write(&crafted, with_build_ids(&std::fs::read(&data).unwrap(), &entries)).unwrap();
+    let o = s.rperf(&["android", "pull-binaries", "-i", crafted.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}\n{}", s.log());
+    assert!(err.contains("1 binaries pulled") && err.contains("6 binaries were not pulled"), "{err}");
+    for why in ["names no file", "control character", "longer than 255", ". or .. component", "symbolic link"]
+    {
+        assert!(err.contains(why), "{why}: {err}");
+    }
+    assert!(cache.join(s.app_binary.strip_prefix("/").unwrap()).is_file());
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "written through a link");
+    assert!(!s.dir.join("nowhere").exists(), "written through a dangling link");
+    assert!(!s.log().lines().any(|l| l.ends_with(" pull / ") || l.contains("pull / /")), "{}", s.log());
+    let list = std::fs::read_to_string(cache.join("build_id_list")).unwrap();
+    assert_eq!(list.lines().count(), 1, "{list}");
+    assert!(list.starts_with("0x") && !list.contains("forged"), "{list}");
+}
+
+fn hex_bytes(hex: &str) -> Vec<u8> {
+    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect()
+}
+
+/// An adb that never answers, or floods its output, is given up on in time with a message
+/// saying what to do, and its output is not kept whole.
+#[test]
+fn an_adb_that_hangs_or_floods_is_given_up_on() {
+    let s = sandbox("android_adb_hangs", &["emulator-5554"]);
+    write_executable(&s.bin.join("adb"), "#!/bin/sh\nexec sleep 600\n");
+    let started = std::time::Instant::now();
+    let o = s.rperf(&["android", "pull-binaries", "--adb-timeout", "0.5"]);
+    let err = stderr(&o);
+    assert!(!o.status.success() && err.contains("adb devices did not answer within 0.5 s"), "{err}");
+    assert!(err.contains("--adb-timeout"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+    write_executable(&s.bin.join("adb"), "#!/bin/sh\nhead -c 300000000 /dev/zero | tr '\\0' x\necho\n");
+    let o = s.rperf(&["android", "pull-binaries"]);
+    let err = stderr(&o);
+    assert!(!o.status.success() && err.contains("no device"), "{}", &err[..err.len().min(500)]);
 }
