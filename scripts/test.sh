@@ -3,7 +3,8 @@
 # g++, binutils, xz and llvm-dwp for the test programs, LLVM's lli as a JIT using the GDB JIT
 # interface, Node and a JDK as JIT runtimes, util-linux for the
 # permission tests, Go's pprof and headless Chromium to check the pprof and HTML outputs, an
-# aarch64 cross-compiler and qemu user-mode emulation for the device builds, tmux to drive
+# aarch64 cross-compiler and qemu user-mode emulation for the device builds, GNU time for the
+# recorder's peak memory, tmux to drive
 # rperf top in a terminal) and mounting
 # tracefs for the tracepoint tests. The device binaries are built before the tests, which run
 # them.
@@ -24,6 +25,7 @@ command -v go >/dev/null 2>&1 || need+=(golang-go)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v qemu-aarch64-static >/dev/null 2>&1 || need+=(qemu-user-static)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
+[ -x /usr/bin/time ] || need+=(time)
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"

@@ -69,6 +69,13 @@ pub struct RecordArgs {
     /// register symbol files of their JIT code there, which rperf copies into the recording).
     #[arg(long = "no-jit-interface")]
     no_jit_interface: bool,
+    /// The largest JIT symbol file copied (bytes, or with K, M, G); larger ones are left out
+    /// and counted.
+    #[arg(long = "jit-max-image", value_name = "SIZE", default_value = "16M")]
+    jit_max_image: String,
+    /// The most bytes of JIT symbol files copied in all; the rest are left out and counted.
+    #[arg(long = "jit-max-total", value_name = "SIZE", default_value = "256M")]
+    jit_max_total: String,
     /// With DWARF call graphs, keep each sample's registers and stack copy in the file for
     /// `rperf report` to unwind (on another machine, with other binaries), instead of unwinding
     /// while recording (`--post-unwind`, the default).
@@ -206,6 +213,10 @@ fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
         control,
         exclude_perf: a.exclude_perf,
         jit_interface: !a.no_jit_interface,
+        jit_limits: rperf_record::JitLimits {
+            image: parse_size(&a.jit_max_image).context("--jit-max-image")?,
+            total: parse_size(&a.jit_max_total).context("--jit-max-total")?,
+        },
         post_unwind: !a.no_post_unwind,
     })
 }

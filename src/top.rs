@@ -106,6 +106,7 @@ pub fn run(a: TopArgs) -> anyhow::Result<i32> {
         control: None,
         exclude_perf: true,
         jit_interface: true,
+        jit_limits: rperf_record::JitLimits::default(),
         post_unwind: false,
     };
     let recorder = std::thread::spawn(move || rperf_record::record(&opts, &mut |_| {}));

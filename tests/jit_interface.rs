@@ -7,7 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 use common::*;
@@ -367,4 +367,51 @@ fn unreadable_memory_is_said_once_and_recording_goes_on() {
     assert_eq!(err.matches("cannot read the JIT interface of pid").count(), 1, "{err}");
     let text = report(&data, &[]);
     assert!(text.contains("Samples: ") && !text.contains("jit_first"), "{text}");
+}
+
+/// rperf run under /usr/bin/time: its output and its peak RSS in KiB.
+fn record_measured(data: &Path, args: &[&str], cmd: &[&str]) -> (Output, u64) {
+    let rss = data.with_extension("rss");
+    let o = run(Command::new("/usr/bin/time")
+        .arg("-f")
+        .arg("%M")
+        .arg("-o")
+        .arg(&rss)
+        .arg(env!("CARGO_BIN_EXE_rperf"))
+        .arg("record")
+        .args(args)
+        .arg("-o")
+        .arg(data)
+        .arg("--")
+        .args(cmd));
+    let kib = std::fs::read_to_string(&rss).unwrap().trim().lines().last().unwrap().parse().unwrap();
+    (o, kib)
+}
+
+/// A hostile runtime registering 100,000 symbol files (8 KiB each) once grew the recorder to
+/// 2.4 GB; symbol files of 64 MiB were copied whole. What is copied is bounded per file and in
+/// all, kept out of memory, and what was left out is said.
+#[test]
+fn a_flood_of_symbol_files_is_bounded() {
+    let dir = scratch("jit_flood");
+    let data = dir.join("flood.data");
+    let jit = jitrt().to_str().unwrap();
+    let (o, rss) =
+        record_measured(&data, &["--jit-max-total", "24M"], &[jit, "flood", "100000", "8192", "1"]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(rss < 64 * 1024, "the recorder peaked at {rss} KiB:\n{err}");
+    assert!(err.contains("JIT symbol files") && err.contains("were not kept"), "{err}");
+    let len = std::fs::metadata(&data).unwrap().len();
+    assert!(len < 40 << 20, "{len} bytes: more than --jit-max-total of symbol files");
+    let kept = recording_info(&data)["jit_symfiles"];
+    assert!(kept > 100, "{kept} symbol files kept");
+    // The report reads what was kept.
+    let text = report(&data, &[]);
+    assert!(text.contains("Samples: "), "{text}");
+    // Symbol files larger than --jit-max-image are not copied at all.
+    let (o, _) = record_measured(&data, &["--jit-max-image", "1M"], &[jit, "flood", "3", "2000000", "0.2"]);
+    let err = stderr(&o);
+    assert!(err.contains("3 larger than 1.0 MiB (--jit-max-image)"), "{err}");
+    assert_eq!(recording_info(&data).get("jit_symfiles"), Some(&0));
 }

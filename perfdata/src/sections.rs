@@ -124,15 +124,27 @@ pub struct JitSymfile {
 pub fn encode_jit_symfiles(files: &[JitSymfile]) -> Vec<u8> {
     let mut out = Vec::new();
     for f in files {
-        out.extend_from_slice(&f.pid.to_le_bytes());
-        out.extend_from_slice(&(f.kind as u32).to_le_bytes());
-        for v in [f.registered_ns, f.removed_ns, f.code.0, f.code.1, f.image.len() as u64] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
+        out.extend_from_slice(&encode_jit_symfile_head(f, f.image.len() as u64));
         out.extend_from_slice(&f.image);
     }
     out
 }
+
+/// One entry of `RPERF_JIT_SYMFILES` up to its image (of `image_len` bytes), which follows it:
+/// for a writer that keeps images elsewhere until the recording ends. The removed time sits
+/// `JIT_SYMFILE_REMOVED_AT` bytes into it, to be updated in place.
+pub fn encode_jit_symfile_head(f: &JitSymfile, image_len: u64) -> Vec<u8> {
+    let mut out = Vec::with_capacity(48);
+    out.extend_from_slice(&f.pid.to_le_bytes());
+    out.extend_from_slice(&(f.kind as u32).to_le_bytes());
+    for v in [f.registered_ns, f.removed_ns, f.code.0, f.code.1, image_len] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out
+}
+
+/// Where an entry's removed time (u64) sits in it (`encode_jit_symfile_head`).
+pub const JIT_SYMFILE_REMOVED_AT: u64 = 16;
 
 /// The symbol files of `RPERF_JIT_SYMFILES`, in the order they were seen.
 pub fn decode_jit_symfiles(d: &[u8]) -> Vec<JitSymfile> {

@@ -18,17 +18,24 @@
 //! rperf samples with) and, with `Android2`, a sequence lock of its own (odd once removed).
 //! ART lists in-memory dex files the same way under `__dex_debug_descriptor`.
 //!
-//! A read is consistent or thrown away: the descriptor is read, the list walked, the new
-//! symbol files copied, and the descriptor read again; any change in between (or a lock held
-//! odd) means a retry, never a stored half. A descriptor that did not change is not walked,
-//! and one that has never listed anything is read less and less often.
+//! A read is consistent or thrown away: the descriptor is read, the list walked, and the
+//! descriptor read again; any change in between (or a lock held odd) means a retry, never a
+//! stored half. A descriptor that did not change is not walked, and one that has never listed
+//! anything is read less and less often.
+//!
+//! New entries wait in a queue and their symbol files are copied a few megabytes per poll (each
+//! entry read again first, to see that it still describes the same file), so that a process
+//! registering symbol files by the hundred thousand never holds up the ring buffers. What is
+//! copied goes to `jit_store` (out of memory, within `JitLimits`).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use object::{Object, ObjectSection, ObjectSymbol};
 use rperf_perfdata::{JitReads, JitSymfile, SymfileKind};
 use rperf_symbols::{mapping_vaddr, LoadSegment};
+
+use crate::jit_store::{JitLimits, JitStore};
 
 /// How often a descriptor is read (simpleperf reads every 100 ms): a symbol file seen new was
 /// registered after the read before, so this is how close its registration is known (for
@@ -47,8 +54,14 @@ const JIT_UNREGISTER_FN: u32 = 2;
 const RECENT: Duration = Duration::from_millis(5);
 /// The most entries one walk follows (a list that never ends is a torn read or a corrupt one).
 const MAX_ENTRIES: usize = 1 << 20;
-/// The largest symbol file copied.
-const MAX_SYMFILE: u64 = 64 << 20;
+/// The most bytes of symbol files copied per poll, the most files, and the most time: the rest
+/// wait for the next poll, so that the ring buffers are drained in time.
+const POLL_BYTES: u64 = 16 << 20;
+const POLL_FILES: usize = 4096;
+const POLL_TIME: Duration = Duration::from_millis(1);
+/// The most entries one walk reads per poll; a longer walk goes on at the next poll from where
+/// it stopped (a list of 100,000 entries takes a fifth of a second to walk).
+const WALK_ENTRIES: usize = 512;
 
 /// The two lists a process may have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -128,6 +141,12 @@ struct Watched {
     used: bool,
     /// When the whole list was last walked consistently.
     last_full_ns: u64,
+    /// Entries found and not yet copied, oldest first, with the time they were known to be
+    /// registered after; and the same entries, to look up.
+    pending: VecDeque<(Entry, u64)>,
+    queued: HashSet<Entry>,
+    /// Where walks cut short by `WALK_ENTRIES` go on.
+    resume: Vec<u64>,
 }
 
 /// Reads the GDB JIT interface of the recorded processes.
@@ -139,18 +158,20 @@ pub(crate) struct JitDebugReader {
     /// Processes whose memory cannot be read (said once each).
     refused: HashSet<u32>,
     /// The symbol files copied so far.
-    pub symfiles: Vec<JitSymfile>,
+    pub store: JitStore,
     pub reads: JitReads,
     /// Whether any recorded process had the interface.
     pub seen: bool,
     /// Messages for the user, taken by the recorder.
     pub notes: Vec<String>,
+    /// Queued walks and copies wait until then (see `poll_process`).
+    rest_until: Option<Instant>,
 }
 
 impl JitDebugReader {
     /// A reader; a disabled one (`--no-jit-interface`) reads nothing.
-    pub fn new(enabled: bool) -> JitDebugReader {
-        JitDebugReader { enabled, ..Default::default() }
+    pub fn new(enabled: bool, limits: JitLimits) -> JitDebugReader {
+        JitDebugReader { enabled, store: JitStore::new(limits), ..Default::default() }
     }
 
     /// An executable mapping of `path` at `addr` (file offset `pgoff`) in process `pid`: when
@@ -180,6 +201,9 @@ impl JitDebugReader {
                 last_read_ns: 0,
                 used: false,
                 last_full_ns: monotonic_ns(),
+                pending: VecDeque::new(),
+                queued: HashSet::new(),
+                resume: Vec::new(),
             });
             added = true;
         }
@@ -209,9 +233,29 @@ impl JitDebugReader {
     fn close(&mut self, watched: Vec<Watched>, now: u64) {
         for w in watched {
             for (_, i) in w.live {
-                self.symfiles[i].removed_ns = self.symfiles[i].removed_ns.min(now);
+                self.store.removed(i, now);
             }
+            self.store.unread(w.pending.iter().map(|(e, _)| e.size));
         }
+    }
+
+    /// Recording ends: what is still waiting is not read.
+    pub fn finish(&mut self) {
+        let now = monotonic_ns();
+        let all = std::mem::take(&mut self.processes);
+        for (_, watched) in all {
+            self.close(watched, now);
+        }
+    }
+
+    /// Whether walks or copies wait for the next poll.
+    pub fn has_work(&self) -> bool {
+        self.processes.values().flatten().any(|w| !w.pending.is_empty() || !w.resume.is_empty())
+    }
+
+    /// When queued work may go on.
+    pub fn work_at(&self) -> Option<Instant> {
+        self.has_work().then(|| self.rest_until.unwrap_or_else(Instant::now))
     }
 
     /// Whether `pid` has a descriptor rperf reads.
@@ -254,7 +298,16 @@ impl JitDebugReader {
                     break;
                 }
             };
-            w.next_read = Instant::now() + w.interval;
+            if self.rest_until.is_none_or(|t| Instant::now() >= t) {
+                let started = Instant::now();
+                self.continue_walks(pid, w);
+                self.copy_pending(pid, w);
+                // Queued work takes at most a tenth of the time: the rest is the ring buffers'.
+                self.rest_until = Some(Instant::now() + started.elapsed() * 9);
+            }
+            // Entries still waiting are copied at the next poll, not an interval later.
+            let waiting = !w.pending.is_empty() || !w.resume.is_empty();
+            w.next_read = if waiting { Instant::now() } else { Instant::now() + w.interval };
         }
         if gone {
             // Unreadable from now on: what it listed ends here.
@@ -305,30 +358,21 @@ impl JitDebugReader {
             let now = monotonic_ns();
             let full = whole
                 && (before.action == JIT_UNREGISTER_FN || now.saturating_sub(w.last_full_ns) >= FULL_WALK_NS);
-            let stop = (!full).then_some(&w.live);
-            let Some(entries) = self.walk(&mem, &before, stop) else {
+            let stop = (!full).then_some((&w.live, &w.queued));
+            let Some((entries, cut)) = self.walk(&mem, &before, before.first, stop, WALK_ENTRIES) else {
                 whole &= !full;
                 continue;
             };
-            let mut copies = Vec::new();
-            for e in entries.iter().filter(|e| !w.live.contains_key(e)) {
-                if e.size == 0 || e.size > MAX_SYMFILE {
-                    continue;
-                }
-                let mut image = vec![0u8; e.size as usize];
-                if mem.read(e.symfile, &mut image).is_err() {
-                    continue;
-                }
-                // A symbol file freed and reused under the walk is not an ELF image any more.
-                if w.list == List::Jit && object::File::parse(&image[..]).is_err() {
-                    continue;
-                }
-                copies.push((*e, image));
+            // A whole walk longer than a poll's share is not made: removals are noticed on
+            // lists short enough to walk at once.
+            if full && cut != 0 {
+                whole = false;
+                continue;
             }
-            // The list must not have changed while it was walked and copied: ART's lock says
-            // so. GDB's descriptor has no lock; entries found first are kept even when more
-            // came since (they were on the list), but removals count only from a walk of the
-            // whole list that nothing changed under.
+            // The list must not have changed while it was walked: ART's lock says so. GDB's
+            // descriptor has no lock; entries found first are kept even when more came since
+            // (they were on the list), but removals count only from a walk of the whole list
+            // that nothing changed under.
             let unchanged = matches!(self.descriptor(&mem, w.addr), Ok(after) if after == before);
             if !unchanged && (full || before.art.is_some()) {
                 whole &= !full;
@@ -340,34 +384,18 @@ impl JitDebugReader {
                 w.live.retain(|e, i| {
                     let keep = seen.contains(e);
                     if !keep {
-                        self.symfiles[*i].removed_ns = now;
+                        self.store.removed(*i, now);
                     }
                     keep
                 });
+                w.pending.retain(|(e, _)| seen.contains(e));
+                w.queued.retain(|e| seen.contains(e));
                 w.last_full_ns = now;
             }
-            for (e, image) in copies {
-                self.reads.symfiles += 1;
-                self.reads.bytes += image.len() as u64;
-                let registered =
-                    if e.registered != 0 && e.registered <= now { e.registered } else { w.last_read_ns };
-                let code = match w.list {
-                    List::Jit => code_range(&image),
-                    List::Dex => (e.symfile, e.symfile.saturating_add(e.size)),
-                };
-                let kind = match w.list {
-                    List::Jit => SymfileKind::Elf,
-                    List::Dex => SymfileKind::Dex,
-                };
-                w.live.insert(e, self.symfiles.len());
-                self.symfiles.push(JitSymfile {
-                    pid,
-                    kind,
-                    registered_ns: registered,
-                    removed_ns: u64::MAX,
-                    code,
-                    image,
-                });
+            // The walk goes newest first; the queue is copied oldest first.
+            queue(w, &entries);
+            if cut != 0 {
+                w.resume.push(cut);
             }
             w.used |= before.first != 0 || !w.live.is_empty();
             w.last = Some(before);
@@ -375,6 +403,83 @@ impl JitDebugReader {
             return Read::Changed;
         }
         Read::Busy
+    }
+
+    /// Goes on with walks cut short, up to this poll's share of entries; what they find is
+    /// queued.
+    fn continue_walks(&mut self, pid: u32, w: &mut Watched) {
+        let Some(d) = w.last else { return };
+        let mem = Memory { pid };
+        let mut left = WALK_ENTRIES;
+        while left > 0 {
+            let Some(from) = w.resume.pop() else { break };
+            // A walk that runs into something torn is given up: the entries it would have
+            // found stay unnamed.
+            let Some((entries, cut)) = self.walk(&mem, &d, from, Some((&w.live, &w.queued)), left) else {
+                continue;
+            };
+            left = left.saturating_sub(entries.len().max(1));
+            queue(w, &entries);
+            if cut != 0 {
+                w.resume.push(cut);
+            }
+        }
+    }
+
+    /// Copies the symbol files of queued entries, oldest first, up to this poll's share; each
+    /// entry is read again first and dropped unless it still describes the same file.
+    fn copy_pending(&mut self, pid: u32, w: &mut Watched) {
+        let mem = Memory { pid };
+        let (mut bytes, mut files) = (0u64, 0usize);
+        let started = Instant::now();
+        while bytes < POLL_BYTES && files < POLL_FILES && started.elapsed() < POLL_TIME {
+            let Some((e, seen_after)) = w.pending.pop_front() else { break };
+            w.queued.remove(&e);
+            if e.size == 0 || !self.store.admits(e.size) {
+                continue;
+            }
+            files += 1;
+            bytes += e.size;
+            if !self.still_listed(&mem, w, &e) {
+                continue;
+            }
+            let mut image = vec![0u8; e.size as usize];
+            if mem.read(e.symfile, &mut image).is_err() {
+                continue;
+            }
+            // A symbol file freed and reused since is not an ELF image any more.
+            if w.list == List::Jit && object::File::parse(&image[..]).is_err() {
+                continue;
+            }
+            self.reads.symfiles += 1;
+            self.reads.bytes += image.len() as u64;
+            let now = monotonic_ns();
+            let registered = if e.registered != 0 && e.registered <= now { e.registered } else { seen_after };
+            let (code, kind) = match w.list {
+                List::Jit => (code_range(&image), SymfileKind::Elf),
+                List::Dex => ((e.symfile, e.symfile.saturating_add(e.size)), SymfileKind::Dex),
+            };
+            let f = JitSymfile { pid, kind, registered_ns: registered, removed_ns: u64::MAX, code, image };
+            if let Some(i) = self.store.add(f) {
+                w.live.insert(e, i);
+            }
+        }
+    }
+
+    /// Whether the entry at `e.at` still names `e`'s symbol file (and, for ART's Android2, is
+    /// not marked removed).
+    fn still_listed(&mut self, mem: &Memory, w: &Watched, e: &Entry) -> bool {
+        let art = w.last.and_then(|d| d.art);
+        let mut b = [0u8; 48];
+        let len = if art.is_some() { 48 } else { 32 };
+        if mem.read(e.at, &mut b[..len]).is_err() {
+            return false;
+        }
+        self.reads.entries += 1;
+        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+        let removed =
+            matches!(art, Some((2, _, _))) && u32::from_le_bytes(b[40..44].try_into().unwrap()) % 2 == 1;
+        u64_at(16) == e.symfile && u64_at(24) == e.size && !removed
     }
 
     fn descriptor(&mut self, mem: &Memory, addr: u64) -> std::io::Result<Descriptor> {
@@ -388,18 +493,24 @@ impl JitDebugReader {
         Ok(Descriptor::parse(&b))
     }
 
-    /// The entries of the list, first to last, or up to the first one in `stop`; `None` when
-    /// the walk ran into something torn.
+    /// The entries of the list from the entry at `from` on, up to the end, the first one in
+    /// `stop`, or `limit` entries read; and the address where the walk stopped short of the
+    /// end (0 when it did not). `None` when the walk ran into something torn.
     fn walk(
         &mut self,
         mem: &Memory,
         d: &Descriptor,
-        stop: Option<&HashMap<Entry, usize>>,
-    ) -> Option<Vec<Entry>> {
+        from: u64,
+        stop: Option<(&HashMap<Entry, usize>, &HashSet<Entry>)>,
+        limit: usize,
+    ) -> Option<(Vec<Entry>, u64)> {
         let mut out = Vec::new();
         let mut visited = HashSet::new();
-        let mut at = d.first;
+        let mut at = from;
         while at != 0 {
+            if visited.len() >= limit {
+                return Some((out, at));
+            }
             if out.len() >= MAX_ENTRIES || !visited.insert(at) {
                 return None;
             }
@@ -417,14 +528,24 @@ impl JitDebugReader {
             let removed = matches!(d.art, Some((2, _, _))) && seq % 2 == 1;
             if !removed {
                 let e = Entry { at, symfile: u64_at(16), size: u64_at(24), registered };
-                if stop.is_some_and(|known| known.contains_key(&e)) {
+                if stop.is_some_and(|(copied, queued)| copied.contains_key(&e) || queued.contains(&e)) {
                     break;
                 }
                 out.push(e);
             }
             at = next;
         }
-        Some(out)
+        Some((out, 0))
+    }
+}
+
+/// Queues the entries a walk found (newest first) that are neither copied nor queued, oldest
+/// first, as registered after the last consistent read.
+fn queue(w: &mut Watched, entries: &[Entry]) {
+    for e in entries.iter().rev() {
+        if !w.live.contains_key(e) && w.queued.insert(*e) {
+            w.pending.push_back((*e, w.last_read_ns));
+        }
     }
 }
 
@@ -583,7 +704,8 @@ mod tests {
         desc[0] = 1 | (1 << 32);
         desc[1] = &*a as *const CodeEntry as u64;
         desc[2] = &*a as *const CodeEntry as u64;
-        let mut r = JitDebugReader::default();
+        let mut r = JitDebugReader::new(true, JitLimits { image: 1 << 40, total: 1 << 40 });
+        r.store.keep_fresh();
         let pid = std::process::id();
         let mut w = Watched {
             list: List::Jit,
@@ -595,13 +717,18 @@ mod tests {
             last_read_ns: 5,
             used: false,
             last_full_ns: 0,
+            pending: VecDeque::new(),
+            queued: HashSet::new(),
+            resume: Vec::new(),
         };
         assert_eq!(r.read_list(pid, &mut w), Read::Changed);
-        assert_eq!(r.symfiles.len(), 2);
-        assert_eq!(r.symfiles[0].image, image_a);
-        assert_eq!(r.symfiles[1].image, image_b);
-        assert_eq!(r.symfiles[0].registered_ns, 5);
-        assert!(r.symfiles[0].code.1 > r.symfiles[0].code.0, "the test binary has code");
+        r.copy_pending(pid, &mut w);
+        // Copied oldest first (the list's last entry first).
+        let fresh = r.store.take_fresh();
+        assert_eq!(r.store.len(), 2);
+        assert!(fresh[0].image == image_b && fresh[1].image == image_a);
+        assert_eq!(r.store.get(1).registered_ns, 5);
+        assert!(r.store.get(1).code.1 > r.store.get(1).code.0, "the test binary has code");
         // Unchanged: one descriptor read, no entry read.
         let entries = r.reads.entries;
         assert_eq!(r.read_list(pid, &mut w), Read::Unchanged);
@@ -613,9 +740,19 @@ mod tests {
         std::hint::black_box(&a);
         std::hint::black_box(&desc);
         assert_eq!(r.read_list(pid, &mut w), Read::Changed);
-        assert_eq!(r.symfiles.len(), 2);
-        assert_eq!(r.symfiles[0].removed_ns, u64::MAX);
-        assert!(r.symfiles[1].removed_ns < u64::MAX);
+        r.copy_pending(pid, &mut w);
+        assert_eq!(r.store.len(), 2);
+        assert_eq!(r.store.get(1).removed_ns, u64::MAX);
+        assert!(r.store.get(0).removed_ns < u64::MAX);
+        // The section holds both, as the report reads it, with the removal time updated.
+        let (mut file, len) = r.store.section().unwrap();
+        let mut bytes = Vec::new();
+        std::io::Seek::rewind(&mut file).unwrap();
+        std::io::Read::read_to_end(&mut file, &mut bytes).unwrap();
+        assert_eq!(bytes.len() as u64, len);
+        let files = rperf_perfdata::sections::decode_jit_symfiles(&bytes);
+        assert!(files[0].image == image_b && files[1].image == image_a);
+        assert!(files[0].removed_ns < u64::MAX && files[1].removed_ns == u64::MAX);
         drop((b, c));
     }
 }

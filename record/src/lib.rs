@@ -28,6 +28,7 @@
 //!     control: None,
 //!     exclude_perf: false,
 //!     jit_interface: true,
+//!     jit_limits: rperf_record::JitLimits::default(),
 //!     post_unwind: true,
 //! };
 //! let summary = record(&opts, &mut |note| eprintln!("{note}")).unwrap();
@@ -39,6 +40,7 @@ mod counter;
 mod error;
 pub mod event;
 mod jit_debug;
+mod jit_store;
 pub mod launch;
 mod options;
 mod plan;
@@ -57,6 +59,7 @@ pub mod writer;
 pub use counter::{CountOptions, CountedEvent, CounterFd, Counters, Reading};
 pub use error::{open_remedy, Error};
 pub use event::{parse_event, parse_event_list, EventKind, EventSpec};
+pub use jit_store::JitLimits;
 pub use options::{CallGraph, Rate, RecordOptions, DEFAULT_DWARF_STACK, DEFAULT_FREQUENCY};
 pub use recorder::{event_supported, record, RecordSummary, StopReason};
 pub use target::Target;

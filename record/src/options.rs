@@ -82,6 +82,8 @@ pub struct RecordOptions {
     /// Read the GDB JIT interface of the recorded processes (`__jit_debug_descriptor`), to
     /// name their JIT code.
     pub jit_interface: bool,
+    /// Bounds on the symbol files copied from the JIT interface.
+    pub jit_limits: crate::JitLimits,
     /// With DWARF call graphs, unwind each sample's user stack while recording and store the
     /// call chain instead of the stack copy (`--post-unwind`, the default).
     pub post_unwind: bool,

@@ -128,8 +128,6 @@ struct Sink {
     exclude_pid: Option<u32>,
     /// The GDB JIT interface of the recorded processes.
     jit: JitDebugReader,
-    /// How many of the JIT interface's symbol files the unwinder has seen.
-    jit_unwinding: usize,
     /// Unwinds DWARF samples as they come (`--post-unwind`).
     post: Option<PostUnwinder>,
     /// Threads created by threads with events, which inherited them (from the kernel's FORK
@@ -290,11 +288,11 @@ impl Sink {
 
     /// Hands the JIT interface's new symbol files to the unwinder: their CFI unwinds JIT code.
     fn sync_jit(&mut self) {
+        let fresh = self.jit.store.take_fresh();
         let Some(post) = self.post.as_mut() else { return };
-        for f in self.jit.symfiles.iter().skip(self.jit_unwinding) {
+        for f in fresh {
             post.jit_code(f.pid, f.code, &f.image);
         }
-        self.jit_unwinding = self.jit.symfiles.len();
     }
 
     fn note_kernel_addresses(&mut self, misc_bits: u16, v: &sample_fields::SampleView<'_>) {
@@ -625,8 +623,7 @@ impl Session {
             kernel_hits: BTreeSet::new(),
             pids: BTreeMap::new(),
             jitdumps: BTreeMap::new(),
-            jit: JitDebugReader::new(opts.jit_interface),
-            jit_unwinding: 0,
+            jit: JitDebugReader::new(opts.jit_interface, opts.jit_limits),
             post: (opts.post_unwind && matches!(opts.call_graph, CallGraph::Dwarf { .. }))
                 .then(PostUnwinder::new),
             dsos: BTreeMap::new(),
@@ -637,6 +634,11 @@ impl Session {
             forked_tids: Default::default(),
             synthesizing: false,
         };
+        let mut sink = sink;
+        if sink.post.is_some() {
+            // The unwinder is handed each new symbol file (its CFI unwinds JIT code).
+            sink.jit.store.keep_fresh();
+        }
         let mut s = Session {
             opts: opts.clone(),
             events,
@@ -1105,7 +1107,16 @@ impl Session {
                 exit_code = Some(self.stop_child(child, &stop));
             }
         }
-        let features = self.features(note);
+        let mut features: Vec<(u32, writer::Feature)> =
+            self.features(note).into_iter().map(|(id, b)| (id, writer::Feature::Bytes(b))).collect();
+        self.sink.jit.finish();
+        if let Some((file, len)) = self.sink.jit.store.section() {
+            features.push((feature::RPERF_JIT_SYMFILES, writer::Feature::File(file, len)));
+        }
+        for n in self.sink.jit.store.summary().into_iter().chain(self.sink.jit.store.error.take()) {
+            note(&n);
+            self.notes.push(n);
+        }
         let attrs = self.file_attrs();
         let samples = self.sink.samples;
         let lost = self.sink.lost;
@@ -1163,6 +1174,11 @@ impl Session {
     fn wait_for_data(&self, deadline: Option<Instant>) {
         // An app's processes are looked for every millisecond, so that its start is recorded.
         let mut timeout = if self.app.is_some() { 1i32 } else { 100 };
+        // Symbol files waiting to be copied are copied a little at a time, as soon as the JIT
+        // reader may go on.
+        if let Some(at) = self.sink.jit.work_at() {
+            timeout = timeout.min(at.saturating_duration_since(Instant::now()).as_millis() as i32 + 1);
+        }
         if let Some(d) = deadline {
             let left = d.saturating_duration_since(Instant::now()).as_millis();
             timeout = timeout.min(left as i32);
@@ -1241,10 +1257,6 @@ impl Session {
         f.push((feature::BUILD_ID, encode::build_id_feature(&ids)));
         if let Some(image) = vdso {
             f.push((feature::RPERF_VDSO, image));
-        }
-        if !self.sink.jit.symfiles.is_empty() {
-            let files = std::mem::take(&mut self.sink.jit.symfiles);
-            f.push((feature::RPERF_JIT_SYMFILES, rperf_perfdata::sections::encode_jit_symfiles(&files)));
         }
         let mut refused = Vec::new();
         if let Some(dumps) = writer::jitdumps_feature(&self.sink.jitdumps, &mut refused) {

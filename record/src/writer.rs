@@ -6,7 +6,7 @@
 //! full disk) stays readable up to its last flushed record.
 
 use std::fs::File;
-use std::io::{self, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -30,6 +30,24 @@ pub struct FileAttr {
     pub ids: Vec<u64>,
     /// Event name for HEADER_EVENT_DESC.
     pub name: String,
+}
+
+/// A feature section's content: bytes, or the first bytes of a file (a section too large to
+/// hold in memory, copied into the recording when it ends).
+pub enum Feature {
+    /// The content.
+    Bytes(Vec<u8>),
+    /// A file holding the content, and its length.
+    File(File, u64),
+}
+
+impl Feature {
+    fn len(&self) -> u64 {
+        match self {
+            Feature::Bytes(b) => b.len() as u64,
+            Feature::File(_, len) => *len,
+        }
+    }
 }
 
 /// Streams records into a perf.data file.
@@ -225,30 +243,43 @@ impl PerfDataWriter {
     }
 
     /// Writes the feature sections and the final attributes, and closes the file.
-    pub fn finish(&mut self, attrs: &[FileAttr], features: Vec<(u32, Vec<u8>)>) -> Result<u64, Error> {
+    pub fn finish(&mut self, attrs: &[FileAttr], features: Vec<(u32, Feature)>) -> Result<u64, Error> {
         self.flush()?;
         let path = self.path.clone();
         let err = |e: io::Error| Error::file(&path, e);
         let mut features = features;
         let descs: Vec<EventDesc<'_>> =
             attrs.iter().map(|a| EventDesc { attr: &a.attr, ids: &a.ids, name: &a.name }).collect();
-        features.push((feature::EVENT_DESC, event_desc_feature(crate::sys::FILE_ATTR_SIZE, &descs)));
+        features.push((
+            feature::EVENT_DESC,
+            Feature::Bytes(event_desc_feature(crate::sys::FILE_ATTR_SIZE, &descs)),
+        ));
         features.sort_by_key(|(id, _)| *id);
         features.dedup_by_key(|(id, _)| *id);
 
         let index_off = self.data_offset + self.data_size;
         let mut offset = index_off + 16 * features.len() as u64;
         let mut index = Vec::new();
-        let mut body = Vec::new();
         for (_, content) in &features {
             put_u64(&mut index, offset);
-            put_u64(&mut index, content.len() as u64);
-            body.extend_from_slice(content);
-            offset += content.len() as u64;
+            put_u64(&mut index, content.len());
+            offset += content.len();
         }
+        let ids: Vec<u32> = features.iter().map(|(id, _)| *id).collect();
         self.file.seek(SeekFrom::Start(index_off)).map_err(err)?;
         self.file.write_all(&index).map_err(err)?;
-        self.file.write_all(&body).map_err(err)?;
+        for (_, content) in features {
+            match content {
+                Feature::Bytes(b) => self.file.write_all(&b).map_err(err)?,
+                Feature::File(mut f, len) => {
+                    f.seek(SeekFrom::Start(0)).map_err(err)?;
+                    let copied = io::copy(&mut (&mut f).take(len), &mut self.file).map_err(err)?;
+                    if copied != len {
+                        return Err(err(io::Error::other("a feature section's file ended early")));
+                    }
+                }
+            }
+        }
 
         let (bytes, fits) = encode_attrs(attrs, HEADER_SIZE, ATTR_RESERVE);
         if fits {
@@ -261,7 +292,6 @@ impl PerfDataWriter {
             offset += bytes.len() as u64;
         }
         self.file.set_len(offset).map_err(err)?;
-        let ids: Vec<u32> = features.iter().map(|(id, _)| *id).collect();
         self.write_header(&ids)?;
         match self.stream.take() {
             Some(mut out) => {

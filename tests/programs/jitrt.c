@@ -15,6 +15,10 @@
 //                         registers the image (as LLVM does) and calls its jit_hot for SECONDS.
 //   jitrt many N CALLS    registers N functions (jit_fn_0 ...), each in memory of its own;
 //                         after each registration, CALLS calls over those registered so far.
+//   jitrt flood N BYTES SECONDS
+//                         a hostile runtime: registers N entries whose symbol file is one image
+//                         of BYTES bytes (a valid ELF image, zero-padded), then spins in C for
+//                         SECONDS.
 //
 // Prints `phase NAME START_NS END_NS` (CLOCK_MONOTONIC) for each function's run. With
 // JITRT_NOT_DUMPABLE set, it makes itself non-dumpable first (its memory unreadable to others).
@@ -266,6 +270,20 @@ int main(int argc, char **argv) {
         volatile unsigned sink = x;
         (void)sink;
         printf("phase jit_hot %llu %llu\n", (unsigned long long)start, (unsigned long long)now_ns());
+        return 0;
+    }
+    if (!strcmp(mode, "flood")) {
+        if (argc < 5) return 2;
+        long n = atol(argv[2]);
+        uint64_t bytes = strtoull(argv[3], 0, 10), len;
+        char *img = make_symfile("jit_flood", 0x1000, 16, &len);
+        char *big = calloc(1, bytes > len ? bytes : len);
+        memcpy(big, img, len);
+        for (long i = 0; i < n; i++) register_code(big, bytes > len ? bytes : len, 0);
+        uint64_t start = now_ns(), end = start + (uint64_t)(atof(argv[4]) * 1e9);
+        volatile uint64_t x = 0;
+        while (now_ns() < end) x++;
+        printf("phase flood %llu %llu\n", (unsigned long long)start, (unsigned long long)now_ns());
         return 0;
     }
     if (!strcmp(mode, "many")) {
