@@ -274,3 +274,62 @@ fn huge_counts_inside_feature_sections_are_refused_not_allocated() {
     assert!(!o.status.success());
     assert!(stderr(&o).contains("attribute size (header offset 16) is 0"), "{}", stderr(&o));
 }
+
+/// A recording cut by SIGKILL has no feature sections (no stored kernel symbols, build ids or
+/// kernel release). Made on this machine since its last boot, it reports as a finished one
+/// would: kernel frames named from this kernel, and a warning says the file was cut. A cut
+/// file from another boot (another `_text`, as KASLR gives) leaves kernel frames unnamed.
+#[test]
+fn killed_recording_names_kernel_frames_from_this_kernel() {
+    let dir = scratch("damaged_killed_kernel");
+    let data = dir.join("killed.data");
+    let mut rec = rperf()
+        .args(["record", "-o"])
+        .arg(&data)
+        .args(["--", "dd", "if=/dev/zero", "of=/dev/null", "bs=16", "count=100000000"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while std::fs::metadata(&data).map_or(0, |m| m.len()) < 256 << 10
+        && start.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    rec.kill().unwrap();
+    rec.wait().unwrap();
+    run(std::process::Command::new("pkill").args(["-f", "count=100000000"]));
+    let kernel_names = |data: &std::path::Path| {
+        let o = run(rperf().args(["report", "--sort", "dso,symbol", "--csv", "-i"]).arg(data));
+        assert!(o.status.success(), "{}", stderr(&o));
+        let rows = csv_rows(&stdout(&o), ',');
+        let named: f64 = rows
+            .iter()
+            .filter(|r| {
+                r["Shared Object"] == "[kernel.kallsyms]" && !r["Symbol"].starts_with("[kernel.kallsyms]")
+            })
+            .map(|r| pct(&r["Overhead"]))
+            .sum();
+        (named, stderr(&o))
+    };
+    let (named, err) = kernel_names(&data);
+    assert!(err.contains("was cut short") && err.contains("named from this kernel"), "{err}");
+    // dd spends most of its time in the kernel.
+    assert!(named > 30.0, "{named}% of the samples in named kernel code:\n{err}");
+    // The same file as if made on another boot: its kernel mapping moved by 2 MiB.
+    let mut bytes = std::fs::read(&data).unwrap();
+    let data_off = u64::from_le_bytes(bytes[40..48].try_into().unwrap()) as usize;
+    assert_eq!(
+        u32::from_le_bytes(bytes[data_off..data_off + 4].try_into().unwrap()),
+        1,
+        "a kernel MMAP first"
+    );
+    let pgoff = data_off + 32;
+    let moved = u64::from_le_bytes(bytes[pgoff..pgoff + 8].try_into().unwrap()) + (2 << 20);
+    bytes[pgoff..pgoff + 8].copy_from_slice(&moved.to_le_bytes());
+    let other = dir.join("other-boot.data");
+    std::fs::write(&other, bytes).unwrap();
+    let (named, err) = kernel_names(&other);
+    assert!(err.contains("was cut short") && err.contains("--kallsyms"), "{err}");
+    assert_eq!(named, 0.0, "{err}");
+}

@@ -236,6 +236,7 @@ impl JitDebugReader {
                 self.store.removed(i, now);
             }
             self.store.unread(w.pending.iter().map(|(e, _)| e.size));
+            self.store.unwalked |= !w.resume.is_empty();
         }
     }
 

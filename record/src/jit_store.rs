@@ -49,6 +49,9 @@ pub(crate) struct JitStore {
     pub over_total: u64,
     pub not_read: u64,
     pub skipped_bytes: u64,
+    /// A list was not walked to its end before its process exited or recording ended: its
+    /// other entries were never seen.
+    pub unwalked: bool,
     /// Why the section could not be written, once.
     pub error: Option<String>,
 }
@@ -168,7 +171,7 @@ impl JitStore {
     /// What was left out, for the user.
     pub fn summary(&self) -> Option<String> {
         let left_out = self.too_large + self.over_total + self.not_read;
-        if left_out == 0 {
+        if left_out == 0 && !self.unwalked {
             return None;
         }
         let mut why = Vec::new();
@@ -187,6 +190,9 @@ impl JitStore {
                 "{} still waiting to be read when their process exited or recording ended",
                 self.not_read
             ));
+        }
+        if self.unwalked {
+            why.push("and a list too long to walk before its process exited or recording ended was not read to its end".into());
         }
         Some(format!(
             "{left_out} JIT symbol files ({}) were not kept: {}; their code stays unnamed",

@@ -40,9 +40,10 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
     let path = &opts.input;
     let profile = ProfileBuilder::new(&rec.events, rec.off_cpu, opts, opts.format.shows_samples())
         .map_err(Error::Usage)?;
-    let kernel = kernel_symbols(opts, &rec.perf_file, &rec.stored_symbols)?;
+    let this_kernel = recorded_on_this_kernel(&rec.perf_file) || rec.cut_short_here;
+    let kernel = kernel_symbols(opts, &rec.perf_file, &rec.stored_symbols, this_kernel)?;
     let mut finder = BinaryFinder::new(opts.symfs.as_deref());
-    finder.set_same_kernel(recorded_on_this_kernel(&rec.perf_file));
+    finder.set_same_kernel(this_kernel);
     let section = |id| rec.perf_file.feature_section_data(linux_perf_data::Feature(id));
     if let Some(image) = section(rperf_perfdata::feature::RPERF_VDSO) {
         finder.set_recorded_vdso(image.to_vec());
@@ -494,11 +495,12 @@ fn recorded_on_this_kernel(perf_file: &linux_perf_data::PerfFile) -> bool {
 }
 
 /// Where kernel symbols come from: `--kallsyms`, rperf's snapshot, simpleperf's stored kernel
-/// symbols, or this machine's kernel when the recording was made on it.
+/// symbols, or this machine's kernel when the recording was made on it (`this_kernel`).
 fn kernel_symbols(
     opts: &ReportOptions,
     perf_file: &linux_perf_data::PerfFile,
     stored: &[SimpleperfFileRecord],
+    this_kernel: bool,
 ) -> Result<KernelSource, Error> {
     let ready = |k| Ok(KernelSource::Ready(k));
     if let Some(p) = &opts.kallsyms {
@@ -537,7 +539,7 @@ fn kernel_symbols(
         return ready(KernelSymbols::from_table(SymbolTable::new(stored_kernel)));
     }
     // The running kernel's symbols fit a recording made on this kernel.
-    if recorded_on_this_kernel(perf_file) {
+    if this_kernel {
         // The kernel formats /proc/kallsyms slowly (~40 ms): its core symbols are kept between
         // reports, read beside the records; only the symbols the recording's kernel addresses
         // need are parsed.

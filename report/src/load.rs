@@ -50,6 +50,10 @@ pub struct Recording {
     /// The event of each sample id, where the reader could not tell events apart: files with
     /// several events whose ids are only in the attribute section (older simpleperf files).
     pub event_of_id: Option<HashMap<u64, usize>>,
+    /// A recording cut short (no feature sections, which perf, simpleperf and rperf write
+    /// when a recording ends: its recorder was killed, or the machine stopped, before that) that was made on the running kernel, this boot: the `_text`
+    /// address its kernel mapping names is this kernel's (KASLR moves it at every boot).
+    pub cut_short_here: bool,
 }
 
 /// The binaries a recording names with a build id (by path, as recorded), as `rperf android
@@ -125,6 +129,27 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
     let off_cpu =
         rperf_info.as_ref().is_some_and(|i| i.trace_offcpu) || simpleperf_offcpu || old_rperf_offcpu;
     let recorded = rperf_info.and_then(|i| Some((i.recorded_ns?, i.elapsed_ns?)));
+    let header = file_header(path);
+    let cut_short = header.as_ref().is_some_and(|h| h.features.is_empty());
+    let cut_short_here = cut_short
+        && header
+            .as_ref()
+            .and_then(|h| recorded_kernel_text(path, h.data))
+            .is_some_and(|t| Some(t) == running_kernel_text());
+    let mut warnings = warnings;
+    if cut_short {
+        warnings.push(format!(
+            "{} has no feature sections: its recording was cut short (the recorder was killed before it \
+             finished); {}",
+            path.display(),
+            if cut_short_here {
+                "it was made on this machine since its last boot, so kernel frames are named from this kernel \
+                 and binaries are read as they are now"
+            } else {
+                "kernel frames stay unnamed unless --kallsyms names a copy of the recording machine's /proc/kallsyms"
+            }
+        ));
+    }
     Ok(Recording {
         perf_file,
         records,
@@ -140,6 +165,48 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
         warnings,
         event_of_id,
         recorded,
+        cut_short_here,
+    })
+}
+
+/// The address of `_text` that the first kernel mapping of the data section (`data`: offset
+/// and size) names: perf and rperf write a `[kernel.kallsyms]_text` mapping among the first
+/// records, its file offset being `_text`'s address.
+fn recorded_kernel_text(path: &Path, data: (u64, u64)) -> Option<u64> {
+    const MMAP: u32 = 1;
+    let f = std::fs::File::open(path).ok()?;
+    let mut buf = vec![0u8; data.1.min(64 << 10) as usize];
+    read_at(&f, data.0, &mut buf).ok()?;
+    let mut at = 0;
+    while at + 8 <= buf.len() {
+        let kind = u32::from_le_bytes(buf[at..at + 4].try_into().expect("4 bytes"));
+        let size = u16::from_le_bytes([buf[at + 6], buf[at + 7]]) as usize;
+        if size < 8 || at + size > buf.len() {
+            return None;
+        }
+        let rec = &buf[at..at + size];
+        if kind == MMAP
+            && size > 40
+            && u32::from_le_bytes(rec[8..12].try_into().expect("4 bytes")) == u32::MAX
+        {
+            let name = &rec[40..];
+            if name.starts_with(b"[kernel.kallsyms]") {
+                return Some(u64_at(rec, 32)).filter(|&t| t != 0);
+            }
+        }
+        at += size;
+    }
+    None
+}
+
+/// This kernel's `_text` address, when /proc/kallsyms shows addresses.
+fn running_kernel_text() -> Option<u64> {
+    use std::io::BufRead;
+    let f = std::fs::File::open("/proc/kallsyms").ok()?;
+    std::io::BufReader::new(f).lines().take(100_000).map_while(Result::ok).find_map(|l| {
+        let mut parts = l.split_whitespace();
+        let (addr, _, name) = (parts.next()?, parts.next()?, parts.next()?);
+        (name == "_text").then(|| u64::from_str_radix(addr, 16).ok()).flatten().filter(|&a| a != 0)
     })
 }
 
