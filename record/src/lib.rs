@@ -36,6 +36,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod control;
 mod counter;
 mod error;
 pub mod event;
@@ -56,6 +57,7 @@ mod tracing;
 pub mod tty;
 pub mod writer;
 
+pub use control::{ControlLine, Lines as ControlLines};
 pub use counter::{CountOptions, CountedEvent, CounterFd, Counters, Reading};
 pub use error::{open_remedy, Error};
 pub use event::{parse_event, parse_event_list, EventKind, EventSpec};

@@ -8,6 +8,7 @@ use rperf_perfdata::encode::{self, BuildIdEntry};
 use rperf_perfdata::feature;
 use rperf_symbols::{buildid, kallsyms};
 
+use crate::control::{Control, ControlLine, CONTROL_LINE_MAX};
 use crate::error::open_remedy;
 use crate::event::EventSpec;
 use crate::jit_debug::JitDebugReader;
@@ -415,99 +416,6 @@ struct Session {
     notes: Vec<String>,
     kallsyms_text: Result<std::sync::Arc<String>, String>,
     kernel_syms: Option<std::thread::JoinHandle<Vec<kallsyms::KernelSymbol>>>,
-}
-
-/// The `--control` fifos: commands come in on one, one per line; each is answered `ack` on the
-/// other (as perf's --control does).
-struct Control {
-    ctl: std::fs::File,
-    ack: Option<std::fs::File>,
-    pending: Vec<u8>,
-    /// The rest of a line too long to be a command is being passed over.
-    skipping: bool,
-}
-
-/// The longest command line read from `--control`; a longer line is ignored, said once per
-/// line, so a flood neither grows memory nor is echoed back.
-const CONTROL_LINE_MAX: usize = 256;
-
-/// The most bytes read from `--control` per look, so a writer that never stops cannot hold up
-/// the ring buffers.
-const CONTROL_READ_MAX: usize = 1 << 20;
-
-/// A line read from `--control`.
-enum ControlLine {
-    Command(String),
-    /// A line longer than `CONTROL_LINE_MAX`, with its first bytes.
-    TooLong(String),
-}
-
-impl Control {
-    fn open(ctl: &std::path::Path, ack: Option<&std::path::Path>) -> Result<Control, Error> {
-        use std::os::unix::fs::OpenOptionsExt;
-        // Opened for writing too, so that a writer closing it is no end of file, and without
-        // blocking, so that the loop only looks.
-        let open = |p: &std::path::Path| {
-            std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-                .open(p)
-                .map_err(|e| Error::file(p, e))
-        };
-        for p in std::iter::once(ctl).chain(ack) {
-            use std::os::unix::fs::FileTypeExt;
-            let is_fifo = std::fs::metadata(p).map(|m| m.file_type().is_fifo()).unwrap_or(false);
-            if !is_fifo {
-                return Err(Error::file(
-                    p,
-                    std::io::Error::other("--control needs a fifo here (mkfifo FILE)"),
-                ));
-            }
-        }
-        Ok(Control { ctl: open(ctl)?, ack: ack.map(open).transpose()?, pending: Vec::new(), skipping: false })
-    }
-
-    /// The lines written since the last look (at most `CONTROL_READ_MAX` bytes of them).
-    fn read(&mut self) -> Vec<ControlLine> {
-        use std::io::Read;
-        let mut buf = [0u8; 4096];
-        let mut out = Vec::new();
-        let mut read = 0;
-        while read < CONTROL_READ_MAX {
-            let n = match self.ctl.read(&mut buf) {
-                Ok(n) if n > 0 => n,
-                _ => break,
-            };
-            read += n;
-            for &b in &buf[..n] {
-                let end = b == b'\n' || b == 0;
-                if self.skipping {
-                    self.skipping = !end;
-                } else if end {
-                    let cmd = String::from_utf8_lossy(&self.pending).trim().to_string();
-                    if !cmd.is_empty() {
-                        out.push(ControlLine::Command(cmd));
-                    }
-                    self.pending.clear();
-                } else if self.pending.len() == CONTROL_LINE_MAX {
-                    let start = String::from_utf8_lossy(&self.pending[..32]).into_owned();
-                    out.push(ControlLine::TooLong(start));
-                    self.pending.clear();
-                    self.skipping = true;
-                } else {
-                    self.pending.push(b);
-                }
-            }
-        }
-        out
-    }
-
-    fn ack(&mut self) {
-        if let Some(a) = &mut self.ack {
-            std::io::Write::write_all(a, b"ack\n").ok();
-        }
-    }
 }
 
 /// Whether the parent asked to stop through `fd`: a byte written, or the parent gone.
