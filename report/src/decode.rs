@@ -71,7 +71,8 @@ pub fn reparse_read_group_sample<'a>(
     let id = usize::from(info.read_format.contains(ReadFormat::ID));
     // PERF_FORMAT_LOST (1 << 4) adds a lost count per value; the reader has no name for it.
     let lost = usize::from(info.read_format.bits() & (1 << 4) != 0);
-    let real = 8 * (1 + te + tr + nr.checked_mul(1 + id + lost)?);
+    // `nr` comes from the file: every step is checked (8 × a count near 2^61 once wrapped).
+    let real = nr.checked_mul(1 + id + lost)?.checked_add(1 + te + tr)?.checked_mul(8)?;
     let expected = 8 * (1 + te + tr + id);
     let end = start.checked_add(real)?;
     if end > bytes.len() {
