@@ -56,10 +56,9 @@ fn chown_nobody(path: &Path) {
     assert!(st.success());
 }
 
-#[test]
-fn kernel_symbols_are_kept_for_the_boot_and_read_back() {
-    let dir = scratch("cache_kallsyms");
-    // perf's recordings carry no kernel symbols: reports name kernel code from this kernel's.
+/// perf's recording (in `dir`) of dd copying `count` blocks of 16 bytes: time mostly in the
+/// kernel.
+fn perf_record_dd(dir: &Path, count: &str) -> PathBuf {
     let data = dir.join("perf.data");
     let o = run(Command::new("perf").arg("record").arg("-o").arg(&data).args([
         "--",
@@ -67,9 +66,17 @@ fn kernel_symbols_are_kept_for_the_boot_and_read_back() {
         "if=/dev/zero",
         "of=/dev/null",
         "bs=16",
-        "count=300000",
+        &format!("count={count}"),
     ]));
     assert!(o.status.success(), "{}", stderr(&o));
+    data
+}
+
+#[test]
+fn kernel_symbols_are_kept_for_the_boot_and_read_back() {
+    let dir = scratch("cache_kallsyms");
+    // perf's recordings carry no kernel symbols: reports name kernel code from this kernel's.
+    let data = perf_record_dd(&dir, "300000");
     let cache = dir.join("cache");
     let first = report(&data, &cache, "dso,symbol");
     let kernel_row = |text: &str| {
@@ -116,15 +123,7 @@ fn a_cache_folder_under_a_folder_others_can_write_is_not_used() {
     let dir = scratch("cache_open_parent");
     // perf's recording: its kernel frames are named from this kernel's symbols, kept in the
     // cache folder when there is one.
-    let data = dir.join("perf.data");
-    let o = run(Command::new("perf").arg("record").arg("-o").arg(&data).args([
-        "--",
-        "dd",
-        "if=/dev/zero",
-        "of=/dev/null",
-        "count=100000",
-    ]));
-    assert!(o.status.success(), "{}", stderr(&o));
+    let data = perf_record_dd(&dir, "100000");
     let shared = dir.join("shared");
     std::fs::create_dir_all(&shared).unwrap();
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();

@@ -145,29 +145,37 @@ fn corrupted_recordings_never_panic() {
     }
 }
 
-#[test]
-fn killed_recording_reports_what_was_flushed() {
-    let p = programs();
-    let dir = scratch("damaged_killed");
-    let data = dir.join("killed.data");
+/// Records `cmd` into `data` with rperf and kills rperf (SIGKILL: no chance to finish the
+/// file) once 256 KiB were flushed; `cmd` carries on alone.
+fn record_and_kill(data: &std::path::Path, args: &[&str], cmd: &[&str]) {
     let mut rec = rperf()
-        .args(["record", "-g", "fp", "-o"])
-        .arg(&data)
+        .arg("record")
+        .args(args)
+        .arg("-o")
+        .arg(data)
         .arg("--")
-        .arg(&p.workload_fp)
-        .args(["5", "1"])
+        .args(cmd)
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     // Wait for flushed data rather than for a time, so that a busy machine changes nothing.
     let start = std::time::Instant::now();
-    while std::fs::metadata(&data).map_or(0, |m| m.len()) < 256 << 10
+    while std::fs::metadata(data).map_or(0, |m| m.len()) < 256 << 10
         && start.elapsed() < Duration::from_secs(30)
     {
         std::thread::sleep(Duration::from_millis(20));
     }
-    rec.kill().unwrap(); // SIGKILL: no chance to finish the file
+    rec.kill().unwrap();
     rec.wait().unwrap();
+}
+
+#[test]
+fn killed_recording_reports_what_was_flushed() {
+    let p = programs();
+    let dir = scratch("damaged_killed");
+    let data = dir.join("killed.data");
+    let workload = p.workload_fp.to_str().unwrap();
+    record_and_kill(&data, &["-g", "fp"], &[workload, "5", "1"]);
     // The workload was rperf's child; it carries on alone, so stop it.
     run(std::process::Command::new("pkill").args(["-f", p.workload_fp.to_str().unwrap()]));
     let o = run(rperf().args(["report", "--sort", "symbol", "-i"]).arg(&data));
@@ -283,21 +291,7 @@ fn huge_counts_inside_feature_sections_are_refused_not_allocated() {
 fn killed_recording_names_kernel_frames_from_this_kernel() {
     let dir = scratch("damaged_killed_kernel");
     let data = dir.join("killed.data");
-    let mut rec = rperf()
-        .args(["record", "-o"])
-        .arg(&data)
-        .args(["--", "dd", "if=/dev/zero", "of=/dev/null", "bs=16", "count=100000000"])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let start = std::time::Instant::now();
-    while std::fs::metadata(&data).map_or(0, |m| m.len()) < 256 << 10
-        && start.elapsed() < Duration::from_secs(30)
-    {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    rec.kill().unwrap();
-    rec.wait().unwrap();
+    record_and_kill(&data, &[], &["dd", "if=/dev/zero", "of=/dev/null", "bs=16", "count=100000000"]);
     run(std::process::Command::new("pkill").args(["-f", "count=100000000"]));
     let kernel_names = |data: &std::path::Path| {
         let o = run(rperf().args(["report", "--sort", "dso,symbol", "--csv", "-i"]).arg(data));
