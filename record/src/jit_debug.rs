@@ -145,8 +145,9 @@ struct Watched {
     /// registered after; and the same entries, to look up.
     pending: VecDeque<(Entry, u64)>,
     queued: HashSet<Entry>,
-    /// Where walks cut short by `WALK_ENTRIES` go on.
-    resume: Vec<u64>,
+    /// Where walks cut short by `WALK_ENTRIES` go on, with the time the entries they will find
+    /// were known to be registered after (that of the walk they are part of).
+    resume: Vec<(u64, u64)>,
 }
 
 /// Reads the GDB JIT interface of the recorded processes.
@@ -394,9 +395,9 @@ impl JitDebugReader {
                 w.last_full_ns = now;
             }
             // The walk goes newest first; the queue is copied oldest first.
-            queue(w, &entries);
+            queue(w, &entries, w.last_read_ns);
             if cut != 0 {
-                w.resume.push(cut);
+                w.resume.push((cut, w.last_read_ns));
             }
             w.used |= before.first != 0 || !w.live.is_empty();
             w.last = Some(before);
@@ -413,16 +414,16 @@ impl JitDebugReader {
         let mem = Memory { pid };
         let mut left = WALK_ENTRIES;
         while left > 0 {
-            let Some(from) = w.resume.pop() else { break };
+            let Some((from, seen_after)) = w.resume.pop() else { break };
             // A walk that runs into something torn is given up: the entries it would have
             // found stay unnamed.
             let Some((entries, cut)) = self.walk(&mem, &d, from, Some((&w.live, &w.queued)), left) else {
                 continue;
             };
             left = left.saturating_sub(entries.len().max(1));
-            queue(w, &entries);
+            queue(w, &entries, seen_after);
             if cut != 0 {
-                w.resume.push(cut);
+                w.resume.push((cut, seen_after));
             }
         }
     }
@@ -541,11 +542,11 @@ impl JitDebugReader {
 }
 
 /// Queues the entries a walk found (newest first) that are neither copied nor queued, oldest
-/// first, as registered after the last consistent read.
-fn queue(w: &mut Watched, entries: &[Entry]) {
+/// first, as registered after `seen_after`.
+fn queue(w: &mut Watched, entries: &[Entry], seen_after: u64) {
     for e in entries.iter().rev() {
         if !w.live.contains_key(e) && w.queued.insert(*e) {
-            w.pending.push_back((*e, w.last_read_ns));
+            w.pending.push_back((*e, seen_after));
         }
     }
 }

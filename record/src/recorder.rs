@@ -519,7 +519,7 @@ impl Session {
             }
             None => PerfDataWriter::create(&opts.output, &[])?,
         };
-        let sink = Sink {
+        let mut sink = Sink {
             writer,
             sample_types: HashMap::new(),
             regs_count: regs_count(),
@@ -542,7 +542,6 @@ impl Session {
             forked_tids: Default::default(),
             synthesizing: false,
         };
-        let mut sink = sink;
         if sink.post.is_some() {
             // The unwinder is handed each new symbol file (its CFI unwinds JIT code).
             sink.jit.store.keep_fresh();
@@ -903,7 +902,6 @@ impl Session {
             if let Some(commands) = self.control.as_mut().map(Control::read) {
                 let mut stop = false;
                 for c in commands {
-                    let printable = rperf_symbols::text::printable_cut;
                     match c {
                         ControlLine::Command(c) => match c.as_str() {
                             "enable" => self.set_sampling(true),
@@ -912,7 +910,7 @@ impl Session {
                             "ping" => {}
                             other => note(&format!(
                                 "--control: unknown command '{}' (enable, disable, stop, ping)",
-                                printable(other, 64)
+                                rperf_symbols::text::printable_cut(other, 64)
                             )),
                         },
                         ControlLine::TooLong(start) => note(&format!(

@@ -77,8 +77,9 @@ impl PerfDataWriter {
     /// attributes. The file is made by `create_beside`. It takes `path`'s name at `publish`;
     /// until then an existing recording there is untouched, and dropping the writer removes
     /// the new file.
-    /// A FIFO or character device there is written to when the recording ends, never moved
-    /// or replaced.
+    ///
+    /// A FIFO or character device at `path` is written to when the recording ends, never
+    /// moved or replaced.
     pub fn create(path: &Path, attrs: &[FileAttr]) -> Result<PerfDataWriter, Error> {
         use std::os::unix::fs::FileTypeExt;
         let kind = std::fs::symlink_metadata(path).map(|m| m.file_type()).ok();

@@ -50,9 +50,9 @@ pub struct Recording {
     /// The event of each sample id, where the reader could not tell events apart: files with
     /// several events whose ids are only in the attribute section (older simpleperf files).
     pub event_of_id: Option<HashMap<u64, usize>>,
-    /// A recording cut short (no feature sections, which perf, simpleperf and rperf write
-    /// when a recording ends: its recorder was killed, or the machine stopped, before that) that was made on the running kernel, this boot: the `_text`
-    /// address its kernel mapping names is this kernel's (KASLR moves it at every boot).
+    /// The recording was cut short (it has no feature sections, which perf, simpleperf and
+    /// rperf write when a recording ends) and made on the running kernel since its boot: the
+    /// `_text` address its kernel mapping names is this kernel's (KASLR moves it every boot).
     pub cut_short_here: bool,
 }
 
