@@ -499,4 +499,11 @@ fn device_nodes_and_fifos_as_output_are_written_to_never_moved() {
     assert!(!o.status.success() && stderr(&o).contains("character device"), "{}", stderr(&o));
     assert!(std::fs::symlink_metadata(&old).unwrap().file_type().is_char_device());
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "old");
+    // A link to a device (as /dev/stdout is) is neither written through nor moved aside.
+    let link = dir.join("stdout");
+    std::os::unix::fs::symlink(&null, &link).unwrap();
+    let o = run(rperf().args(["record", "-o"]).arg(&link).args(["--", "true"]));
+    assert!(!o.status.success() && stderr(&o).contains("symbolic link to a device"), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(!dir.join("stdout.old").exists());
 }

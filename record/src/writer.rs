@@ -87,6 +87,17 @@ impl PerfDataWriter {
             let e = io::Error::other("it is a directory; give a file name with -o");
             return Err(Error::file(path, e));
         }
+        // A link to a device or FIFO (`/dev/stdout`) is neither written through nor moved aside.
+        let target = std::fs::metadata(path).map(|m| m.file_type()).ok();
+        if kind.is_some_and(|k| k.is_symlink())
+            && target
+                .is_some_and(|t| t.is_fifo() || t.is_char_device() || t.is_block_device() || t.is_socket())
+        {
+            let e = io::Error::other(
+                "it is a symbolic link to a device or FIFO, which rperf neither writes through nor moves; give the device's or FIFO's own path",
+            );
+            return Err(Error::file(path, e));
+        }
         if kind.is_some_and(|k| k.is_fifo() || k.is_char_device()) {
             let (out, file) = open_stream(path)?;
             let mut w = Self::start(file, path.to_path_buf(), path, true, attrs)?;
