@@ -95,22 +95,22 @@ pub struct RecordArgs {
     stop_fd: Option<i32>,
 }
 
-/// Rewrites simpleperf-style `-g [fp|dwarf[,N]]` into `--call-graph=...`, so that `-g` alone
-/// (followed by the command) means DWARF.
+/// Rewrites simpleperf-style `-g [fp|dwarf[,N]]` of `rperf record` into `--call-graph=...`,
+/// so that `-g` alone (followed by the command) means DWARF. Only `record` as the subcommand
+/// counts: `rperf report -i record -g` keeps its `-g`.
 pub fn expand_short_g(args: Vec<String>) -> Vec<String> {
+    if args.get(1).map(String::as_str) != Some("record") {
+        return args;
+    }
     let mut out = Vec::with_capacity(args.len());
     let mut it = args.into_iter().peekable();
-    let mut in_record = false;
     while let Some(a) = it.next() {
         if a == "--" {
             out.push(a);
             out.extend(it);
             break;
         }
-        if a == "record" && !in_record {
-            in_record = true;
-        }
-        if in_record && a == "-g" {
+        if a == "-g" {
             let next_is_mode =
                 it.peek().is_some_and(|n| n == "fp" || n == "dwarf" || n.starts_with("dwarf,") || n == "lbr");
             let mode = if next_is_mode { it.next().unwrap() } else { "dwarf".into() };

@@ -59,3 +59,19 @@ fn values_that_make_no_sense_are_refused() {
         refused(&["report", "--percent-limit", p, "-i", data.to_str().unwrap()], "from 0 to 100");
     }
 }
+
+/// `-g` alone means DWARF call graphs for `rperf record` only: a file named `record` given to
+/// `report` once made its `-g` into `--call-graph`, which report refused.
+#[test]
+fn short_g_is_rewritten_for_record_only() {
+    let data = record_fp("opt_short_g_src", &programs().workload_fp, &["0.1", "1"]);
+    let dir = data.parent().unwrap();
+    std::fs::copy(&data, dir.join("record")).unwrap();
+    let o = run(rperf().current_dir(dir).args(["report", "-i", "record", "-g"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("hot_loop"), "{}", stdout(&o));
+    let out = dir.join("dwarf.data");
+    let o = run(rperf().args(["record", "-g", "-o"]).arg(&out).args(["--", "true"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&run(rperf().args(["dump", "-i"]).arg(&out))).contains("--call-graph=dwarf"));
+}
