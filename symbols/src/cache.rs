@@ -28,7 +28,6 @@ use nix::unistd::{unlinkat, UnlinkatFlags};
 #[derive(Clone, Debug)]
 pub struct Dir {
     fd: Arc<OwnedFd>,
-    path: PathBuf,
 }
 
 /// The cache folder `sub` (created when missing), when there is a safe one to use.
@@ -70,6 +69,46 @@ fn me() -> u32 {
     nix::unistd::geteuid().as_raw()
 }
 
+fn check_owner(path: &Path, stat: &FileStat) -> Result<(), String> {
+    if stat.st_uid != 0 && stat.st_uid != me() {
+        return Err(format!("{} belongs to another user (uid {})", path.display(), stat.st_uid));
+    }
+    Ok(())
+}
+
+/// A plain name inside a folder: no separators, not `.` or `..`.
+fn plain(name: &str) -> std::io::Result<&str> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a plain file name"));
+    }
+    Ok(name)
+}
+
+/// Opening a folder of a walk: searched through only (`O_PATH`), or the folder to use.
+const SEARCH: OFlag =
+    OFlag::O_PATH.union(OFlag::O_DIRECTORY).union(OFlag::O_NOFOLLOW).union(OFlag::O_CLOEXEC);
+const USE: OFlag = OFlag::O_RDONLY.union(OFlag::O_DIRECTORY).union(OFlag::O_NOFOLLOW).union(OFlag::O_CLOEXEC);
+
+/// The folder `name` in `parent`, made (0700) when missing, opened with `flags`, never through
+/// a link.
+fn open_or_make(parent: &OwnedFd, name: &std::ffi::OsStr, flags: OFlag) -> nix::Result<OwnedFd> {
+    match openat(parent, name, flags, Mode::empty()) {
+        Err(nix::errno::Errno::ENOENT) => {
+            match mkdirat(parent, name, Mode::from_bits_truncate(0o700)) {
+                Ok(()) | Err(nix::errno::Errno::EEXIST) => {}
+                Err(e) => return Err(e),
+            }
+            openat(parent, name, flags, Mode::empty())
+        }
+        other => other,
+    }
+}
+
+/// Whether a folder is this user's and written by no one else.
+fn private(stat: &FileStat) -> bool {
+    stat.st_uid == me() && stat.st_mode & 0o022 == 0
+}
+
 impl Dir {
     /// Opens the folder at `path` (creating what is missing, 0700) by walking it from `/` one
     /// component at a time, and checks that no other user can change where the walk leads; the
@@ -94,9 +133,8 @@ impl Dir {
         };
         let walk = missing.iter().rev().fold(resolved, |p, name| p.join(name));
 
-        let search = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
         let mut fd =
-            openat(nix::fcntl::AT_FDCWD, "/", search, Mode::empty()).map_err(|e| format!("/: {e}"))?;
+            openat(nix::fcntl::AT_FDCWD, "/", SEARCH, Mode::empty()).map_err(|e| format!("/: {e}"))?;
         let mut stat = fstat(&fd).map_err(|e| format!("/: {e}"))?;
         let mut at = PathBuf::from("/");
         check_owner(&at, &stat)?;
@@ -116,76 +154,32 @@ impl Dir {
                     stat.st_mode & 0o7777
                 ));
             }
-            let flags = if last {
-                OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC
-            } else {
-                search
-            };
-            let opened = match openat(&fd, *name, flags, Mode::empty()) {
-                Err(nix::errno::Errno::ENOENT) => {
-                    mkdirat(&fd, *name, Mode::from_bits_truncate(0o700))
-                        .or_else(|e| if e == nix::errno::Errno::EEXIST { Ok(()) } else { Err(e) })
-                        .map_err(|e| format!("{} could not be created ({e})", child.display()))?;
-                    openat(&fd, *name, flags, Mode::empty())
-                }
-                other => other,
-            }
-            .map_err(|e| format!("{} could not be opened as a folder ({e})", child.display()))?;
+            let opened = open_or_make(&fd, name, if last { USE } else { SEARCH })
+                .map_err(|e| format!("{} could not be made or opened as a folder ({e})", child.display()))?;
             let child_stat = fstat(&opened).map_err(|e| format!("{}: {e}", child.display()))?;
             check_owner(&child, &child_stat)?;
             fd = opened;
             stat = child_stat;
             at = child;
         }
-        if stat.st_uid != me() || stat.st_mode & 0o022 != 0 {
+        if !private(&stat) {
             return Err(format!(
                 "it is not a folder of this user that only this user can write to (owner {}, mode {:o})",
                 stat.st_uid,
                 stat.st_mode & 0o7777
             ));
         }
-        Ok(Dir { fd: Arc::new(fd), path: at })
-    }
-}
-
-fn check_owner(path: &Path, stat: &FileStat) -> Result<(), String> {
-    if stat.st_uid != 0 && stat.st_uid != me() {
-        return Err(format!("{} belongs to another user (uid {})", path.display(), stat.st_uid));
-    }
-    Ok(())
-}
-
-/// A plain name inside a folder: no separators, not `.` or `..`.
-fn plain(name: &str) -> std::io::Result<&str> {
-    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a plain file name"));
-    }
-    Ok(name)
-}
-
-impl Dir {
-    /// The folder's path, for messages.
-    pub fn path(&self) -> &Path {
-        &self.path
+        Ok(Dir { fd: Arc::new(fd) })
     }
 
     /// The folder `name` in this one (created when missing), held open when it is this user's
     /// and written by no one else.
     fn sub(&self, name: &str) -> std::io::Result<Dir> {
-        let name = plain(name)?;
-        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-        let fd = match openat(self.fd.as_fd(), name, flags, Mode::empty()) {
-            Err(nix::errno::Errno::ENOENT) => {
-                mkdirat(self.fd.as_fd(), name, Mode::from_bits_truncate(0o700)).ok();
-                openat(self.fd.as_fd(), name, flags, Mode::empty())
-            }
-            other => other,
-        }?;
-        let stat = fstat(&fd)?;
-        if stat.st_uid != me() || stat.st_mode & 0o022 != 0 {
+        let fd = open_or_make(&self.fd, plain(name)?.as_ref(), USE)?;
+        if !private(&fstat(&fd)?) {
             return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, "not a private folder"));
         }
-        Ok(Dir { fd: Arc::new(fd), path: self.path.join(name) })
+        Ok(Dir { fd: Arc::new(fd) })
     }
 
     /// The file `name` mapped, when it is a regular file of this user of `len` bytes (any
