@@ -61,6 +61,13 @@ fn link_error(at: &Path, e: Errno) -> String {
     }
 }
 
+/// Whether `name` in `dir` is a regular file (a link is not followed); None when there is
+/// nothing there.
+fn regular(dir: &OwnedFd, name: &str) -> Option<bool> {
+    let s = nix::sys::stat::fstatat(dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
+    Some(s.st_mode & libc::S_IFMT == libc::S_IFREG)
+}
+
 impl BinaryCache {
     /// Opens the cache folder `path`, creating it when missing; the folder itself must not be
     /// a link.
@@ -104,11 +111,7 @@ impl BinaryCache {
     /// Whether the file for `parts` is there, a regular file (not a link).
     pub fn holds(&self, parts: &[&str]) -> bool {
         let Ok((dir, _)) = self.folder(parts, false) else { return false };
-        let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
-        openat(dir.as_fd(), parts[parts.len() - 1], flags, Mode::empty())
-            .ok()
-            .and_then(|f| fstat(&f).ok())
-            .is_some_and(|s| s.st_mode & libc::S_IFMT == libc::S_IFREG)
+        regular(&dir, parts[parts.len() - 1]) == Some(true)
     }
 
     /// Copies the file `from` (pulled to a private folder) into the cache for `parts`.
@@ -125,10 +128,8 @@ impl BinaryCache {
     ) -> Result<(), String> {
         let (dir, at) = self.folder(parts, true)?;
         let name = parts[parts.len() - 1];
-        if let Ok(s) = nix::sys::stat::fstatat(dir.as_fd(), name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
-            if s.st_mode & libc::S_IFMT != libc::S_IFREG {
-                return Err(format!("{} is a symbolic link or not a regular file", at.display()));
-            }
+        if regular(&dir, name) == Some(false) {
+            return Err(format!("{} is a symbolic link or not a regular file", at.display()));
         }
         let short: String = name.chars().take(200).collect();
         let temp = format!(".{short}.rperf-{}", std::process::id());
