@@ -90,7 +90,7 @@ impl JitStore {
     }
 
     /// Keeps `f` (its image included); returns its index, or None when it could not be written.
-    pub fn add(&mut self, f: JitSymfile) -> Option<usize> {
+    pub fn add(&mut self, mut f: JitSymfile) -> Option<usize> {
         let at = self.len;
         let head = encode_jit_symfile_head(&f, f.image.len() as u64);
         let written = self.file().and_then(|file| {
@@ -109,11 +109,11 @@ impl JitStore {
         }
         self.len = at + head.len() as u64 + f.image.len() as u64;
         self.bytes += f.image.len() as u64;
-        let meta = JitSymfile { image: Vec::new(), ..f.clone() };
+        let image = std::mem::take(&mut f.image);
         if self.keep_fresh {
-            self.fresh.push(f);
+            self.fresh.push(JitSymfile { image, ..f.clone() });
         }
-        self.kept.push((meta, at));
+        self.kept.push((f, at));
         Some(self.kept.len() - 1)
     }
 
