@@ -40,9 +40,8 @@ struct RecordArgs {
     /// so that its start is recorded).
     #[arg(long = "launch")]
     launch: bool,
-    /// The device's serial (`adb devices`), when several are connected.
-    #[arg(short = 's', value_name = "SERIAL")]
-    serial: Option<String>,
+    #[command(flatten)]
+    device: DeviceArgs,
     /// The recording on this machine.
     #[arg(short = 'o', long = "output", default_value = "perf.data")]
     output: PathBuf,
@@ -53,10 +52,6 @@ struct RecordArgs {
     /// build, as scripts/build-device.sh makes it).
     #[arg(long = "device-binary", value_name = "FILE")]
     device_binary: Option<PathBuf>,
-    /// How long an adb command may take before rperf gives up on it; pushes and pulls get ten
-    /// times as long.
-    #[arg(long = "adb-timeout", value_name = "SECONDS", default_value = "30", value_parser = crate::target_args::parse_seconds)]
-    adb_timeout: Duration,
     /// Options for `rperf record` on the device (after `--`).
     #[arg(last = true)]
     record_options: Vec<String>,
@@ -73,11 +68,18 @@ struct PullArgs {
     /// The binary cache.
     #[arg(short = 'o', long = "output", default_value = "binary_cache")]
     output: PathBuf,
-    /// The device's serial.
+    #[command(flatten)]
+    device: DeviceArgs,
+}
+
+/// Which device, and how long to wait for adb: the options of every `rperf android` command.
+#[derive(Args, Debug)]
+struct DeviceArgs {
+    /// The device's serial (`adb devices`), when several are connected.
     #[arg(short = 's', value_name = "SERIAL")]
     serial: Option<String>,
-    /// How long an adb command may take before rperf gives up on it; pulls get ten times as
-    /// long.
+    /// How long an adb command may take before rperf gives up on it; pushes and pulls get ten
+    /// times as long.
     #[arg(long = "adb-timeout", value_name = "SECONDS", default_value = "30", value_parser = crate::target_args::parse_seconds)]
     adb_timeout: Duration,
 }
@@ -148,8 +150,9 @@ fn run_limited(cmd: &mut Command, limit: Duration, what: &str) -> anyhow::Result
 }
 
 impl Adb {
-    /// The device to use: the only one connected, or the one `serial` names.
-    fn connect(serial: Option<&str>, timeout: Duration) -> anyhow::Result<Adb> {
+    /// The device to use: the only one connected, or the one `-s` names.
+    fn connect(device: &DeviceArgs) -> anyhow::Result<Adb> {
+        let (serial, timeout) = (device.serial.as_deref(), device.adb_timeout);
         let adb = std::env::var_os("PATH")
             .and_then(|p| std::env::split_paths(&p).map(|d| d.join("adb")).find(|p| p.is_file()))
             .context(
@@ -230,7 +233,7 @@ fn device_binary(given: Option<&Path>, abi: &str) -> anyhow::Result<PathBuf> {
 }
 
 fn record(a: RecordArgs) -> anyhow::Result<i32> {
-    let adb = Adb::connect(a.serial.as_deref(), a.adb_timeout)?;
+    let adb = Adb::connect(&a.device)?;
     let abi = match adb.shell_ok(&["getprop", "ro.product.cpu.abi"])?.as_str() {
         "arm64-v8a" => "arm64",
         "x86_64" => "x86_64",
@@ -410,7 +413,7 @@ pub fn run(a: AndroidArgs) -> anyhow::Result<i32> {
     match a.command {
         AndroidCommand::Record(r) => record(r),
         AndroidCommand::PullBinaries(p) => {
-            let adb = Adb::connect(p.serial.as_deref(), p.adb_timeout)?;
+            let adb = Adb::connect(&p.device)?;
             pull_binaries(&adb, &p.input, &p.output)?;
             Ok(0)
         }
