@@ -36,10 +36,13 @@
 //! ```
 #![deny(missing_docs)]
 
+mod attr;
+mod buffers;
 mod control;
 mod counter;
 mod error;
 pub mod event;
+mod features;
 mod jit_debug;
 mod jit_store;
 pub mod launch;
@@ -51,17 +54,20 @@ mod recorder;
 pub mod records;
 pub mod ring;
 pub mod sample;
+mod session;
+mod sink;
 pub mod sys;
 pub mod target;
 mod tracing;
 pub mod tty;
 pub mod writer;
 
+pub use attr::event_supported;
 pub use control::{ControlLine, Lines as ControlLines};
 pub use counter::{CountOptions, CountedEvent, CounterFd, Counters, Reading};
 pub use error::{open_remedy, Error};
 pub use event::{parse_event, parse_event_list, EventKind, EventSpec};
 pub use jit_store::JitLimits;
 pub use options::{CallGraph, Rate, RecordOptions, DEFAULT_DWARF_STACK, DEFAULT_FREQUENCY};
-pub use recorder::{event_supported, record, RecordSummary, StopReason};
+pub use recorder::{record, RecordSummary, StopReason};
 pub use target::Target;

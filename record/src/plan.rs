@@ -3,9 +3,10 @@
 //! each sample carries, the CPUs, ring-buffer sizes within the locked-memory budget, and DWARF
 //! stack copies that fit those rings. Opening the plan is the recorder's job.
 
+use crate::attr::{data_pages, event_supported, max_sample_rate};
+use crate::buffers::fit_mlock_budget;
 use crate::event::{parse_event, EventSpec};
 use crate::options::{CallGraph, Rate, RecordOptions};
-use crate::recorder::{data_pages, event_supported, fit_mlock_budget, max_sample_rate};
 use crate::sys::{self, sample};
 use crate::Error;
 

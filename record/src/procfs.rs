@@ -3,8 +3,6 @@
 
 use std::fs;
 
-use crate::records::{RecordBuilder, SampleId};
-
 /// Threads of process `pid` (the process itself included), or empty if it is gone.
 pub fn threads_of(pid: i32) -> Vec<i32> {
     let mut tids: Vec<i32> = fs::read_dir(format!("/proc/{pid}/task"))
@@ -130,39 +128,6 @@ pub fn maps_of(pid: i32) -> Vec<MapLine> {
     fs::read_to_string(format!("/proc/{pid}/maps"))
         .map(|s| s.lines().filter_map(parse_map_line).collect())
         .unwrap_or_default()
-}
-
-/// Builds the records that describe an already-running process: a COMM and (for threads other
-/// than the leader) a FORK per thread, and an MMAP2 per executable mapping (per file-backed
-/// mapping with `all_file_maps`, which DWARF unwinders need to reach `.eh_frame_hdr`).
-pub fn synthesize_process(
-    pid: i32,
-    b: &RecordBuilder,
-    id: u64,
-    all_file_maps: bool,
-    build_ids: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
-    out: &mut dyn FnMut(Vec<u8>),
-) {
-    let tids = threads_of(pid);
-    if tids.is_empty() {
-        return;
-    }
-    for &tid in &tids {
-        let sid = SampleId { pid: pid as u32, tid: tid as u32, time: 0, cpu: 0, id };
-        if tid != pid {
-            out(b.fork(pid as u32, tid as u32, pid as u32, pid as u32, &sid));
-        }
-        if let Some(comm) = comm_of(pid, tid) {
-            out(b.comm(pid as u32, tid as u32, &comm, false, &sid));
-        }
-    }
-    let sid = SampleId { pid: pid as u32, tid: pid as u32, time: 0, cpu: 0, id };
-    let wanted = |m: &&MapLine| m.is_exec() || (all_file_maps && m.inode != 0);
-    for m in maps_of(pid).iter().filter(wanted) {
-        let path = if m.path.is_empty() { "//anon".to_string() } else { m.path.clone() };
-        let bid = if m.inode != 0 { build_ids(&path) } else { None };
-        out(b.mmap2(pid as u32, pid as u32, m, &path, bid.as_deref(), &sid));
-    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Building the non-sample records rperf writes itself (COMM, FORK, MMAP, MMAP2), each followed
 //! by the `sample_id` trailer that `sample_id_all` readers expect.
 
-use crate::procfs::MapLine;
+use crate::procfs::{self, MapLine};
 use crate::sys::{misc, record_type, sample};
 use rperf_perfdata::encode::{put_header, put_u32, put_u64};
 
@@ -143,6 +143,39 @@ fn push_padded_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(s.as_bytes());
     let len = (s.len() + 1).next_multiple_of(8);
     out.resize(out.len() + len - s.len(), 0);
+}
+
+/// Builds the records that describe an already-running process: a COMM and (for threads other
+/// than the leader) a FORK per thread, and an MMAP2 per executable mapping (per file-backed
+/// mapping with `all_file_maps`, which DWARF unwinders need to reach `.eh_frame_hdr`).
+pub fn synthesize_process(
+    pid: i32,
+    b: &RecordBuilder,
+    id: u64,
+    all_file_maps: bool,
+    build_ids: &mut dyn FnMut(&str) -> Option<Vec<u8>>,
+    out: &mut dyn FnMut(Vec<u8>),
+) {
+    let tids = procfs::threads_of(pid);
+    if tids.is_empty() {
+        return;
+    }
+    for &tid in &tids {
+        let sid = SampleId { pid: pid as u32, tid: tid as u32, time: 0, cpu: 0, id };
+        if tid != pid {
+            out(b.fork(pid as u32, tid as u32, pid as u32, pid as u32, &sid));
+        }
+        if let Some(comm) = procfs::comm_of(pid, tid) {
+            out(b.comm(pid as u32, tid as u32, &comm, false, &sid));
+        }
+    }
+    let sid = SampleId { pid: pid as u32, tid: pid as u32, time: 0, cpu: 0, id };
+    let wanted = |m: &&MapLine| m.is_exec() || (all_file_maps && m.inode != 0);
+    for m in procfs::maps_of(pid).iter().filter(wanted) {
+        let path = if m.path.is_empty() { "//anon".to_string() } else { m.path.clone() };
+        let bid = if m.inode != 0 { build_ids(&path) } else { None };
+        out(b.mmap2(pid as u32, pid as u32, m, &path, bid.as_deref(), &sid));
+    }
 }
 
 #[cfg(test)]

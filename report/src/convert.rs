@@ -302,16 +302,7 @@ const PREFETCH_AHEAD: usize = 2;
 /// caches this thread does not share, and waiting for memory was a tenth of its time.
 fn prefetch(data: &RawData<'_>) {
     let RawData::Single(bytes) = data else { return };
-    let head = &bytes[..bytes.len().min(1024)];
-    for line in head.chunks(64).chain(bytes.rchunks(64).take(1)) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is a hint that never faults, here for memory the slice owns.
-        unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(line.as_ptr().cast());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = line;
-    }
+    rperf_perfdata::mapped::prefetch(bytes, 1024);
 }
 
 /// A sample decoded: what making its stack needs, and the stack unwound from its registers and

@@ -694,8 +694,7 @@ impl Window {
         self.map = None;
         // SAFETY: the recording is mapped read-only and only read; a concurrent truncation
         // could fault, the accepted risk of mapping input files.
-        let map =
-            unsafe { memmap2::MmapOptions::new().offset(at).len(len as usize).populate().map(&self.file) }?;
+        let map = rperf_perfdata::mapped::map_range(&self.file, at, len as usize, true)?;
         self.map = Some(map);
         self.at = at;
         Ok(())

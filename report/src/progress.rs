@@ -24,8 +24,7 @@ impl Progress {
     /// whatever stderr is (for logs and scripts), `RPERF_PROGRESS=never` hides it.
     pub fn new(total: u64, pos: ReadPosition) -> Progress {
         let setting = std::env::var("RPERF_PROGRESS").unwrap_or_default();
-        // SAFETY: isatty has no preconditions.
-        let tty = unsafe { libc::isatty(2) } == 1;
+        let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
         let always = setting == "always";
         let enabled = always || (tty && setting != "never");
         let now = Instant::now();

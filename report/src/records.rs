@@ -466,7 +466,7 @@ impl RecordReader {
         let len = WINDOW.max(at + n - start).min(self.file_len - start);
         // SAFETY: the recording is mapped read-only and only read; a concurrent truncation
         // could fault, the accepted risk of mapping input files.
-        let map = unsafe { memmap2::MmapOptions::new().offset(start).len(len as usize).map(&self.file) }
+        let map = rperf_perfdata::mapped::map_range(&self.file, start, len as usize, false)
             .map_err(|e| format!("cannot map the file at offset {start}: {e}"))?;
         // Its pages are put in the page table here, on the reader's thread, not where the
         // converter first reads each one: a read maps the page cache's pages around it, 64 KiB

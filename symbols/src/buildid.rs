@@ -8,9 +8,7 @@ use object::{Object, ObjectSection};
 /// The GNU build id of the ELF file at `path`, if it has one.
 pub fn of_file(path: &Path) -> Option<Vec<u8>> {
     let file = std::fs::File::open(path).ok()?;
-    // SAFETY: the file is mapped read-only and only parsed; a concurrent truncation could
-    // fault, which is the accepted risk of reading binaries by mmap (as every profiler does).
-    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    let map = rperf_perfdata::mapped::map(&file).ok()?;
     of_image(&map)
 }
 
@@ -18,10 +16,7 @@ pub fn of_file(path: &Path) -> Option<Vec<u8>> {
 /// `path` (a library inside an APK).
 pub fn of_file_range(path: &Path, offset: u64, len: u64) -> Option<Vec<u8>> {
     let file = std::fs::File::open(path).ok()?;
-    // SAFETY: as in `of_file`.
-    let map =
-        unsafe { memmap2::MmapOptions::new().offset(offset).len(usize::try_from(len).ok()?).map(&file) }
-            .ok()?;
+    let map = rperf_perfdata::mapped::map_range(&file, offset, usize::try_from(len).ok()?, false).ok()?;
     of_image(&map)
 }
 

@@ -193,9 +193,8 @@ impl Dir {
         if !meta.is_file() || meta.uid() != me() || len.is_some_and(|l| l != meta.len()) || meta.len() == 0 {
             return None;
         }
-        // SAFETY: a private file of this user, mapped read-only; files are replaced by rename,
-        // never rewritten in place.
-        unsafe { memmap2::Mmap::map(&file) }.ok().map(Arc::new)
+        // A private file of this user; files are replaced by rename, never rewritten in place.
+        rperf_perfdata::mapped::map(&file).ok().map(Arc::new)
     }
 
     /// A new file to become `name`.

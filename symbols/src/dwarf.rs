@@ -8,32 +8,7 @@ use std::sync::{Arc, Mutex};
 use addr2line::{LookupContinuation, LookupResult};
 use object::{Object, ObjectSection};
 
-/// Bytes of a mapped file or of a decompressed section, shared by every reader of it.
-#[derive(Clone)]
-pub struct Bytes {
-    owner: Arc<dyn AsRef<[u8]> + Send + Sync>,
-    start: usize,
-    len: usize,
-}
-
-impl std::fmt::Debug for Bytes {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Bytes({} bytes)", self.len)
-    }
-}
-
-impl std::ops::Deref for Bytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &(*self.owner).as_ref()[self.start..self.start + self.len]
-    }
-}
-
-// SAFETY: the bytes live in an Arc'd owner that is never mutated, so the slice's address is
-// stable across moves and clones of `Bytes`.
-unsafe impl stable_deref_trait::StableDeref for Bytes {}
-// SAFETY: as above; clones share the same owner.
-unsafe impl stable_deref_trait::CloneStableDeref for Bytes {}
+use rperf_perfdata::mapped::SharedBytes as Bytes;
 
 type Reader = gimli::EndianReader<gimli::RunTimeEndian, Bytes>;
 
@@ -79,7 +54,7 @@ fn load_section(
     name: &str,
     origin: Option<&str>,
 ) -> Reader {
-    let empty = || Bytes { owner: Arc::new(Vec::<u8>::new()), start: 0, len: 0 };
+    let empty = || Bytes::whole(Vec::new());
     if name.is_empty() {
         return Reader::new(empty(), endian);
     }
@@ -87,26 +62,25 @@ fn load_section(
     let inflated = section.as_ref().and_then(|s| Inflated::of(obj, s, origin));
     if let Some(kept) = inflated.as_ref().and_then(Inflated::map) {
         let len = kept.len();
-        return Reader::new(Bytes { owner: kept, start: 0, len }, endian);
+        return Reader::new(Bytes::new(kept, 0, len).unwrap_or_else(empty), endian);
     }
     let bytes = match section.as_ref().map(|s| s.uncompressed_data()) {
         // Borrowed data lies inside the mapping: share it without a copy.
         Some(Ok(Cow::Borrowed(b))) => match (b.as_ptr() as usize).checked_sub(map.as_ptr() as usize) {
-            Some(start) if start + b.len() <= map.len() => Bytes { owner: map.clone(), start, len: b.len() },
-            _ => empty(),
+            Some(start) => Bytes::new(map.clone(), start, b.len()).unwrap_or_else(empty),
+            None => empty(),
         },
         // Compressed sections (SHF_COMPRESSED, .zdebug) are inflated once; the compressed
         // bytes are not read again, so their pages are let go of (they stay in the page
         // cache, and are read back in if ever touched).
         Some(Ok(Cow::Owned(v))) => {
             if let Some((offset, size)) = section.as_ref().and_then(|s| s.file_range()) {
-                crate::let_go(map, offset, size);
+                rperf_perfdata::mapped::let_go(map, offset, size);
             }
             if let Some(k) = &inflated {
                 k.keep(&v);
             }
-            let len = v.len();
-            Bytes { owner: Arc::new(v), start: 0, len }
+            Bytes::whole(v)
         }
         _ => empty(),
     };
@@ -143,8 +117,7 @@ fn dwarf_of(
 
 fn map_file(path: &Path) -> Option<Arc<memmap2::Mmap>> {
     let file = std::fs::File::open(path).ok()?;
-    // SAFETY: read-only mapping of a debug file; see ElfInfo::load.
-    unsafe { memmap2::Mmap::map(&file) }.ok().map(Arc::new)
+    rperf_perfdata::mapped::map(&file).ok().map(Arc::new)
 }
 
 impl DebugInfo {
@@ -353,7 +326,7 @@ fn focused_dwarf(
     if let Some((offset, size)) =
         section.file_range().filter(|_| compressed.format != object::CompressionFormat::None)
     {
-        crate::let_go(map, offset, size);
+        rperf_perfdata::mapped::let_go(map, offset, size);
     }
     let abbrev = load_section(obj, map, endian, ".debug_abbrev", origin);
     // The kept units moved: a reference by section offset would now point elsewhere. Such a
@@ -371,8 +344,7 @@ fn focused_dwarf(
         }
     }
     let left_out = merge_ranges(ranges.iter().filter(|r| left_out.contains(&r.2)).map(|r| (r.0, r.1)));
-    let len = info.len();
-    let info = Bytes { owner: Arc::new(info), start: 0, len };
+    let info = Bytes::whole(info);
     let dwarf = gimli::Dwarf::load(|id| {
         Ok::<_, gimli::Error>(match id {
             gimli::SectionId::DebugInfo => Reader::new(info.clone(), endian),
@@ -577,7 +549,7 @@ impl DebugInfo {
             let map = map_file(Path::new(&name))?;
             let obj = object::File::parse(&map[..]).ok()?;
             let endian = endian_of(&obj);
-            let empty = Reader::new(Bytes { owner: Arc::new(Vec::<u8>::new()), start: 0, len: 0 }, endian);
+            let empty = Reader::new(Bytes::whole(Vec::new()), endian);
             gimli::DwarfPackage::load(
                 |id| {
                     Ok::<_, gimli::Error>(load_section(

@@ -48,10 +48,8 @@ impl ElfInfo {
     /// directories laid out like `/`, like perf's build-id cache, or keyed by build id).
     pub fn load_with_debug_roots(path: &Path, roots: &[PathBuf]) -> Result<ElfInfo, Error> {
         let file = std::fs::File::open(path).map_err(|e| Error::Io { path: path.into(), source: e })?;
-        // SAFETY: mapped read-only; binaries changing under a running report is outside what a
-        // profiler can guard against (every symbolizer maps them).
         let map =
-            unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::Io { path: path.into(), source: e })?;
+            rperf_perfdata::mapped::map(&file).map_err(|e| Error::Io { path: path.into(), source: e })?;
         Self::from_map(path, Arc::new(map), roots)
     }
 
@@ -61,15 +59,15 @@ impl ElfInfo {
         let io = |e| Error::Io { path: path.into(), source: e };
         let file = std::fs::File::open(path).map_err(io)?;
         let len = usize::try_from(len).map_err(|_| io(std::io::Error::other("entry too large")))?;
-        // SAFETY: as in `load_with_debug_roots`.
-        let map = unsafe { memmap2::MmapOptions::new().offset(offset).len(len).map(&file) }.map_err(io)?;
+        let map = rperf_perfdata::mapped::map_range(&file, offset, len, false).map_err(io)?;
         Self::from_map(name, Arc::new(map), &[])
     }
 
     /// Parses an image held in memory (the vDSO kept in a recording, a JIT symbol file), named
     /// `name`.
     pub fn from_bytes(name: &Path, bytes: &[u8]) -> Result<ElfInfo, Error> {
-        let map = crate::map_bytes(bytes).map_err(|e| Error::Io { path: name.into(), source: e })?;
+        let map = rperf_perfdata::mapped::map_bytes(bytes)
+            .map_err(|e| Error::Io { path: name.into(), source: e })?;
         Self::from_map(name, map, &[])
     }
 
@@ -282,7 +280,7 @@ fn symbol_table(
 fn let_go_of_sections(map: &memmap2::Mmap, obj: &object::File<'_>, names: &[&str]) {
     for name in names {
         if let Some((offset, size)) = obj.section_by_name(name).and_then(|s| s.file_range()) {
-            crate::let_go(map, offset, size);
+            rperf_perfdata::mapped::let_go(map, offset, size);
         }
     }
 }
@@ -409,8 +407,7 @@ fn debuglink_of(obj: &object::File<'_>) -> Option<String> {
 /// Maps `path` if it is an ELF file whose build id matches `want` (or either has none).
 fn open_matching(path: &Path, want: Option<&[u8]>) -> Option<Arc<memmap2::Mmap>> {
     let file = std::fs::File::open(path).ok()?;
-    // SAFETY: read-only mapping, as for the binary itself.
-    let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.ok()?);
+    let map = Arc::new(rperf_perfdata::mapped::map(&file).ok()?);
     let obj = object::File::parse(&map[..]).ok()?;
     if let (Some(want), Some(have)) = (want, obj.build_id().ok().flatten()) {
         if !crate::buildid::same(want, have) {

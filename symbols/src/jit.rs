@@ -156,7 +156,7 @@ mod tests {
         assert_eq!(twice.address(), 0x7f00_0000_1000);
         assert!(thrice.address() > twice.address());
         // DWARF names the function and its line at the new address.
-        let map = crate::map_bytes(&linked).unwrap();
+        let map = rperf_perfdata::mapped::map_bytes(&linked).unwrap();
         let debug =
             crate::DebugInfo::from_map(std::path::Path::new("f.o"), map).expect("the object has DWARF");
         let frames = debug.frames(thrice.address());

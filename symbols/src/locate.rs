@@ -206,7 +206,7 @@ impl BinaryFinder {
 }
 
 /// The vDSO the kernel maps into this process (the same image in every process of this boot),
-/// copied out of memory.
+/// read from this process's memory.
 pub fn running_vdso() -> Option<Vec<u8>> {
     let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
     let line = maps.lines().find(|l| l.trim_end().ends_with("[vdso]"))?;
@@ -216,9 +216,10 @@ pub fn running_vdso() -> Option<Vec<u8>> {
     if end <= start || end - start > 1 << 20 {
         return None;
     }
-    // SAFETY: the kernel maps the vDSO readable for the whole life of the process, at the range
-    // /proc/self/maps names.
-    Some(unsafe { std::slice::from_raw_parts(start as *const u8, end - start) }.to_vec())
+    let mut image = vec![0; end - start];
+    let mem = std::fs::File::open("/proc/self/mem").ok()?;
+    std::os::unix::fs::FileExt::read_exact_at(&mem, &mut image, start as u64).ok()?;
+    Some(image)
 }
 
 #[cfg(test)]

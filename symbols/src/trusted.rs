@@ -45,8 +45,7 @@ pub fn read(path: &Path, limit: u64, owners: Owners, follow_links: bool) -> Resu
         return Err(Refusal::Unsafe(format!("is not a regular file ({})", kind(&meta))));
     }
     if let Owners::Trusted(other) = owners {
-        // SAFETY: geteuid has no preconditions.
-        let me = unsafe { libc::geteuid() };
+        let me = nix::unistd::geteuid().as_raw();
         let uid = meta.uid();
         if uid != me && uid != 0 && Some(uid) != other {
             return Err(Refusal::Unsafe(format!("belongs to uid {uid}, not to this user or root")));

@@ -1,0 +1,505 @@
+//! An open recording: its events, ring buffers and targets. Opening follows the plan;
+//! processes are attached, their threads followed and their state synthesized from /proc.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+use rperf_symbols::{buildid, kallsyms};
+
+use crate::attr::{make_attr, regs_count};
+use crate::buffers::{map_halving, CpuBuffer};
+use crate::control::Control;
+use crate::error::open_remedy;
+use crate::event::EventSpec;
+use crate::jit_debug::JitDebugReader;
+use crate::launch::{self, Launched};
+use crate::options::{CallGraph, RecordOptions};
+use crate::plan::Plan;
+use crate::post_unwind::PostUnwinder;
+use crate::procfs;
+use crate::records::{RecordBuilder, SampleId};
+use crate::ring::RingBuffer;
+use crate::sink::{Sink, StackEnds};
+use crate::sys::{self, perf_event_attr, record_type};
+use crate::target::{self, Target};
+use crate::writer::{FileAttr, PerfDataWriter};
+use crate::Error;
+
+pub(crate) struct OpenEvent {
+    pub(crate) spec: EventSpec,
+    pub(crate) attr: perf_event_attr,
+    pub(crate) ids: Vec<u64>,
+    /// The side-band event: a dummy software event that never samples and carries the mmap,
+    /// comm and task records in a ring buffer of its own.
+    pub(crate) sideband: bool,
+}
+
+pub(crate) struct Session {
+    pub(crate) opts: RecordOptions,
+    pub(crate) events: Vec<OpenEvent>,
+    pub(crate) fds: Vec<OwnedFd>,
+    /// The sampling events' descriptors (not the sideband's), which delay and control switch.
+    pub(crate) sample_fds: Vec<i32>,
+    /// Sampling is on (off during --delay and after a `disable` command).
+    pub(crate) sampling: bool,
+    /// How long sampling was on, and since when it is.
+    pub(crate) recorded: Duration,
+    pub(crate) sampling_since: Option<Instant>,
+    /// How long the recording lasted, once it ended.
+    pub(crate) elapsed: Option<Duration>,
+    pub(crate) control: Option<Control>,
+    pub(crate) buffers: Vec<CpuBuffer>,
+    pub(crate) sideband: Vec<CpuBuffer>,
+    pub(crate) cpus: Vec<u32>,
+    pub(crate) data_pages: usize,
+    pub(crate) side_pages: usize,
+    pub(crate) sink: Sink,
+    pub(crate) child: Option<Launched>,
+    pub(crate) watched: BTreeSet<i32>,
+    /// Threads of attached processes whose events were opened directly.
+    pub(crate) opened_tids: std::collections::HashSet<i32>,
+    /// Processes attached since the recording loop last looked for their threads: threads
+    /// created while they were attached are found once, after that (later ones inherit).
+    pub(crate) just_attached: Vec<i32>,
+    /// Finds the processes of the app (`--app`) as they start.
+    pub(crate) app: Option<target::AppWatcher>,
+    /// CPU time the last attached process had used when its events were open.
+    pub(crate) attached_after: Option<Duration>,
+    pub(crate) builder: RecordBuilder,
+    pub(crate) notes: Vec<String>,
+    pub(crate) kallsyms_text: Result<std::sync::Arc<String>, String>,
+    pub(crate) kernel_syms: Option<std::thread::JoinHandle<Vec<kallsyms::KernelSymbol>>>,
+}
+
+impl Session {
+    /// Turns the sampling events on or off, counting how long they were on.
+    pub(crate) fn set_sampling(&mut self, on: bool) {
+        if on == self.sampling {
+            return;
+        }
+        for &fd in &self.sample_fds {
+            if on { sys::ioc_enable(fd) } else { sys::ioc_disable(fd) }.ok();
+        }
+        match (on, self.sampling_since.take()) {
+            (true, _) => self.sampling_since = Some(Instant::now()),
+            (false, Some(since)) => self.recorded += since.elapsed(),
+            (false, None) => {}
+        }
+        self.sampling = on;
+    }
+
+    pub(crate) fn open(opts: &RecordOptions, note: &mut dyn FnMut(&str)) -> Result<Session, Error> {
+        launch::reset_stop_signal();
+        let Plan { opts, specs, rate, sample_type, cpus, data_pages, side_pages, notes } =
+            Plan::new(opts, note)?;
+        let opts = &opts;
+        let launch_cmd = matches!(opts.target, Target::Command(_));
+        let mut events: Vec<OpenEvent> = specs
+            .iter()
+            .map(|spec| OpenEvent {
+                spec: spec.clone(),
+                attr: make_attr(
+                    spec,
+                    rate,
+                    opts,
+                    false,
+                    sample_type,
+                    data_pages,
+                    launch_cmd && opts.delay.is_none(),
+                ),
+                ids: Vec::new(),
+                sideband: false,
+            })
+            .collect();
+        let dummy = EventSpec {
+            name: "dummy".into(),
+            type_: sys::attr_type::SOFTWARE,
+            config: sys::SW_DUMMY,
+            exclude_kernel: false,
+            exclude_user: false,
+            modifier: String::new(),
+        };
+        let mut side_attr = make_attr(&dummy, rate, opts, true, sample_type, side_pages, launch_cmd);
+        // The dummy event never fires; it exists for the records its flags ask for.
+        side_attr.set_freq(0);
+        side_attr.__bindgen_anon_1.sample_period = 1;
+        events.push(OpenEvent { spec: dummy, attr: side_attr, ids: Vec::new(), sideband: true });
+
+        let child = match &opts.target {
+            Target::Command(argv) => Some(Launched::prepare(argv)?),
+            _ => None,
+        };
+        let builder = RecordBuilder { sample_type };
+        let writer = match opts.out_fd {
+            Some(fd) => {
+                use std::os::fd::FromRawFd;
+                // SAFETY: the fd was handed to this process for the recording (`--out-fd`);
+                // nothing else in it uses that number.
+                let file = unsafe { std::fs::File::from_raw_fd(fd) };
+                PerfDataWriter::create_in(file, &opts.output, &[])?
+            }
+            None => PerfDataWriter::create(&opts.output, &[])?,
+        };
+        let mut sink = Sink {
+            writer,
+            sample_types: HashMap::new(),
+            regs_count: regs_count(),
+            samples: 0,
+            lost: 0,
+            lost_sideband: 0,
+            cut_stacks: 0,
+            pressure: false,
+            kernel_hits: BTreeSet::new(),
+            pids: BTreeMap::new(),
+            jitdumps: BTreeMap::new(),
+            jit: JitDebugReader::new(opts.jit_interface, opts.jit_limits),
+            post: (opts.post_unwind && matches!(opts.call_graph, CallGraph::Dwarf { .. }))
+                .then(PostUnwinder::new),
+            dsos: BTreeMap::new(),
+            trim: matches!(opts.call_graph, CallGraph::Dwarf { .. }),
+            stacks: StackEnds::default(),
+            error: None,
+            exclude_pid: opts.exclude_perf.then(std::process::id),
+            forked_tids: Default::default(),
+            synthesizing: false,
+        };
+        if sink.post.is_some() {
+            // The unwinder is handed each new symbol file (its CFI unwinds JIT code).
+            sink.jit.store.keep_fresh();
+        }
+        let mut s = Session {
+            opts: opts.clone(),
+            events,
+            fds: Vec::new(),
+            sample_fds: Vec::new(),
+            sampling: opts.delay.is_none(),
+            recorded: Duration::ZERO,
+            sampling_since: None,
+            elapsed: None,
+            control: opts.control.as_ref().map(|(c, a)| Control::open(c, a.as_deref())).transpose()?,
+            buffers: Vec::new(),
+            sideband: Vec::new(),
+            cpus,
+            data_pages,
+            side_pages,
+            sink,
+            child,
+            watched: BTreeSet::new(),
+            opened_tids: Default::default(),
+            just_attached: Vec::new(),
+            app: None,
+            attached_after: None,
+            builder,
+            notes,
+            kallsyms_text: kallsyms::read_proc_text().map(std::sync::Arc::new),
+            kernel_syms: None,
+        };
+        match &s.kallsyms_text {
+            // Parsing takes a while; it runs beside the recording and is needed only at the end.
+            Ok(text) => {
+                let text = text.clone();
+                s.kernel_syms = Some(std::thread::spawn(move || kallsyms::parse(&text)));
+            }
+            Err(why) => {
+                note(why);
+                s.notes.push(why.clone());
+            }
+        }
+        s.write_kernel_mmap()?;
+        match s.opts.target.clone() {
+            Target::Command(_) => {
+                let pid = s.child.as_ref().expect("launched").pid;
+                s.open_task(pid, note)?;
+            }
+            Target::Processes(pids) => {
+                for pid in pids {
+                    s.attach_process(pid, note)?;
+                }
+            }
+            Target::Threads(tids) => {
+                for tid in tids {
+                    s.open_task(tid, note)?;
+                    let pid = procfs::tgid_of(tid).unwrap_or(tid);
+                    s.synthesize(pid, Some(tid));
+                    s.watched.insert(tid);
+                }
+            }
+            Target::SystemWide => {
+                s.open_task(-1, note)?;
+                for pid in procfs::all_pids() {
+                    s.synthesize(pid, None);
+                }
+            }
+            Target::App(name) => {
+                let mut watcher = target::AppWatcher::new(&name);
+                let found = watcher.scan();
+                s.app = Some(watcher);
+                if found.is_empty() {
+                    note(&format!("waiting for app {name} to start (Ctrl-C to stop)"));
+                }
+                for pid in found {
+                    s.attach_process(pid, note)?;
+                }
+            }
+        }
+        s.sync_attrs()?;
+        Ok(s)
+    }
+
+    pub(crate) fn write_kernel_mmap(&mut self) -> Result<(), Error> {
+        let Ok(text) = &self.kallsyms_text else { return Ok(()) };
+        let start = kallsyms::find_address(text, "_text").or_else(|| kallsyms::find_address(text, "_stext"));
+        if let Some(start) = start {
+            let end = kallsyms::find_address(text, "_etext").unwrap_or(start + (64 << 20));
+            let sid = SampleId { pid: u32::MAX, tid: 0, ..Default::default() };
+            let rec = self.builder.kernel_mmap(start, end - start, start, &sid);
+            self.sink.writer.write_record(&rec)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn attach_process(&mut self, pid: i32, note: &mut dyn FnMut(&str)) -> Result<(), Error> {
+        // Threads created after a thread's events are open inherit them; one created between
+        // listing the threads and opening their events does not: `follow_threads` opens those.
+        for tid in procfs::threads_of(pid) {
+            self.opened_tids.insert(tid);
+            match self.open_task(tid, note) {
+                Ok(()) => {}
+                // A thread that exited between listing and opening is not an error.
+                Err(Error::Open { source, .. }) if source.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.attached_after = procfs::cpu_time(pid);
+        self.synthesize(pid, None);
+        self.watched.insert(pid);
+        self.just_attached.push(pid);
+        Ok(())
+    }
+
+    /// Opens the events of threads of attached processes that have none: listed (in `listed`)
+    /// after their process was attached and before the last drain, neither opened directly nor
+    /// created by a thread with events (the kernel writes a FORK record for those, which that
+    /// drain read). They were created while their process was being attached; threads created
+    /// after that inherit the events.
+    pub(crate) fn follow_threads(&mut self, listed: Vec<i32>, note: &mut dyn FnMut(&str)) {
+        for tid in listed {
+            if self.opened_tids.contains(&tid) || self.sink.forked_tids.contains(&(tid as u32)) {
+                continue;
+            }
+            self.opened_tids.insert(tid);
+            match self.open_task(tid, note) {
+                Ok(()) => {
+                    if let Err(e) = self.sync_attrs() {
+                        self.sink.error.get_or_insert(e);
+                    }
+                }
+                Err(Error::Open { source, .. }) if source.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(e) => {
+                    self.sink.error.get_or_insert(e);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn synthesize(&mut self, pid: i32, only_tid: Option<i32>) {
+        let id = self.events.iter().find(|e| e.sideband).and_then(|e| e.ids.first()).copied().unwrap_or(0);
+        let mut recs = Vec::new();
+        let mut cache: HashMap<String, Option<Vec<u8>>> = HashMap::new();
+        crate::records::synthesize_process(
+            pid,
+            &self.builder,
+            id,
+            matches!(self.opts.call_graph, CallGraph::Dwarf { .. }),
+            &mut |path| {
+                cache
+                    .entry(path.to_string())
+                    .or_insert_with(|| buildid::of_file(std::path::Path::new(path)))
+                    .clone()
+            },
+            &mut |r| recs.push(r),
+        );
+        for r in recs {
+            if let Some(tid) = only_tid {
+                // COMM and FORK records of other threads are not wanted for a -t target.
+                let t = u32::from_le_bytes(r[0..4].try_into().unwrap());
+                let rtid = u32::from_le_bytes(r[12..16].try_into().unwrap());
+                if t == record_type::COMM && rtid as i32 != tid {
+                    continue;
+                }
+                if t == record_type::FORK {
+                    continue;
+                }
+            }
+            self.sink.synthesizing = true;
+            self.sink.handle(&r);
+            self.sink.synthesizing = false;
+        }
+    }
+
+    /// Opens every event for `pid` (a tid, or -1 for all) on every CPU.
+    pub(crate) fn open_task(&mut self, pid: i32, note: &mut dyn FnMut(&str)) -> Result<(), Error> {
+        for ci in 0..self.cpus.len() {
+            let cpu = self.cpus[ci];
+            for ei in 0..self.events.len() {
+                let fd = self.open_one(ei, pid, cpu, note)?;
+                let raw = fd.as_raw_fd();
+                let id = sys::ioc_id(raw).map_err(|e| Error::Open {
+                    event: self.events[ei].spec.display_name(),
+                    target: describe(pid, cpu),
+                    source: e,
+                    remedy: "the kernel is too old for PERF_EVENT_IOC_ID (needs 3.12)".into(),
+                })?;
+                let sideband = self.events[ei].sideband;
+                let rings = if sideband { &self.sideband } else { &self.buffers };
+                if let Some(buf) = rings.iter().find(|b| b.cpu == cpu) {
+                    sys::ioc_set_output(raw, buf.fd).map_err(|e| Error::Open {
+                        event: self.events[ei].spec.display_name(),
+                        target: describe(pid, cpu),
+                        source: e,
+                        remedy: "cannot share the CPU's ring buffer".into(),
+                    })?;
+                } else if sideband {
+                    let (ring, _) = map_halving(raw, self.side_pages)?;
+                    self.sideband.push(CpuBuffer { cpu, fd: raw, ring });
+                } else {
+                    let ring = self.map_ring(raw, note)?;
+                    self.buffers.push(CpuBuffer { cpu, fd: raw, ring });
+                }
+                self.events[ei].ids.push(id);
+                let st = self.events[ei].attr.sample_type;
+                self.sink.sample_types.insert(id, st);
+                if !sideband {
+                    self.sample_fds.push(raw);
+                }
+                // A launched command's events start at its exec (unless sampling waits for a
+                // delay); the others now, sampling events only while sampling is on.
+                if !matches!(self.opts.target, Target::Command(_)) && (sideband || self.sampling) {
+                    sys::ioc_enable(raw).ok();
+                }
+                self.fds.push(fd);
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn open_one(
+        &mut self,
+        ei: usize,
+        pid: i32,
+        cpu: u32,
+        note: &mut dyn FnMut(&str),
+    ) -> Result<OwnedFd, Error> {
+        let system_wide = pid == -1;
+        loop {
+            let ev = &mut self.events[ei];
+            let mut attr = ev.attr;
+            match sys::perf_event_open(&mut attr, pid, cpu as i32, -1) {
+                Ok(fd) => return Ok(fd),
+                Err(e) => {
+                    let code = e.raw_os_error();
+                    // Older kernels lack build ids in mmap records: drop them and go on.
+                    if code == Some(libc::EINVAL) && ev.attr.build_id() != 0 {
+                        ev.attr.set_build_id(0);
+                        continue;
+                    }
+                    // Kernels before 4.1 stamp samples with perf's own clock only.
+                    if code == Some(libc::EINVAL) && ev.attr.use_clockid() != 0 {
+                        ev.attr.set_use_clockid(0);
+                        continue;
+                    }
+                    // Without the right to sample the kernel, sample user space only.
+                    if matches!(code, Some(libc::EACCES) | Some(libc::EPERM))
+                        && ev.attr.exclude_kernel() == 0
+                        && ev.spec.modifier.is_empty()
+                        && !system_wide
+                        && crate::error::foreign_owner(pid).is_none()
+                    {
+                        ev.attr.set_exclude_kernel(1);
+                        ev.attr.set_exclude_callchain_kernel(1);
+                        if !ev.sideband {
+                            let msg = format!(
+                                "not allowed to sample the kernel (perf_event_paranoid={}); recording \
+                                 '{}' in user space only; run as root (or with CAP_PERFMON) or set \
+                                 `sysctl kernel.perf_event_paranoid=1` for kernel samples",
+                                crate::error::paranoid_level().map_or("?".into(), |l| l.to_string()),
+                                ev.spec.display_name()
+                            );
+                            note(&msg);
+                            self.notes.push(msg);
+                        }
+                        continue;
+                    }
+                    return Err(Error::Open {
+                        event: ev.spec.display_name(),
+                        target: describe(pid, cpu),
+                        remedy: open_remedy(&e, ev.spec.is_hardware(), system_wide, pid),
+                        source: e,
+                    });
+                }
+            }
+        }
+    }
+
+    pub(crate) fn map_ring(&mut self, fd: RawFd, note: &mut dyn FnMut(&str)) -> Result<RingBuffer, Error> {
+        let (ring, pages) = map_halving(fd, self.data_pages)?;
+        if pages != self.data_pages {
+            let msg = format!(
+                "the locked-memory limit allows only {pages} ring-buffer pages per CPU (asked for {}); \
+                 raise kernel.perf_event_mlock_kb or `ulimit -l` if samples are lost",
+                self.data_pages
+            );
+            note(&msg);
+            self.notes.push(msg);
+            self.data_pages = pages;
+        }
+        Ok(ring)
+    }
+
+    pub(crate) fn file_attrs(&self) -> Vec<FileAttr> {
+        self.events
+            .iter()
+            .map(|e| FileAttr {
+                // Samples unwound while recording carry a call chain, not the stack.
+                attr: sys::attr_bytes(&match self.sink.post {
+                    Some(_) => crate::post_unwind::unwound_attr(e.attr),
+                    None => e.attr,
+                }),
+                ids: e.ids.clone(),
+                name: e.spec.display_name(),
+            })
+            .collect()
+    }
+
+    pub(crate) fn sync_attrs(&mut self) -> Result<(), Error> {
+        let attrs = self.file_attrs();
+        self.sink.writer.update_attrs(&attrs)
+    }
+
+    /// Drains the side-band rings first, so that a sample's mappings are written before it,
+    /// then the sample rings, cutting stack copies of rings that are at least half full.
+    pub(crate) fn drain(&mut self) {
+        let Session { buffers, sideband, sink, data_pages, .. } = self;
+        for b in sideband.iter_mut() {
+            b.ring.drain(|rec| sink.handle_sideband(rec));
+        }
+        let half = (*data_pages * sys::page_size() / 2) as u64;
+        for b in buffers.iter_mut() {
+            sink.pressure = b.ring.pending() >= half;
+            b.ring.drain(|rec| sink.handle(rec));
+        }
+        sink.pressure = false;
+        if let Some(post) = sink.post.as_mut() {
+            post.end_of_drain();
+        }
+    }
+}
+
+fn describe(pid: i32, cpu: u32) -> String {
+    if pid == -1 {
+        format!("all processes on cpu {cpu}")
+    } else {
+        format!("pid/tid {pid} on cpu {cpu}")
+    }
+}

@@ -1,0 +1,328 @@
+//! What the recorder does with each record drained from a ring buffer: counts samples and
+//! losses, trims or unwinds DWARF stack copies, notes the binaries, processes and kernel
+//! addresses the features at the end describe, and hands the record to the writer.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use crate::jit_debug::JitDebugReader;
+use crate::post_unwind::PostUnwinder;
+use crate::procfs;
+use crate::sample as sample_fields;
+use crate::sys::{self, misc, record_type, sample};
+use crate::writer::PerfDataWriter;
+use crate::Error;
+
+/// Under pressure (a ring buffer at least half full when drained), DWARF stack copies are cut
+/// to this many bytes: the innermost frames still unwind, and the writer keeps up.
+const CUT_STACK_BYTES: u64 = 1024;
+
+/// Consumes records coming out of the ring buffers.
+pub(crate) struct Sink {
+    pub(crate) writer: PerfDataWriter,
+    pub(crate) sample_types: HashMap<u64, u64>,
+    pub(crate) regs_count: usize,
+    pub(crate) samples: u64,
+    pub(crate) lost: u64,
+    pub(crate) lost_sideband: u64,
+    pub(crate) cut_stacks: u64,
+    /// Set while draining a ring buffer that was at least half full.
+    pub(crate) pressure: bool,
+    pub(crate) kernel_hits: BTreeSet<u64>,
+    /// Processes seen (by their COMM records), whose JIT symbol maps are kept at the end.
+    /// Recorded processes, with their owners (who may own their JIT maps).
+    pub(crate) pids: BTreeMap<u32, Option<u32>>,
+    /// jitdump files the runtimes announced with their marker mmaps.
+    /// jitdump files the recorded processes mapped, with the mapping process's owner.
+    pub(crate) jitdumps: BTreeMap<String, Option<u32>>,
+    pub(crate) dsos: BTreeMap<String, Option<Vec<u8>>>,
+    pub(crate) trim: bool,
+    pub(crate) stacks: StackEnds,
+    pub(crate) error: Option<Error>,
+    /// Samples of this pid (rperf's own, with --exclude-perf) are left out.
+    pub(crate) exclude_pid: Option<u32>,
+    /// The GDB JIT interface of the recorded processes.
+    pub(crate) jit: JitDebugReader,
+    /// Unwinds DWARF samples as they come (`--post-unwind`).
+    pub(crate) post: Option<PostUnwinder>,
+    /// Threads created by threads with events, which inherited them (from the kernel's FORK
+    /// records).
+    pub(crate) forked_tids: std::collections::HashSet<u32>,
+    /// Set while handling records made from /proc, which are no sign of inherited events.
+    pub(crate) synthesizing: bool,
+}
+
+/// Where each process's stacks end, so that stack copies can stop there. Read from
+/// /proc/PID/maps when a stack pointer falls outside what is known, at most every 20 ms per
+/// process.
+#[derive(Default)]
+pub(crate) struct StackEnds {
+    maps: HashMap<u32, (Instant, Vec<(u64, u64)>)>,
+}
+
+impl StackEnds {
+    fn end_of(&mut self, pid: u32, sp: u64) -> Option<u64> {
+        let find = |v: &Vec<(u64, u64)>| {
+            let i = v.partition_point(|(start, _)| *start <= sp);
+            (i > 0 && sp < v[i - 1].1).then(|| v[i - 1].1)
+        };
+        if let Some((_, v)) = self.maps.get(&pid) {
+            if let Some(end) = find(v) {
+                return Some(end);
+            }
+        }
+        let stale = self.maps.get(&pid).is_none_or(|(t, _)| t.elapsed() >= Duration::from_millis(20));
+        if !stale {
+            return None;
+        }
+        let ranges: Vec<(u64, u64)> = procfs::maps_of(pid as i32).iter().map(|m| (m.start, m.end)).collect();
+        let end = find(&ranges);
+        self.maps.insert(pid, (Instant::now(), ranges));
+        end
+    }
+
+    fn forget(&mut self, pid: u32) {
+        self.maps.remove(&pid);
+    }
+}
+
+impl Sink {
+    /// Handles a record from a side-band ring buffer.
+    pub(crate) fn handle_sideband(&mut self, rec: &[u8]) {
+        if u32::from_le_bytes(rec[0..4].try_into().expect("8-byte header")) == record_type::LOST {
+            self.lost_sideband += rec.get(16..24).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
+        }
+        self.handle(rec);
+    }
+
+    pub(crate) fn handle(&mut self, rec: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        let type_ = u32::from_le_bytes(rec[0..4].try_into().expect("8-byte header"));
+        let misc_bits = u16::from_le_bytes([rec[4], rec[5]]);
+        let mut trimmed = None;
+        match type_ {
+            record_type::SAMPLE => {
+                let id = rec.get(8..16).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
+                let st = self.sample_types.get(&id).copied().unwrap_or(0);
+                let parsed = sample_fields::parse(rec, st, self.regs_count);
+                let unwinding = st & sample::STACK_USER != 0 && self.post.is_some();
+                if unwinding && parsed.is_none() {
+                    // Its attribute says "no stack": a sample that can't be unwound is left out.
+                    return;
+                }
+                if let Some(v) = parsed {
+                    if Some(v.pid) == self.exclude_pid {
+                        return;
+                    }
+                    self.samples += 1;
+                    self.note_kernel_addresses(misc_bits, &v);
+                    // Code no binary or symbol file describes may be JIT code registered since
+                    // the interface was last read.
+                    let ip = v.user_reg(sys::IP_REG_INDEX);
+                    if let (Some(post), Some(ip)) = (self.post.as_ref().filter(|_| unwinding), ip) {
+                        if !post.covers(v.pid, ip) && self.jit.watches(v.pid) {
+                            self.jit.poll_now(v.pid);
+                            self.sync_jit();
+                        }
+                    }
+                    if let Some(post) = self.post.as_mut().filter(|_| unwinding) {
+                        match post.rewrite(&v, st, sys::USER_REGS_MASK) {
+                            Some(out) => trimmed = Some(out),
+                            None => return,
+                        }
+                    } else if self.trim {
+                        let sp_index = (sys::USER_REGS_MASK & ((1u64 << sys::SP_REG_BIT) - 1)).count_ones();
+                        let mut limit = v
+                            .user_reg(sp_index as usize)
+                            .and_then(|sp| Some(self.stacks.end_of(v.pid, sp)? - sp));
+                        if self.pressure {
+                            // Counted as cut only when the stack held more than is kept.
+                            let filled =
+                                v.stack_at.and_then(|at| sample_fields::stack_sizes(rec, at)).map(|s| s.1);
+                            let needed = filled.unwrap_or(0).min(limit.unwrap_or(u64::MAX));
+                            if needed > CUT_STACK_BYTES {
+                                self.cut_stacks += 1;
+                            }
+                            limit = Some(limit.map_or(CUT_STACK_BYTES, |l| l.min(CUT_STACK_BYTES)));
+                        }
+                        trimmed = v.stack_at.and_then(|at| sample_fields::trim_stack(rec, at, limit));
+                    }
+                }
+            }
+            record_type::LOST => {
+                self.lost += rec.get(16..24).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
+            }
+            record_type::LOST_SAMPLES => {
+                self.lost += rec.get(8..16).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
+            }
+            record_type::MMAP2 | record_type::MMAP => self.note_mmap(type_, misc_bits, rec),
+            record_type::FORK => {
+                if let Some(tid) = rec.get(16..20).filter(|_| !self.synthesizing) {
+                    self.forked_tids.insert(u32::from_le_bytes(tid.try_into().unwrap()));
+                }
+                if let (Some(pid), Some(ppid), Some(post)) =
+                    (rec.get(8..12), rec.get(12..16), self.post.as_mut())
+                {
+                    let pid = u32::from_le_bytes(pid.try_into().unwrap());
+                    post.fork(u32::from_le_bytes(ppid.try_into().unwrap()), pid);
+                }
+            }
+            record_type::COMM => {
+                if let Some(pid) = rec.get(8..12) {
+                    let pid = u32::from_le_bytes(pid.try_into().unwrap());
+                    self.pids.entry(pid).or_insert_with(|| procfs::uid_of(pid as i32));
+                    if misc_bits & misc::COMM_EXEC != 0 {
+                        self.jit.exec(pid);
+                        if let Some(post) = self.post.as_mut() {
+                            post.exec(pid);
+                        }
+                    }
+                }
+            }
+            record_type::EXIT => {
+                if let (Some(pid), Some(tid)) = (rec.get(8..12), rec.get(16..20)) {
+                    let pid = u32::from_le_bytes(pid.try_into().unwrap());
+                    self.stacks.forget(pid);
+                    if *tid == pid.to_le_bytes() {
+                        self.jit.exit(pid);
+                        if let Some(post) = self.post.as_mut() {
+                            post.exit(pid);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+        let out = trimmed.as_deref().unwrap_or(rec);
+        if let Err(e) = self.writer.write_record(out) {
+            self.error = Some(e);
+        }
+    }
+
+    /// Hands the JIT interface's new symbol files to the unwinder: their CFI unwinds JIT code.
+    pub(crate) fn sync_jit(&mut self) {
+        let fresh = self.jit.store.take_fresh();
+        let Some(post) = self.post.as_mut() else { return };
+        for f in fresh {
+            post.jit_code(f.pid, f.code, &f.image);
+        }
+    }
+
+    fn note_kernel_addresses(&mut self, misc_bits: u16, v: &sample_fields::SampleView<'_>) {
+        if misc_bits & misc::CPUMODE_MASK == misc::KERNEL {
+            self.kernel_hits.insert(v.ip);
+        }
+        let mut in_kernel = false;
+        for &addr in &v.callchain {
+            if addr >= sys::PERF_CONTEXT_MAX {
+                in_kernel = addr == sys::PERF_CONTEXT_KERNEL;
+            } else if in_kernel {
+                self.kernel_hits.insert(addr);
+            }
+        }
+    }
+
+    fn note_mmap(&mut self, type_: u32, misc_bits: u16, rec: &[u8]) {
+        if misc_bits & misc::CPUMODE_MASK == misc::KERNEL {
+            return;
+        }
+        // pid, tid, addr, len, pgoff: the same place in MMAP and MMAP2.
+        let u64_at = |at: usize| rec.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()));
+        let pid = rec.get(8..12).map(|b| u32::from_le_bytes(b.try_into().unwrap()));
+        if let (Some(post), Some(pid), Some(addr), Some(len), Some(pgoff)) =
+            (self.post.as_mut(), pid, u64_at(16), u64_at(24), u64_at(32))
+        {
+            if let Some(path) = code_path(type_, misc_bits, rec) {
+                post.mmap(pid, addr, len, pgoff, &path);
+            }
+        }
+        if let Some((path, build_id)) = exec_mapping(type_, misc_bits, rec) {
+            if let Some(pid) = rperf_perfdata::jitdump_pid(&path) {
+                self.jitdumps.entry(path).or_insert_with(|| procfs::uid_of(pid));
+                return;
+            }
+            if let (Some(pid), Some(addr), Some(pgoff)) = (pid, u64_at(16), u64_at(32)) {
+                self.jit.note_mapping(pid, addr, pgoff, &path);
+                self.sync_jit();
+            }
+            let entry = self.dsos.entry(path).or_insert(None);
+            if entry.is_none() {
+                *entry = build_id;
+            }
+        }
+    }
+}
+
+/// The path of an executable mapping's code that can be unwound: a file, or the vDSO.
+fn code_path(type_: u32, misc_bits: u16, rec: &[u8]) -> Option<String> {
+    if let Some((path, _)) = exec_mapping(type_, misc_bits, rec) {
+        return Some(path);
+    }
+    let name_at = if type_ == record_type::MMAP2 { 72 } else { 40 };
+    let name = rec.get(name_at..)?;
+    let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+    (&name[..end] == b"[vdso]").then(|| "[vdso]".to_string())
+}
+
+/// The file and build id of an executable, file-backed MMAP or MMAP2 record.
+///
+/// MMAP2 layout after the header: pid, tid (u32), addr, len, pgoff (u64), then 24 bytes of
+/// maj/min/ino/generation or (with MMAP_BUILD_ID) a size byte, 3 reserved and 20 id bytes,
+/// then prot, flags (u32) and the file name at byte 72.
+fn exec_mapping(type_: u32, misc_bits: u16, rec: &[u8]) -> Option<(String, Option<Vec<u8>>)> {
+    let u32_at = |at: usize| rec.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()));
+    let (exec, name_at, build_id) = if type_ == record_type::MMAP2 {
+        let bid = if misc_bits & misc::MMAP_BUILD_ID != 0 {
+            let n = (*rec.get(40)?).min(20) as usize;
+            rec.get(44..44 + n).map(<[u8]>::to_vec)
+        } else {
+            None
+        };
+        (u32_at(64)? & 4 != 0, 72, bid)
+    } else {
+        // MMAP: pid, tid, addr, len, pgoff, then the name at byte 40; data maps are marked.
+        (misc_bits & (1 << 13) == 0, 40, None)
+    };
+    if !exec {
+        return None;
+    }
+    let name = rec.get(name_at..)?;
+    let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+    let path = String::from_utf8_lossy(&name[..end]).into_owned();
+    let real_file = path.starts_with('/') && !path.starts_with("/memfd:") && !path.ends_with(" (deleted)");
+    real_file.then_some((path, build_id))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::procfs::MapLine;
+    use crate::records::{RecordBuilder, SampleId};
+
+    #[test]
+    fn mmap2_records_give_path_and_build_id() {
+        let b = RecordBuilder { sample_type: sample::IDENTIFIER | sample::TID | sample::TIME };
+        let m = MapLine {
+            start: 0x1000,
+            end: 0x2000,
+            perms: "r-xp".into(),
+            pgoff: 0,
+            major: 8,
+            minor: 1,
+            inode: 42,
+            path: "/usr/lib/libx.so".into(),
+        };
+        let id: Vec<u8> = (1..=20).collect();
+        let rec = b.mmap2(1, 1, &m, &m.path, Some(&id), &SampleId::default());
+        let misc_bits = u16::from_le_bytes([rec[4], rec[5]]);
+        assert_eq!(
+            exec_mapping(record_type::MMAP2, misc_bits, &rec),
+            Some(("/usr/lib/libx.so".into(), Some(id)))
+        );
+        let data = MapLine { perms: "r--p".into(), ..m.clone() };
+        let rec = b.mmap2(1, 1, &data, &data.path, None, &SampleId::default());
+        assert_eq!(exec_mapping(record_type::MMAP2, misc::USER, &rec), None);
+    }
+}
