@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use clap::Args;
 use rperf_record::{
-    parse_event, record, CallGraph, Rate, RecordOptions, StopReason, Target, DEFAULT_DWARF_STACK,
+    parse_event, record, CallGraph, Rate, RecordOptions, Recorder, StopReason, Target, DEFAULT_DWARF_STACK,
 };
 
 /// Sample a command, processes, threads, an app or the whole system into perf.data.
@@ -266,32 +266,16 @@ pub fn run(a: RecordArgs, argv: &[String]) -> anyhow::Result<i32> {
 }
 
 fn run_system_wide_with(opts: RecordOptions, command: Vec<String>) -> anyhow::Result<i32> {
-    let mut child = std::process::Command::new(&command[0])
+    // Everything is recorded from before the command starts until it exits.
+    let recording = Recorder::start(opts.clone(), Box::new(|note| eprintln!("rperf: {}", printable(note))))?;
+    let status = std::process::Command::new(&command[0])
         .args(&command[1..])
-        .spawn()
-        .with_context(|| format!("cannot run '{}'", command[0]))?;
-    // The child is watched from a thread; when it exits, rperf stops as for SIGTERM.
-    let watcher = std::thread::spawn(move || {
-        let status = child.wait().ok();
-        // SAFETY: kill on our own pid with a signal we handle.
-        unsafe { libc::kill(std::process::id() as i32, libc::SIGUSR1) };
-        status
-    });
-    install_usr1_as_stop();
-    let summary = record(&opts, &mut |note| eprintln!("rperf: {}", printable(note)))?;
+        .status()
+        .with_context(|| format!("cannot run '{}'", command[0]));
+    recording.stop();
+    let summary = recording.summary()?;
     report_summary(&opts, &summary);
-    let status = watcher.join().ok().flatten();
-    Ok(status.and_then(|s| s.code()).unwrap_or(0))
-}
-
-fn install_usr1_as_stop() {
-    rperf_record::launch::install_signal_handlers();
-    // SAFETY: SIGUSR1 gets the same async-signal-safe handler as SIGTERM.
-    unsafe {
-        let mut old: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(libc::SIGTERM, std::ptr::null(), &mut old);
-        libc::sigaction(libc::SIGUSR1, &old, std::ptr::null_mut());
-    }
+    Ok(status?.code().unwrap_or(0))
 }
 
 fn report_summary(opts: &RecordOptions, s: &rperf_record::RecordSummary) {

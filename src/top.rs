@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::Args;
-use rperf_record::{CallGraph, Rate, RecordOptions, Target};
+use rperf_record::{CallGraph, Rate, RecordOptions, Recorder, Target};
 use rperf_report::{Filters, Format, ReportOptions, SortKey};
 
 /// Show the hottest functions live, refreshing (q quits, p pauses, d/t zoom into the selected
@@ -86,30 +86,17 @@ pub fn run(a: TopArgs) -> anyhow::Result<i32> {
         .with_context(|| format!("cannot create {}", dir.display()))?;
     let scratch = Scratch(dir);
     let data = scratch.0.join("perf.data");
-    let (stop_read, stop_write) = rperf_record::launch::pipe().context("cannot create a pipe")?;
     let opts = RecordOptions {
-        target,
         events,
         rate: Some(Rate::Frequency(a.freq)),
         call_graph: if a.call_graph { CallGraph::FramePointer } else { CallGraph::None },
-        cpus: None,
-        inherit: true,
         duration: a.duration,
-        output: data.clone(),
-        mmap_pages: None,
-        size_limit: None,
-        trace_offcpu: false,
         cmdline: vec!["rperf".into(), "top".into()],
-        out_fd: None,
-        stop_fd: Some(std::os::fd::AsRawFd::as_raw_fd(&stop_read)),
-        delay: None,
-        control: None,
         exclude_perf: true,
-        jit_interface: true,
-        jit_limits: rperf_record::JitLimits::default(),
         post_unwind: false,
+        ..RecordOptions::new(target, data.clone())
     };
-    let recorder = std::thread::spawn(move || rperf_record::record(&opts, &mut |_| {}));
+    let recording = Recorder::start(opts, Box::new(|_| {}))?;
     let _tty = rperf_record::tty::RawTerminal::enter();
     let mut view = View {
         sort,
@@ -127,7 +114,7 @@ pub fn run(a: TopArgs) -> anyhow::Result<i32> {
     let mut shown: Option<rperf_report::Profile> = None;
     let mut out = std::io::stdout();
     loop {
-        if recorder.is_finished() {
+        if recording.is_finished() {
             break;
         }
         if Instant::now() >= next {
@@ -152,8 +139,8 @@ pub fn run(a: TopArgs) -> anyhow::Result<i32> {
         }
         next = Instant::now();
     }
-    drop(stop_write);
-    let result = recorder.join().map_err(|_| anyhow::anyhow!("the recording thread failed"))?;
+    recording.stop();
+    let result = recording.summary();
     writeln!(out, "\x1b[0m")?;
     result?;
     Ok(0)

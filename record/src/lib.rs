@@ -8,31 +8,13 @@
 //! Non-goals: reading perf.data (the report side does that), unwinding, symbols.
 //!
 //! ```no_run
-//! use rperf_record::{record, RecordOptions, Target, CallGraph};
-//! let opts = RecordOptions {
-//!     target: Target::Command(vec!["sleep".into(), "1".into()]),
-//!     events: vec![],
-//!     rate: None,
-//!     call_graph: CallGraph::FramePointer,
-//!     cpus: None,
-//!     inherit: true,
-//!     duration: None,
-//!     output: "perf.data".into(),
-//!     mmap_pages: None,
-//!     size_limit: None,
-//!     trace_offcpu: false,
-//!     cmdline: vec!["rperf".into(), "record".into()],
-//!     out_fd: None,
-//!     stop_fd: None,
-//!     delay: None,
-//!     control: None,
-//!     exclude_perf: false,
-//!     jit_interface: true,
-//!     jit_limits: rperf_record::JitLimits::default(),
-//!     post_unwind: true,
-//! };
-//! let summary = record(&opts, &mut |note| eprintln!("{note}")).unwrap();
-//! println!("{} samples", summary.samples);
+//! use rperf_record::{CallGraph, RecordOptions, Recorder, Target};
+//! let target = Target::Command(vec!["sleep".into(), "10".into()]);
+//! let opts = RecordOptions { call_graph: CallGraph::FramePointer, ..RecordOptions::new(target, "perf.data".into()) };
+//! let recording = Recorder::start(opts, Box::new(|note| eprintln!("{note}"))).unwrap();
+//! std::thread::sleep(std::time::Duration::from_secs(1));
+//! recording.stop();
+//! println!("{} samples", recording.summary().unwrap().samples);
 //! ```
 #![deny(missing_docs)]
 
@@ -69,5 +51,5 @@ pub use error::{open_remedy, Error};
 pub use event::{parse_event, parse_event_list, EventKind, EventSpec};
 pub use jit_store::JitLimits;
 pub use options::{CallGraph, Rate, RecordOptions, DEFAULT_DWARF_STACK, DEFAULT_FREQUENCY};
-pub use recorder::{record, RecordSummary, StopReason};
+pub use recorder::{record, Handle, RecordSummary, Recorder, StopReason};
 pub use target::Target;

@@ -88,3 +88,33 @@ pub struct RecordOptions {
     /// call chain instead of the stack copy (`--post-unwind`, the default).
     pub post_unwind: bool,
 }
+
+impl RecordOptions {
+    /// A recording of `target` into `output` with the defaults of `rperf record` (default
+    /// events and rate, no call graphs, new threads followed, the JIT interface read); set the
+    /// rest by name: `RecordOptions { duration, ..RecordOptions::new(target, output) }`.
+    pub fn new(target: Target, output: PathBuf) -> RecordOptions {
+        RecordOptions {
+            target,
+            events: Vec::new(),
+            rate: None,
+            call_graph: CallGraph::None,
+            cpus: None,
+            inherit: true,
+            duration: None,
+            output,
+            mmap_pages: None,
+            size_limit: None,
+            trace_offcpu: false,
+            cmdline: Vec::new(),
+            out_fd: None,
+            stop_fd: None,
+            delay: None,
+            control: None,
+            exclude_perf: false,
+            jit_interface: true,
+            jit_limits: crate::JitLimits::default(),
+            post_unwind: true,
+        }
+    }
+}

@@ -1,6 +1,8 @@
 //! The recording loop: open events, drain ring buffers into perf.data, stop cleanly.
 
 use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rperf_perfdata::feature;
@@ -65,10 +67,67 @@ pub struct RecordSummary {
     pub notes: Vec<String>,
 }
 
-/// Records according to `opts`. Notes are passed to `note` as they happen.
+/// Records according to `opts`, until something stops the recording (see `StopReason`). Notes
+/// are passed to `note` as they happen.
 pub fn record(opts: &RecordOptions, note: &mut dyn FnMut(&str)) -> Result<RecordSummary, Error> {
     let mut session = Session::open(opts, note)?;
     session.run(note)
+}
+
+/// Starts recordings that run on a thread of their own, stopped through their `Handle`.
+pub struct Recorder;
+
+/// A recording under way: `stop` asks it to end, `summary` waits for it.
+pub struct Handle {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Result<RecordSummary, Error>>,
+}
+
+impl Recorder {
+    /// Opens the events of `opts` and starts recording on a new thread. Errors of opening (no
+    /// such process, an event this machine refuses) are returned here; `note` hears the notes
+    /// of the whole recording.
+    pub fn start(opts: RecordOptions, mut note: Box<dyn FnMut(&str) + Send>) -> Result<Handle, Error> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let (opened, is_open) = std::sync::mpsc::sync_channel(1);
+        let thread = std::thread::Builder::new()
+            .name("rperf-record".into())
+            .spawn(move || {
+                let session = Session::open(&opts, &mut *note);
+                opened.send(session.as_ref().err().map(|e| e.to_string())).ok();
+                let mut session = session?;
+                session.stop = flag;
+                session.run(&mut *note)
+            })
+            .map_err(|e| Error::Usage(format!("cannot start the recording thread: {e}")))?;
+        match is_open.recv() {
+            Ok(None) => Ok(Handle { stop, thread }),
+            // The thread returns the error itself, typed.
+            _ => match thread.join() {
+                Ok(Err(e)) => Err(e),
+                _ => Err(Error::Usage("the recording thread failed".into())),
+            },
+        }
+    }
+}
+
+impl Handle {
+    /// Asks the recording to stop (it notices within its poll interval, at most 0.1 s), as a
+    /// `stop` on `--control` does; returns at once.
+    pub fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether the recording has ended (its command exited, its duration passed, ...).
+    pub fn is_finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+
+    /// Waits for the recording to end and returns its summary.
+    pub fn summary(self) -> Result<RecordSummary, Error> {
+        self.thread.join().unwrap_or_else(|_| Err(Error::Usage("the recording thread failed".into())))
+    }
 }
 
 /// Whether the parent asked to stop through `fd`: a byte written, or the parent gone.
@@ -80,7 +139,7 @@ fn stop_requested(fd: i32) -> bool {
 }
 
 impl Session {
-    fn run(&mut self, note: &mut dyn FnMut(&str)) -> Result<RecordSummary, Error> {
+    pub(crate) fn run(&mut self, note: &mut dyn FnMut(&str)) -> Result<RecordSummary, Error> {
         launch::install_signal_handlers();
         if let Some(child) = self.child.as_mut() {
             child.start()?;
@@ -88,14 +147,26 @@ impl Session {
         // The recording has started: it takes the output's name now.
         self.sink.writer.publish()?;
         let start = Instant::now();
-        let deadline = self.opts.duration.map(|d| start + d);
-        let mut enable_at = self.opts.delay.map(|d| start + d);
         if self.sampling {
             self.sampling_since = Some(start);
         }
+        let (stop, exit_code) = self.record_until_stop(start, note);
+        for fd in &self.fds {
+            sys::ioc_disable(fd.as_raw_fd()).ok();
+        }
+        self.set_sampling(false);
+        self.elapsed = Some(start.elapsed());
+        self.drain();
+        Ok(self.finish(stop, exit_code, note))
+    }
+
+    /// Drains the rings, follows the targets and obeys the controls until something says stop:
+    /// why, and the launched command's exit code when it exited.
+    fn record_until_stop(&mut self, start: Instant, note: &mut dyn FnMut(&str)) -> (StopReason, Option<i32>) {
+        let deadline = self.opts.duration.map(|d| start + d);
+        let mut enable_at = self.opts.delay.map(|d| start + d);
         let mut last_scan = Instant::now();
-        let mut exit_code = None;
-        let stop = loop {
+        loop {
             // Wake for the end of a delay too.
             let wake = match (deadline, enable_at) {
                 (Some(d), Some(e)) => Some(d.min(e)),
@@ -106,32 +177,8 @@ impl Session {
                 enable_at = None;
                 self.set_sampling(true);
             }
-            if let Some(commands) = self.control.as_mut().map(Control::read) {
-                let mut stop = false;
-                for c in commands {
-                    match c {
-                        ControlLine::Command(c) => match c.as_str() {
-                            "enable" => self.set_sampling(true),
-                            "disable" => self.set_sampling(false),
-                            "stop" => stop = true,
-                            "ping" => {}
-                            other => note(&format!(
-                                "--control: unknown command '{}' (enable, disable, stop, ping)",
-                                rperf_symbols::text::printable_cut(other, 64)
-                            )),
-                        },
-                        ControlLine::TooLong(start) => note(&format!(
-                            "--control: a line longer than {CONTROL_LINE_MAX} bytes was ignored ('{}…'); commands are enable, disable, stop, ping",
-                            rperf_symbols::text::printable(&start)
-                        )),
-                    }
-                    if let Some(ctl) = self.control.as_mut() {
-                        ctl.ack();
-                    }
-                }
-                if stop {
-                    break StopReason::Requested;
-                }
+            if self.obey_controls(note) {
+                return (StopReason::Requested, None);
             }
             // Threads of the processes attached since the last look, listed before the drain
             // (see follow_threads).
@@ -148,69 +195,112 @@ impl Session {
             if let Err(e) = self.sink.writer.finish_round() {
                 self.sink.error.get_or_insert(e);
             }
-            if let Some(e) = self.sink.error.take() {
-                break StopReason::WriteError(e.to_string());
+            if let Some(stop) = self.stop_asked() {
+                return (stop, None);
             }
-            if self.opts.size_limit.is_some_and(|l| self.sink.writer.data_len() >= l) {
-                break StopReason::SizeLimit;
-            }
-            let (sig, _, _) = launch::stop_signal();
-            if sig != 0 {
-                break StopReason::Signal(sig);
-            }
-            if self.opts.stop_fd.is_some_and(stop_requested) {
-                break StopReason::Requested;
-            }
-            if let Some(child) = &self.child {
-                if let Some(code) = child.try_wait() {
-                    exit_code = Some(code);
-                    break StopReason::CommandExited;
-                }
+            if let Some(code) = self.child.as_ref().and_then(Launched::try_wait) {
+                return (StopReason::CommandExited, Some(code));
             }
             if deadline.is_some_and(|d| Instant::now() >= d) {
-                break StopReason::Duration;
+                return (StopReason::Duration, None);
             }
-            match &self.opts.target {
-                Target::App(name) => {
-                    // Every wake-up (at least each millisecond) looks for new processes of the
-                    // app; whether they all exited, every 10 ms.
-                    let name = name.clone();
-                    let found = self.app.as_mut().map(|w| w.scan()).unwrap_or_default();
-                    for pid in found {
-                        if !self.watched.contains(&pid) && self.attach_process(pid, note).is_ok() {
-                            // What the app did before its events were open is not in the
-                            // recording: say how much, for startup profiles.
-                            let before = self
-                                .attached_after
-                                .map(|t| format!(", after {:.1} ms of its CPU time", t.as_secs_f64() * 1e3))
-                                .unwrap_or_default();
-                            note(&format!("attached to pid {pid} of app {name}{before}"));
-                            if let Err(e) = self.sync_attrs() {
-                                self.sink.error.get_or_insert(e);
-                            }
-                        }
-                    }
-                    if last_scan.elapsed() >= Duration::from_millis(10) {
-                        last_scan = Instant::now();
-                        if !self.watched.is_empty() && self.watched.iter().all(|&p| !procfs::is_alive(p)) {
-                            break StopReason::AppExited;
-                        }
-                    }
-                }
-                Target::Processes(_) | Target::Threads(_)
-                    if self.watched.iter().all(|&p| !procfs::is_alive(p)) =>
-                {
-                    break StopReason::TargetsExited;
-                }
-                _ => {}
+            if let Some(stop) = self.follow_targets(&mut last_scan, note) {
+                return (stop, None);
             }
-        };
-        for fd in &self.fds {
-            sys::ioc_disable(fd.as_raw_fd()).ok();
         }
-        self.set_sampling(false);
-        self.elapsed = Some(start.elapsed());
-        self.drain();
+    }
+
+    /// Carries out the commands that came on `--control`; true when one was `stop`.
+    fn obey_controls(&mut self, note: &mut dyn FnMut(&str)) -> bool {
+        let Some(commands) = self.control.as_mut().map(Control::read) else { return false };
+        let mut stop = false;
+        for c in commands {
+            match c {
+                ControlLine::Command(c) => match c.as_str() {
+                    "enable" => self.set_sampling(true),
+                    "disable" => self.set_sampling(false),
+                    "stop" => stop = true,
+                    "ping" => {}
+                    other => note(&format!(
+                        "--control: unknown command '{}' (enable, disable, stop, ping)",
+                        rperf_symbols::text::printable_cut(other, 64)
+                    )),
+                },
+                ControlLine::TooLong(start) => note(&format!(
+                    "--control: a line longer than {CONTROL_LINE_MAX} bytes was ignored ('{}…'); commands are enable, disable, stop, ping",
+                    rperf_symbols::text::printable(&start)
+                )),
+            }
+            if let Some(ctl) = self.control.as_mut() {
+                ctl.ack();
+            }
+        }
+        stop
+    }
+
+    /// Why to stop now, if anything says so: a write error, the size limit, a signal, the stop
+    /// descriptor or the handle.
+    fn stop_asked(&mut self) -> Option<StopReason> {
+        if let Some(e) = self.sink.error.take() {
+            return Some(StopReason::WriteError(e.to_string()));
+        }
+        if self.opts.size_limit.is_some_and(|l| self.sink.writer.data_len() >= l) {
+            return Some(StopReason::SizeLimit);
+        }
+        let (sig, _, _) = launch::stop_signal();
+        if sig != 0 {
+            return Some(StopReason::Signal(sig));
+        }
+        let by_fd = self.opts.stop_fd.is_some_and(stop_requested);
+        (by_fd || self.stop.load(Ordering::SeqCst)).then_some(StopReason::Requested)
+    }
+
+    /// Attaches to an app's new processes; says to stop when every target has exited.
+    fn follow_targets(&mut self, last_scan: &mut Instant, note: &mut dyn FnMut(&str)) -> Option<StopReason> {
+        match &self.opts.target {
+            Target::App(name) => {
+                // Every wake-up (at least each millisecond) looks for new processes of the
+                // app; whether they all exited, every 10 ms.
+                let name = name.clone();
+                let found = self.app.as_mut().map(|w| w.scan()).unwrap_or_default();
+                for pid in found {
+                    if !self.watched.contains(&pid) && self.attach_process(pid, note).is_ok() {
+                        // What the app did before its events were open is not in the
+                        // recording: say how much, for startup profiles.
+                        let before = self
+                            .attached_after
+                            .map(|t| format!(", after {:.1} ms of its CPU time", t.as_secs_f64() * 1e3))
+                            .unwrap_or_default();
+                        note(&format!("attached to pid {pid} of app {name}{before}"));
+                        if let Err(e) = self.sync_attrs() {
+                            self.sink.error.get_or_insert(e);
+                        }
+                    }
+                }
+                if last_scan.elapsed() >= Duration::from_millis(10) {
+                    *last_scan = Instant::now();
+                    if !self.watched.is_empty() && self.watched.iter().all(|&p| !procfs::is_alive(p)) {
+                        return Some(StopReason::AppExited);
+                    }
+                }
+                None
+            }
+            Target::Processes(_) | Target::Threads(_)
+                if self.watched.iter().all(|&p| !procfs::is_alive(p)) =>
+            {
+                Some(StopReason::TargetsExited)
+            }
+            _ => None,
+        }
+    }
+
+    /// Ends the command, writes the features and the header: the recording's summary.
+    fn finish(
+        &mut self,
+        stop: StopReason,
+        mut exit_code: Option<i32>,
+        note: &mut dyn FnMut(&str),
+    ) -> RecordSummary {
         let mut write_error = self.sink.error.take().map(|e| e.to_string());
         if let StopReason::WriteError(e) = &stop {
             write_error.get_or_insert(e.clone());
@@ -231,12 +321,6 @@ impl Session {
             self.notes.push(n);
         }
         let attrs = self.file_attrs();
-        let samples = self.sink.samples;
-        let lost = self.sink.lost;
-        let lost_sideband = self.sink.lost_sideband;
-        let cut_stacks = self.sink.cut_stacks;
-        let (unwound, unwind_incomplete) =
-            self.sink.post.as_ref().map_or((0, 0), |p| (p.unwound, p.incomplete));
         let bytes = match self.sink.writer.finish(&attrs, features) {
             Ok(b) => b,
             Err(e) => {
@@ -244,24 +328,21 @@ impl Session {
                 std::fs::metadata(&self.opts.output).map_or(0, |m| m.len())
             }
         };
-        let stop = match write_error {
-            Some(e) => StopReason::WriteError(e),
-            None => stop,
-        };
-        let samples_written = self.sink.writer.samples_written();
-        Ok(RecordSummary {
-            samples,
-            samples_written,
-            lost,
-            lost_sideband,
-            cut_stacks,
+        let sink = &self.sink;
+        let (unwound, unwind_incomplete) = sink.post.as_ref().map_or((0, 0), |p| (p.unwound, p.incomplete));
+        RecordSummary {
+            samples: sink.samples,
+            samples_written: sink.writer.samples_written(),
+            lost: sink.lost,
+            lost_sideband: sink.lost_sideband,
+            cut_stacks: sink.cut_stacks,
             unwound,
             unwind_incomplete,
             bytes,
             exit_code,
-            stop,
+            stop: write_error.map_or(stop, StopReason::WriteError),
             notes: self.notes.clone(),
-        })
+        }
     }
 
     /// Ends the launched command when recording stops before it does, and returns its exit code.

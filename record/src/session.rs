@@ -36,6 +36,8 @@ pub(crate) struct OpenEvent {
 }
 
 pub(crate) struct Session {
+    /// Set by the recording's `Handle` to stop it.
+    pub(crate) stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     pub(crate) opts: RecordOptions,
     pub(crate) events: Vec<OpenEvent>,
     pub(crate) fds: Vec<OwnedFd>,
@@ -169,6 +171,7 @@ impl Session {
             sink.jit.store.keep_fresh();
         }
         let mut s = Session {
+            stop: Default::default(),
             opts: opts.clone(),
             events,
             fds: Vec::new(),

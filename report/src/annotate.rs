@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 
 use rperf_symbols::{BinaryFinder, ElfInfo, Found};
 
-use crate::output::escape_html as escape;
+use crate::escape::escape_html as escape;
 use crate::profile::Profile;
 use crate::resolve::{AddrId, FuncId};
 use crate::ReportOptions;
@@ -356,7 +356,7 @@ fn pct(part: u64, whole: u64) -> f64 {
 }
 
 fn write_text(out: &mut dyn Write, funcs: &[Annotated]) -> io::Result<()> {
-    let p = crate::output::printable;
+    let p = crate::escape::printable;
     for a in funcs {
         writeln!(
             out,

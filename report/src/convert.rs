@@ -13,10 +13,11 @@ use rperf_unwind::{
     split_callchain, Arch, ChainFrame, CodeAddress, Context, ProcessUnwinder, Regs, UnwindCache,
 };
 
+use crate::builder::ProfileBuilder;
 use crate::load::Recording;
 use crate::model::Model;
 use crate::options::ReportOptions;
-use crate::profile::{Info, Profile, ProfileBuilder, Sample, Thread};
+use crate::profile::{Info, Profile, Sample, Thread};
 use crate::resolve::{AddrId, KernelSource, Resolver};
 use crate::Error;
 

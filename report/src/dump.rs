@@ -50,7 +50,7 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<(), Error> {
             writeln!(
                 w,
                 "  {} ({}, {} symbols, min vaddr {:#x})",
-                crate::output::printable(&f.path),
+                crate::escape::printable(&f.path),
                 stored_type_name(f.r#type),
                 f.symbol.len(),
                 f.min_vaddr
@@ -63,7 +63,7 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<(), Error> {
     {
         writeln!(w, "recording info:").map_err(io)?;
         for line in String::from_utf8_lossy(d).lines() {
-            writeln!(w, "  {}", crate::output::printable(line)).map_err(io)?;
+            writeln!(w, "  {}", crate::escape::printable(line)).map_err(io)?;
         }
     }
     let symfiles = perf_file

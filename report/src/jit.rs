@@ -112,7 +112,7 @@ pub fn describe_symfile(f: &JitSymfile) -> String {
         f.image.len(),
         f.registered_ns / 1_000_000_000,
         f.registered_ns % 1_000_000_000,
-        crate::output::printable(&names)
+        crate::escape::printable(&names)
     )
 }
 

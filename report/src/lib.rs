@@ -21,9 +21,12 @@
 #![deny(missing_docs)]
 
 mod annotate;
+mod builder;
 mod convert;
 mod decode;
 mod dump;
+mod error;
+mod escape;
 mod java;
 mod jit;
 mod load;
@@ -37,18 +40,14 @@ mod resolve;
 
 pub use annotate::{annotate, AnnotateOptions, FunctionCode};
 pub use dump::dump;
+pub use error::Error;
 pub use load::binaries;
 pub use options::{CallOrder, Filters, Format, OffCpuMode, ReportOptions, SortKey, StackPrefix, TimeBound};
 pub use profile::Profile;
 
 /// Reads a recording into a profile: load, convert, symbolize.
 pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
-    let mut profile = convert::convert(load::open(opts)?, opts)?;
-    // The HTML report shows the code of its hottest functions.
-    if opts.format == Format::Html && opts.diff_base.is_none() {
-        profile.code = annotate::hot_code(&profile, opts.symfs.as_deref(), 20);
-    }
-    Ok(profile)
+    convert::convert(load::open(opts)?, opts)
 }
 
 impl Profile {
@@ -62,28 +61,4 @@ impl Profile {
     ) -> std::io::Result<()> {
         output::write(out, self, opts, base)
     }
-}
-
-/// Errors that stop a report.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The file could not be opened.
-    #[error("cannot open {path}: {source}")]
-    Open {
-        /// The file.
-        path: std::path::PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// Options that do not fit the recording.
-    #[error("{0}")]
-    Usage(String),
-    /// The file is not a readable perf.data file.
-    #[error("{path} is not a readable perf.data file: {reason}; check that it is a recording and was written completely (rperf dump -i FILE shows what is readable)")]
-    Format {
-        /// The file.
-        path: std::path::PathBuf,
-        /// What the reader found.
-        reason: String,
-    },
 }

@@ -16,7 +16,7 @@ use rperf_unwind::Arch;
 
 use crate::options::ReportOptions;
 use crate::profile::EventDesc;
-use crate::records::RecordReader;
+use crate::records::{Reading, RecordReader};
 use crate::Error;
 
 /// A recording opened for reading, with what was learnt from its header.
@@ -284,22 +284,6 @@ fn attr_ids(path: &Path, file_len: u64) -> Vec<Vec<u64>> {
             ids.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect()
         })
         .collect()
-}
-
-/// What the reader does, as it goes: how far it is, and repairs made on the way.
-#[derive(Clone, Default)]
-pub struct Reading {
-    /// The read position, for progress display.
-    pub position: crate::progress::ReadPosition,
-    /// Repairs made to records while reading them, each said once.
-    pub repairs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-}
-
-impl Reading {
-    /// The repairs made so far, taken.
-    pub fn take_repairs(&self) -> Vec<String> {
-        std::mem::take(&mut *self.repairs.lock().unwrap_or_else(|e| e.into_inner()))
-    }
 }
 
 /// A file read through byte patches: corrections to header fields, so that the metadata reader

@@ -23,8 +23,6 @@ use linux_perf_data::linux_perf_event_reader::{
 use linux_perf_data::{PerfFile, PerfFileRecord, RawUserRecord, UserRecordType};
 use rustc_hash::FxHashMap;
 
-use crate::load::Reading;
-
 /// About this many bytes of records go in one batch.
 const BATCH_BYTES: usize = 1 << 20;
 /// Batches read ahead of the converter, at most: memory stays bounded by the batch size.
@@ -569,4 +567,20 @@ pub fn read(mut reader: RecordReader) -> Batches {
         .spawn(reading)
         .expect("a thread to read records");
     Batches { next }
+}
+
+/// What the reader does, as it goes: how far it is, and repairs made on the way.
+#[derive(Clone, Default)]
+pub struct Reading {
+    /// The read position, for progress display.
+    pub position: crate::progress::ReadPosition,
+    /// Repairs made to records while reading them, each said once.
+    pub repairs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Reading {
+    /// The repairs made so far, taken.
+    pub fn take_repairs(&self) -> Vec<String> {
+        std::mem::take(&mut *self.repairs.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }

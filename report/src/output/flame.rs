@@ -35,7 +35,7 @@ impl FoldStyle {
 /// A frame's name in stack outputs: `;` (the separator) replaced, kernel and JIT code tagged
 /// when asked.
 fn frame_name(names: &Names, id: u32, annotate: bool) -> String {
-    let name = super::printable(&names.func_name(id)).replace(';', ":");
+    let name = crate::escape::printable(&names.func_name(id)).replace(';', ":");
     if !annotate {
         return name;
     }
@@ -59,7 +59,7 @@ pub fn folded_lines(p: &Profile, section: &Section, style: FoldStyle) -> Vec<(St
         if weight == 0 || weight < min {
             continue;
         }
-        let comm = super::printable(names.comm(c.thread.comm)).replace(';', ":");
+        let comm = crate::escape::printable(names.comm(c.thread.comm)).replace(';', ":");
         let mut line = match style.prefix {
             StackPrefix::Comm => comm,
             StackPrefix::Pid => format!("{comm}-{}", c.thread.pid),

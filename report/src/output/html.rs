@@ -18,8 +18,8 @@ use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
-use super::escape_html as escape;
 use super::flame::FoldStyle;
+use crate::escape::escape_html as escape;
 use crate::model::DsoKind;
 use crate::options::ReportOptions;
 use crate::profile::Profile;
@@ -119,10 +119,10 @@ pub fn write(
             json!([key.0, w, key.1, b, parts])
         })
         .collect();
-    let title = super::title(p, opts);
+    let title = super::common::title(p, opts);
     let data = json!({
         "title": title,
-        "unit": super::count_name(p, opts),
+        "unit": super::common::count_name(p, opts),
         "diff": base.is_some(),
         "threads": t.threads,
         "funcs": t.funcs,
@@ -133,7 +133,8 @@ pub fn write(
     // Inside <script>, "</" could end the element early and "<!--" changes how the element
     // ends; `<` only occurs inside JSON strings, where \u003c says the same.
     let data = serde_json::to_string(&data).map_err(io::Error::other)?.replace('<', "\\u003c");
-    let page = PAGE.replace("__TITLE__", &escape(&super::printable(&title))).replacen("__DATA__", &data, 1);
+    let page =
+        PAGE.replace("__TITLE__", &escape(&crate::escape::printable(&title))).replacen("__DATA__", &data, 1);
     out.write_all(page.as_bytes())
 }
 
@@ -145,7 +146,9 @@ fn code(p: &Profile, opts: &ReportOptions, t: &Tables) -> Value {
     let names = &p.names;
     let mut out = serde_json::Map::new();
     let mut index: HashMap<u32, (usize, &crate::annotate::FunctionCode)> = HashMap::new();
-    for c in &p.code {
+    // The HTML report shows the code of its hottest functions.
+    let hot = crate::annotate::hot_code(p, opts.symfs.as_deref(), 20);
+    for c in &hot {
         let key = (names.func_name(c.func), names.dso_of(c.func).display_name().to_string());
         if let Some(&i) = t.func_index.get(&key) {
             index.insert(c.func, (i, c));

@@ -2,6 +2,7 @@
 //! decides nothing about which samples count or how much they weigh.
 
 mod aggregate;
+mod common;
 mod flame;
 mod gecko;
 mod html;
@@ -28,10 +29,10 @@ pub fn write(
         (Format::Folded, None) => flame::write_folded(out, p, opts),
         (Format::Folded, Some(b)) => flame::write_diff_folded(out, p, b, opts),
         (Format::Svg, base) => {
-            let title = title(p, opts);
+            let title = common::title(p, opts);
             let style = flame::SvgStyle {
                 title: &title,
-                count_name: count_name(p, opts),
+                count_name: common::count_name(p, opts),
                 inverted: opts.inverted,
                 reverse: opts.reverse,
             };
@@ -50,33 +51,4 @@ pub fn write(
             Err(io::Error::other(format!("--diff compares in text, folded, svg or html output, not {f:?}")))
         }
     }
-}
-
-pub(crate) use rperf_symbols::text::printable;
-
-/// `s` as HTML text or an attribute value (the HTML report and `rperf annotate --format html`).
-pub(crate) fn escape_html(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
-/// What the weights of stack outputs count.
-fn count_name(p: &Profile, opts: &ReportOptions) -> &'static str {
-    if p.main_section().is_some_and(|s| s.time_in_ns()) {
-        "ns"
-    } else if opts.event_counts {
-        "events"
-    } else {
-        "samples"
-    }
-}
-
-/// The title of flamegraphs.
-fn title(p: &Profile, opts: &ReportOptions) -> String {
-    opts.title.clone().unwrap_or_else(|| {
-        let event = printable(p.main_section().map_or("no samples", |s| s.name.as_str())).into_owned();
-        match &opts.diff_base {
-            Some(base) => format!("rperf: {event}, {} against {}", opts.input.display(), base.display()),
-            None => format!("rperf: {event}"),
-        }
-    })
 }

@@ -18,7 +18,7 @@ pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
     let names = &p.names;
     let mut w = io::BufWriter::new(out);
     for (event, r) in rows {
-        let comm = super::printable(names.comm(r.thread.comm));
+        let comm = crate::escape::printable(names.comm(r.thread.comm));
         writeln!(
             w,
             "{comm} {}/{} [{:03}] {}.{:06}: {:>10} {}: ",
@@ -28,7 +28,7 @@ pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
             r.time / 1_000_000_000,
             r.time % 1_000_000_000 / 1000,
             r.weight,
-            super::printable(event)
+            crate::escape::printable(event)
         )?;
         let marker = if r.off_cpu { p.off_cpu_marker } else { None };
         if let Some(m) = marker {
@@ -42,8 +42,8 @@ pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
                 writeln!(
                     w,
                     "\t{addr:>16x} {} ({})",
-                    super::printable(&names.func(f).name),
-                    super::printable(&dso)
+                    crate::escape::printable(&names.func(f).name),
+                    crate::escape::printable(&dso)
                 )?;
             }
         }

@@ -24,14 +24,14 @@ fn column(names: &Names, key: SortKey, k: &EntryKey) -> String {
         },
         SortKey::VaddrInFile => format!("{:#x}", k.vaddr),
     };
-    super::printable(&text).into_owned()
+    crate::escape::printable(&text).into_owned()
 }
 
 /// A function's name for the text report: inlined calls are marked.
 fn func_label(names: &Names, id: u32) -> String {
     match names.funcs.get(id as usize) {
-        Some(f) if f.inlined => format!("{} (inlined)", super::printable(&f.name)),
-        Some(f) => super::printable(&f.name).into_owned(),
+        Some(f) if f.inlined => format!("{} (inlined)", crate::escape::printable(&f.name)),
+        Some(f) => crate::escape::printable(&f.name).into_owned(),
         None => "[unknown]".into(),
     }
 }
@@ -46,10 +46,10 @@ fn pct(part: u64, total: u64) -> f64 {
 
 fn write_header(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
     if let Some(c) = &p.info.cmdline {
-        writeln!(out, "Cmdline: {}", super::printable(c))?;
+        writeln!(out, "Cmdline: {}", crate::escape::printable(c))?;
     }
     if let Some(a) = &p.info.arch {
-        writeln!(out, "Arch: {}", super::printable(a))?;
+        writeln!(out, "Arch: {}", crate::escape::printable(a))?;
     }
     // Sampling that was off for part of the recording (--delay, --control) is said.
     if let Some((on, all)) = p.info.recorded.filter(|(on, all)| on + 1_000_000 < *all) {
@@ -71,7 +71,13 @@ pub fn write(out: &mut dyn Write, p: &Profile, opts: &ReportOptions) -> io::Resu
     write_header(out, p)?;
     for s in p.shown_sections() {
         let agg = EventAggregate::of_section(p, s, opts);
-        writeln!(out, "Event: {} (type {}, config {})", super::printable(&s.name), s.type_, s.config)?;
+        writeln!(
+            out,
+            "Event: {} (type {}, config {})",
+            crate::escape::printable(&s.name),
+            s.type_,
+            s.config
+        )?;
         writeln!(out, "Samples: {}", s.samples)?;
         if s.time_in_ns() {
             writeln!(out, "Time in ns: {}", s.weight)?;
@@ -96,8 +102,10 @@ fn self_weights(p: &Profile) -> (HashMap<(String, String), u64>, u64) {
     let Some(s) = p.main_section() else { return (by, 0) };
     for c in &s.stacks {
         let leaf = p.frames(c.stack, c.off_cpu, false).next().expect("stacks are not empty");
-        let key =
-            (super::printable(p.names.dso_of(leaf).display_name()).into_owned(), func_label(&p.names, leaf));
+        let key = (
+            crate::escape::printable(p.names.dso_of(leaf).display_name()).into_owned(),
+            func_label(&p.names, leaf),
+        );
         // Weights come from the file: sums saturate (a fuzzer find, in tests/fuzz-regressions).
         let w: &mut u64 = by.entry(key).or_default();
         *w = w.saturating_add(c.weight);
@@ -225,7 +233,7 @@ fn write_section(
             r.extend(opts.sort.iter().map(|key| column(names, *key, k)));
             if event_counts && !opts.print_event_count {
                 r.extend(counts);
-                r.push(super::printable(&section.name).into_owned());
+                r.push(crate::escape::printable(&section.name).into_owned());
             }
             r
         })

@@ -1,0 +1,485 @@
+//! Building the profile: samples arrive from the converter as address stacks
+//! (`ProfileBuilder::add_sample`), are folded into distinct stacks per thread at once (memory
+//! grows with distinct stacks, not with samples; per-sample rows are kept only when the caller
+//! asks for them), weighed (off-CPU time), filtered, and named when the recording has been read
+//! (`ProfileBuilder::finish`).
+
+use std::collections::HashMap;
+
+use crate::model::{DsoKind, ExecType, Model};
+use crate::options::{OffCpuMode, ReportOptions};
+use crate::profile::{
+    EventDesc, Info, Names, Profile, Row, Sample, Section, StackCount, StackId, Thread, Unit,
+};
+use crate::resolve::{AddrId, Func, FuncId, Symbolized};
+
+/// How samples of an off-CPU recording are weighed: each sample of a thread by the time until
+/// that thread's next sample, so a thread's lifetime is shared among its samples; a switch-out
+/// sample's share is time spent off the CPU in the stack it blocked in.
+struct TimeRouting {
+    switch_attr: usize,
+    on_attr: usize,
+    on_is_time: bool,
+    on_section: Option<usize>,
+    off_section: Option<usize>,
+}
+
+/// A thread's previous sample, waiting for its weight.
+struct Pending {
+    time: u64,
+    switch: bool,
+    thread: Thread,
+    cpu: u32,
+    stack: StackId,
+    period: u64,
+}
+
+#[derive(Default)]
+struct SectionCounts {
+    counts: rustc_hash::FxHashMap<(Thread, StackId, bool), (u64, u64)>,
+    rows: Vec<Row>,
+}
+
+/// Collects samples into a profile.
+pub struct ProfileBuilder {
+    sections: Vec<Section>,
+    counts: Vec<SectionCounts>,
+    timing: Option<TimeRouting>,
+    pending: HashMap<i32, Pending>,
+    end_time: u64,
+    time_range: (u64, u64),
+    stacks: Vec<Vec<AddrId>>,
+    stack_index: rustc_hash::FxHashMap<Vec<AddrId>, StackId>,
+    filters: crate::options::Filters,
+    max_stack: usize,
+    keep_rows: bool,
+    children: bool,
+    show_art_frames: bool,
+    /// The sections `--event` keeps, when given.
+    only: Option<Vec<bool>>,
+    /// Per event of the file: it only carries side-band records (a dummy event's mmap, comm,
+    /// fork and exit records), so what its ring lost are those, not samples.
+    sideband: Vec<bool>,
+    lost_sideband: u64,
+}
+
+impl ProfileBuilder {
+    /// A builder for a recording with these events. `off_cpu_recording` says the recording was
+    /// made for off-CPU weighting (rperf's or simpleperf's `--trace-offcpu`); `keep_rows` keeps
+    /// every sample besides the distinct stacks.
+    pub fn new(
+        events: &[EventDesc],
+        off_cpu_recording: bool,
+        opts: &ReportOptions,
+        keep_rows: bool,
+    ) -> Result<ProfileBuilder, String> {
+        let (sections, timing) = if off_cpu_recording {
+            let (s, t) = time_sections(events, opts.trace_offcpu)?;
+            (s, Some(t))
+        } else if opts.trace_offcpu.is_some() {
+            return Err(
+                "--trace-offcpu needs a recording made for it: record it with `rperf record --trace-offcpu` \
+                 (or simpleperf's --trace-offcpu)"
+                    .into(),
+            );
+        } else {
+            (events.iter().map(|e| section(e.name.clone(), e.type_, e.config, Unit::Events)).collect(), None)
+        };
+        let only = match &opts.event {
+            None => None,
+            Some(e) => {
+                let of = |s: &Section| s.name == *e || s.name.split(" (").next() == Some(e.as_str());
+                if !sections.iter().any(of) {
+                    let names: Vec<&str> = sections.iter().map(|s| s.name.as_str()).collect();
+                    return Err(format!(
+                        "--event {e}: the recording has no such event; it has {}",
+                        names.join(", ")
+                    ));
+                }
+                Some(sections.iter().map(of).collect())
+            }
+        };
+        let counts = sections.iter().map(|_| SectionCounts::default()).collect();
+        Ok(ProfileBuilder {
+            sections,
+            counts,
+            timing,
+            pending: HashMap::new(),
+            end_time: 0,
+            time_range: (u64::MAX, 0),
+            stacks: Vec::new(),
+            stack_index: Default::default(),
+            filters: opts.filters.clone(),
+            max_stack: opts.max_stack,
+            keep_rows,
+            children: opts.children,
+            show_art_frames: opts.show_art_frames,
+            only,
+            sideband: events.iter().map(|e| e.type_ == 1 && e.config == 9).collect(),
+            lost_sideband: 0,
+        })
+    }
+
+    /// Adds a sample.
+    pub fn add_sample(&mut self, model: &Model, s: &Sample<'_>) {
+        if s.addrs.is_empty() {
+            return;
+        }
+        if s.time > 0 {
+            self.time_range = (self.time_range.0.min(s.time), self.time_range.1.max(s.time));
+        }
+        let addrs = &s.addrs[..s.addrs.len().min(self.max_stack.max(1))];
+        let stack = self.intern_stack(addrs);
+        let Some(tr) = &self.timing else {
+            if s.attr < self.sections.len() {
+                self.sections[s.attr].truncated += u64::from(s.truncated);
+                self.commit(model, s.attr, s.thread, s.cpu, s.time, stack, false, s.period);
+            }
+            return;
+        };
+        if s.attr != tr.switch_attr && s.attr != tr.on_attr {
+            return;
+        }
+        let switch = s.attr == tr.switch_attr;
+        if let Some(sec) = if switch { tr.off_section } else { tr.on_section } {
+            self.sections[sec].truncated += u64::from(s.truncated);
+        }
+        self.end_time = self.end_time.max(s.time);
+        let this = Pending { time: s.time, switch, thread: s.thread, cpu: s.cpu, stack, period: s.period };
+        if let Some(prev) = self.pending.insert(s.thread.tid, this) {
+            self.settle(model, prev, s.time);
+        }
+    }
+
+    /// A thread exited: its last sample lasts until now.
+    pub fn thread_exit(&mut self, model: &Model, tid: i32, time: u64) {
+        if self.timing.is_none() {
+            return;
+        }
+        if let Some(prev) = self.pending.remove(&tid) {
+            self.end_time = self.end_time.max(time);
+            self.settle(model, prev, time);
+        }
+    }
+
+    /// The kernel lost `count` records of event `attr`'s ring: samples, or side-band records
+    /// of an event that carries only those.
+    pub fn lost(&mut self, attr: usize, count: u64) {
+        if self.sideband.get(attr).copied().unwrap_or(false) {
+            self.lost_sideband = self.lost_sideband.saturating_add(count);
+            return;
+        }
+        let i = if self.timing.is_some() { 0 } else { attr };
+        if let Some(s) = self.sections.get_mut(i) {
+            s.lost = s.lost.saturating_add(count);
+        }
+    }
+
+    fn intern_stack(&mut self, addrs: &[AddrId]) -> StackId {
+        if let Some(&id) = self.stack_index.get(addrs) {
+            return id;
+        }
+        let id = self.stacks.len() as StackId;
+        self.stacks.push(addrs.to_vec());
+        self.stack_index.insert(addrs.to_vec(), id);
+        id
+    }
+
+    /// Gives a thread's previous sample its weight: the time until `until`.
+    fn settle(&mut self, model: &Model, prev: Pending, until: u64) {
+        let Some(tr) = &self.timing else { return };
+        let Some(sec) = (if prev.switch { tr.off_section } else { tr.on_section }) else { return };
+        let weight = until.saturating_sub(prev.time);
+        self.commit(model, sec, prev.thread, prev.cpu, prev.time, prev.stack, prev.switch, weight);
+    }
+
+    /// Counts a weighed sample into a section, when it passes the thread filters.
+    #[allow(clippy::too_many_arguments)]
+    fn commit(
+        &mut self,
+        model: &Model,
+        sec: usize,
+        thread: Thread,
+        cpu: u32,
+        time: u64,
+        stack: StackId,
+        off_cpu: bool,
+        weight: u64,
+    ) {
+        let f = &self.filters;
+        if let Some((start, end)) = f.time {
+            // Relative bounds count from the first sample (samples arrive in time order).
+            let first = self.time_range.0;
+            if start.is_some_and(|s| time < s.at(first)) || end.is_some_and(|e| time >= e.at(first)) {
+                return;
+            }
+        }
+        if (!f.pids.is_empty() && !f.pids.contains(&thread.pid))
+            || (!f.tids.is_empty() && !f.tids.contains(&thread.tid))
+            || (!f.cpus.is_empty() && !f.cpus.contains(&cpu))
+            || (!f.comms.is_empty() && !f.comms.iter().any(|c| *c == model.strings[thread.comm as usize]))
+        {
+            return;
+        }
+        let c = &mut self.counts[sec];
+        let e = c.counts.entry((thread, stack, off_cpu)).or_default();
+        e.0 = e.0.saturating_add(1);
+        e.1 = e.1.saturating_add(weight);
+        if self.keep_rows {
+            c.rows.push(Row { time, thread, cpu, stack, off_cpu, weight });
+        }
+    }
+
+    /// Ends the recording: threads still alive get their last weights, frames are named (by
+    /// `symbolize`), the symbol filters select stacks, and totals are made.
+    pub fn finish(
+        mut self,
+        mut model: Model,
+        symbolize: impl FnOnce(&mut Model) -> (Symbolized, Vec<Func>, Vec<String>, Vec<String>),
+        info: Info,
+        warnings: Vec<String>,
+    ) -> Profile {
+        if let Some(tr) = &self.timing {
+            let on_is_time = tr.on_is_time;
+            let pending: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
+            for p in pending {
+                // A last switch-out lasts until the recording ends; a last clock sample for its
+                // period.
+                let end =
+                    if p.switch || !on_is_time { self.end_time } else { p.time.saturating_add(p.period) };
+                self.settle(&model, p, end);
+            }
+        }
+        let (symbols, mut funcs, srclines, files) = symbolize(&mut model);
+        let any_off_cpu = self.counts.iter().any(|c| c.counts.keys().any(|k| k.2));
+        let off_cpu_marker = any_off_cpu.then(|| {
+            let dso = model.dso("[off-cpu]", None, DsoKind::Unknown);
+            funcs.push(Func { dso, name: "[off-cpu]".into(), inlined: false, system: None });
+            (funcs.len() - 1) as FuncId
+        });
+        let names = Names { comms: model.strings, dsos: model.dsos, funcs, srclines, files };
+        // Java stacks read as methods (ART's frames hidden unless asked for).
+        let shaper = crate::java::Shaper::new(&names, &symbols, self.show_art_frames);
+        let (stacks, stack_exec): (Vec<Vec<AddrId>>, Vec<Vec<ExecType>>) =
+            std::mem::take(&mut self.stacks).into_iter().map(|addrs| shaper.shape(addrs)).unzip();
+        drop(shaper);
+        let stack_funcs: Vec<Vec<FuncId>> = stacks
+            .iter()
+            .map(|addrs| addrs.iter().flat_map(|a| symbols.funcs(*a).iter().copied()).collect())
+            .collect();
+        // Without --children the filters select samples by their sampled function; with it,
+        // by any function of the call chain (simpleperf's semantics).
+        let selected = self.filters.select(&names);
+        let kept: Vec<bool> = stack_funcs
+            .iter()
+            .map(|f| match &selected {
+                None => !f.is_empty(),
+                Some(sel) if self.children => f.iter().any(|&x| sel[x as usize]),
+                Some(sel) => f.first().is_some_and(|&leaf| sel[leaf as usize]),
+            })
+            .collect();
+        for (section, counts) in self.sections.iter_mut().zip(self.counts) {
+            let mut stacks: Vec<StackCount> = counts
+                .counts
+                .into_iter()
+                .filter(|((_, stack, _), _)| kept[*stack as usize])
+                .map(|((thread, stack, off_cpu), (samples, weight))| StackCount {
+                    thread,
+                    stack,
+                    off_cpu,
+                    samples,
+                    weight,
+                })
+                .collect();
+            // A stable order, so that outputs are the same from run to run.
+            stacks.sort_by_key(|s| (s.thread, s.stack, s.off_cpu));
+            section.samples = stacks.iter().fold(0u64, |a, s| a.saturating_add(s.samples));
+            section.weight = stacks.iter().fold(0u64, |a, s| a.saturating_add(s.weight));
+            section.stacks = stacks;
+            let mut rows = counts.rows;
+            rows.retain(|r| kept[r.stack as usize]);
+            rows.sort_by_key(|r| r.time);
+            section.rows = rows;
+        }
+        if let Some(only) = &self.only {
+            let mut keep = only.iter();
+            self.sections.retain(|_| *keep.next().expect("one flag per section"));
+        }
+        let mut warnings = warnings;
+        if self.lost_sideband > 0 {
+            warnings.push(format!(
+                "the kernel lost {} side-band records (mmap, comm, fork, exit) while recording: samples \
+                 after them may be given to the wrong binary or thread (these are not lost samples)",
+                self.lost_sideband
+            ));
+        }
+        let mut info = info;
+        info.time_range = if self.time_range.0 > self.time_range.1 { (0, 0) } else { self.time_range };
+        Profile {
+            info,
+            sections: self.sections,
+            names,
+            symbols,
+            stacks,
+            stack_funcs,
+            stack_exec,
+            selected,
+            off_cpu_marker,
+            lost_sideband: self.lost_sideband,
+            warnings,
+        }
+    }
+}
+
+fn section(name: String, type_: u32, config: u64, unit: Unit) -> Section {
+    Section {
+        name,
+        type_,
+        config,
+        unit,
+        lost: 0,
+        truncated: 0,
+        samples: 0,
+        weight: 0,
+        stacks: Vec::new(),
+        rows: Vec::new(),
+    }
+}
+
+/// The sections of an off-CPU recording in `mode` (mixed by default), and how its samples are
+/// routed to them.
+fn time_sections(
+    events: &[EventDesc],
+    mode: Option<OffCpuMode>,
+) -> Result<(Vec<Section>, TimeRouting), String> {
+    use OffCpuMode::*;
+    let switch_attr = events.iter().position(|e| e.name == "sched:sched_switch");
+    let on_attr = events.iter().position(|e| rperf_perfdata::events::counts_cpu_time(&e.name));
+    let on_attr =
+        on_attr.or_else(|| events.iter().position(|e| e.name != "sched:sched_switch" && e.name != "dummy"));
+    let (Some(switch_attr), Some(on_attr)) = (switch_attr, on_attr) else {
+        return Err("this off-CPU recording lacks its sched:sched_switch or cpu-clock event".into());
+    };
+    let mode = mode.unwrap_or(Mixed);
+    let on = &events[on_attr];
+    let mut sections = Vec::new();
+    let (mut on_section, mut off_section) = (None, None);
+    if matches!(mode, OnCpu | OnOffCpu) {
+        on_section = Some(sections.len());
+        sections.push(section(format!("{} (on-cpu time)", on.name), on.type_, on.config, Unit::Nanoseconds));
+    }
+    if matches!(mode, OffCpu | OnOffCpu) {
+        off_section = Some(sections.len());
+        let sw = &events[switch_attr];
+        sections.push(section(
+            "sched:sched_switch (off-cpu time)".into(),
+            sw.type_,
+            sw.config,
+            Unit::Nanoseconds,
+        ));
+    }
+    if mode == Mixed {
+        on_section = Some(0);
+        off_section = Some(0);
+        sections.push(section(
+            format!("{} + sched:sched_switch (on- and off-cpu time)", on.name),
+            on.type_,
+            on.config,
+            Unit::Nanoseconds,
+        ));
+    }
+    let on_is_time = rperf_perfdata::events::counts_cpu_time(&on.name);
+    Ok((sections, TimeRouting { switch_attr, on_attr, on_is_time, on_section, off_section }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events() -> Vec<EventDesc> {
+        vec![
+            EventDesc { name: "cpu-clock".into(), type_: 1, config: 0 },
+            EventDesc { name: "sched:sched_switch".into(), type_: 2, config: 300 },
+            EventDesc { name: "dummy".into(), type_: 1, config: 9 },
+        ]
+    }
+
+    fn finish(b: ProfileBuilder, model: Model) -> Profile {
+        let n = b.stacks.iter().flatten().max().map_or(0, |m| *m as usize + 1);
+        b.finish(
+            model,
+            |m| {
+                let dso = m.dso("/bin/x", None, DsoKind::File);
+                let funcs = (0..n)
+                    .map(|i| Func { dso, name: format!("f{i}"), inlined: false, system: None })
+                    .collect();
+                (Symbolized::identity(n), funcs, Vec::new(), Vec::new())
+            },
+            Info::default(),
+            Vec::new(),
+        )
+    }
+
+    #[test]
+    fn off_cpu_samples_are_weighed_by_the_time_to_the_next_one() {
+        let opts = ReportOptions::default();
+        let mut model = Model::default();
+        let comm = model.intern("t");
+        let thread = Thread { comm, pid: 1, tid: 1 };
+        let mut b = ProfileBuilder::new(&events(), true, &opts, true).unwrap();
+        let sample = |attr, time, addrs: &'static [AddrId]| Sample {
+            attr,
+            time,
+            thread,
+            cpu: 0,
+            period: 1000,
+            addrs,
+            truncated: false,
+        };
+        b.add_sample(&model, &sample(0, 10_000, &[0]));
+        b.add_sample(&model, &sample(1, 11_000, &[1]));
+        b.add_sample(&model, &sample(0, 51_000, &[0]));
+        b.thread_exit(&model, 1, 52_000);
+        let p = finish(b, model);
+        assert_eq!(p.sections.len(), 1);
+        let s = &p.sections[0];
+        assert_eq!((s.samples, s.weight), (3, 42_000));
+        let off: u64 = s.stacks.iter().filter(|c| c.off_cpu).map(|c| c.weight).sum();
+        assert_eq!(off, 40_000);
+        assert_eq!(s.rows.iter().map(|r| r.weight).sum::<u64>(), 42_000);
+        // The marker leads off-CPU stacks when asked for.
+        let c = s.stacks.iter().find(|c| c.off_cpu).unwrap();
+        assert_eq!(p.frames(c.stack, true, true).next(), p.off_cpu_marker);
+    }
+
+    #[test]
+    fn other_recordings_keep_one_section_per_event() {
+        let opts = ReportOptions::default();
+        let b = ProfileBuilder::new(&events(), false, &opts, false).unwrap();
+        let p = finish(b, Model::default());
+        assert_eq!(p.sections.len(), 3);
+        assert!(p.sections.iter().all(|s| s.unit == Unit::Events));
+        let opts = ReportOptions { trace_offcpu: Some(OffCpuMode::OffCpu), ..Default::default() };
+        assert!(ProfileBuilder::new(&events(), false, &opts, false).is_err());
+    }
+
+    #[test]
+    fn max_stack_and_thread_filters_apply_once() {
+        let mut opts = ReportOptions { max_stack: 2, ..Default::default() };
+        opts.filters.tids = vec![2];
+        let mut model = Model::default();
+        let comm = model.intern("t");
+        let mut b = ProfileBuilder::new(&events()[..1], false, &opts, true).unwrap();
+        for tid in [1, 2, 2] {
+            let thread = Thread { comm, pid: 1, tid };
+            b.add_sample(
+                &model,
+                &Sample { attr: 0, time: 5, thread, cpu: 0, period: 7, addrs: &[0, 1, 2], truncated: false },
+            );
+        }
+        let p = finish(b, model);
+        let s = &p.sections[0];
+        assert_eq!((s.samples, s.weight, s.rows.len()), (2, 14, 2));
+        assert_eq!(p.stacks[s.stacks[0].stack as usize], vec![0, 1]);
+    }
+}
