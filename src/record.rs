@@ -266,12 +266,21 @@ pub fn run(a: RecordArgs, argv: &[String]) -> anyhow::Result<i32> {
 }
 
 fn run_system_wide_with(opts: RecordOptions, command: Vec<String>) -> anyhow::Result<i32> {
-    // Everything is recorded from before the command starts until it exits.
-    let recording = Recorder::start(opts.clone(), Box::new(|note| eprintln!("rperf: {}", printable(note))))?;
-    let status = std::process::Command::new(&command[0])
+    let mut child = std::process::Command::new(&command[0])
         .args(&command[1..])
-        .status()
-        .with_context(|| format!("cannot run '{}'", command[0]));
+        .spawn()
+        .with_context(|| format!("cannot run '{}'", command[0]))?;
+    // Everything is recorded until the command exits.
+    let recording =
+        match Recorder::start(opts.clone(), Box::new(|note| eprintln!("rperf: {}", printable(note)))) {
+            Ok(r) => r,
+            Err(e) => {
+                child.kill().ok();
+                child.wait().ok();
+                return Err(e.into());
+            }
+        };
+    let status = child.wait();
     recording.stop();
     let summary = recording.summary()?;
     report_summary(&opts, &summary);
