@@ -506,7 +506,6 @@ fn crate_loops(dir: &str) -> Vec<String> {
 }
 
 #[test]
-#[ignore = "the refactor is under way"]
 fn no_import_loop_in_any_crate() {
     let found: Vec<String> = CRATES.iter().flat_map(|c| crate_loops(c)).collect();
     assert!(found.is_empty(), "import loops between modules:\n{}", found.join("\n"));
@@ -580,7 +579,6 @@ fn no_function_over_80_lines_outside_tests() {
 }
 
 #[test]
-#[ignore = "the refactor is under way"]
 fn unsafe_only_in_record_and_the_mmap_helper_each_with_a_safety_comment() {
     let mut wrong = Vec::new();
     for path in all_sources() {
