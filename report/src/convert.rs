@@ -18,7 +18,7 @@ use crate::load::Recording;
 use crate::model::Model;
 use crate::options::ReportOptions;
 use crate::profile::{Info, Profile, Sample, Thread};
-use crate::resolve::{AddrId, KernelSource, Resolver};
+use crate::resolve::{AddrId, JitSources, KernelSource, ResolveConfig, Resolver};
 use crate::Error;
 
 const MAX_UNWIND_FRAMES: usize = 1024;
@@ -56,22 +56,26 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
         .filter(|r| r.r#type == linux_perf_data::simpleperf_dso_type::DSO_DEX_FILE)
         .map(|r| r.path.clone())
         .collect();
-    let mut resolver = Resolver::new(finder, kernel, std::mem::take(&mut rec.stored_symbols), rec.arch);
-    resolver.full_names = opts.full_names;
-    resolver.dwarf_inline = opts.inline;
-    resolver.trust_any_owner = opts.force;
-    resolver.show_ip = opts.show_ip;
-    resolver.want_srclines = opts.sort.contains(&crate::SortKey::Srcline);
-    resolver.want_lines = opts.format.shows_lines();
+    let config = ResolveConfig {
+        full_names: opts.full_names,
+        dwarf_inline: opts.inline,
+        trust_any_owner: opts.force,
+        show_ip: opts.show_ip,
+        want_srclines: opts.sort.contains(&crate::SortKey::Srcline),
+        want_lines: opts.format.shows_lines(),
+    };
+    let mut jit = JitSources::default();
     if let Some(d) = section(rperf_perfdata::feature::RPERF_JIT_SYMFILES) {
-        resolver.symfiles = crate::jit::Symfiles::new(rperf_perfdata::sections::decode_jit_symfiles(d));
+        jit.symfiles = crate::jit::Symfiles::new(rperf_perfdata::sections::decode_jit_symfiles(d));
     }
     if let Some(d) = section(rperf_perfdata::feature::RPERF_PERF_MAPS) {
-        resolver.embedded_perf_maps = rperf_perfdata::sections::decode_perf_maps(d);
+        jit.embedded_perf_maps = rperf_perfdata::sections::decode_perf_maps(d);
     }
     if let Some(d) = section(rperf_perfdata::feature::RPERF_JITDUMPS) {
-        resolver.embedded_jitdumps = rperf_perfdata::sections::decode_jitdumps(d);
+        jit.embedded_jitdumps = rperf_perfdata::sections::decode_jitdumps(d);
     }
+    let stored = std::mem::take(&mut rec.stored_symbols);
+    let resolver = Resolver::new(config, finder, kernel, stored, jit, rec.arch);
     let mut c = Converter {
         model,
         resolver,
@@ -159,7 +163,7 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
         Vec::new(),
     );
     progress.finish();
-    warnings.extend(unnamed_warning(&profile, &resolver.unnamed));
+    warnings.extend(unnamed_warning(&profile, resolver.unnamed()));
     warnings.extend(rperf_symbols::cache::take_warning());
     let mut profile = profile;
     warnings.append(&mut profile.warnings);

@@ -1,0 +1,192 @@
+//! Binaries: found (on this machine, in `--symfs`, in APKs, by build id) and loaded once
+//! each, with their symbols and unwind tables; the kernel's symbols, loaded on first need; and
+//! the symbols a simpleperf recording stores.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use linux_perf_data::{SimpleperfFileRecord, SimpleperfTypeSpecificInfo};
+use rperf_symbols::{BinaryFinder, ElfInfo, Found, KernelSymbols, SymbolTable};
+use rperf_unwind::{Arch, UnwindSections};
+
+use super::types::KernelSource;
+use crate::model::{DsoId, DsoKind, Model};
+
+/// Symbols the recording carries itself (simpleperf's file feature).
+pub(super) struct StoredTable {
+    pub(super) table: SymbolTable,
+    pub(super) min_vaddr: u64,
+    pub(super) file_offset_of_min_vaddr: u64,
+}
+
+pub(super) struct Binary {
+    pub(super) elf: ElfInfo,
+    pub(super) unwind: Option<Arc<UnwindSections>>,
+}
+
+/// The binaries of one recording.
+pub(super) struct Binaries {
+    pub(super) finder: BinaryFinder,
+    /// Each DSO's binary, once looked for (None: not found or unreadable).
+    pub(super) loaded: HashMap<DsoId, Option<Arc<Binary>>>,
+    /// Symbols the recording stores, by recorded path.
+    pub(super) stored: HashMap<String, StoredTable>,
+    /// The libraries stored in each APK mapped (by recorded path).
+    apks: HashMap<String, Option<Vec<rperf_symbols::apk::Entry>>>,
+    pub(super) kernel: KernelSource,
+    kernel_dso: Option<DsoId>,
+}
+
+impl Binaries {
+    pub(super) fn new(
+        finder: BinaryFinder,
+        kernel: KernelSource,
+        stored: Vec<SimpleperfFileRecord>,
+    ) -> Binaries {
+        let stored = stored
+            .into_iter()
+            .map(|r| {
+                let file_offset_of_min_vaddr = match &r.type_specific_msg {
+                    // u64::MAX is simpleperf's "not recorded": file offsets then count from
+                    // min_vaddr, as simpleperf reads such files.
+                    Some(SimpleperfTypeSpecificInfo::ElfFile(e))
+                        if e.file_offset_of_min_vaddr != u64::MAX =>
+                    {
+                        e.file_offset_of_min_vaddr
+                    }
+                    _ => 0,
+                };
+                let raw = r.symbol.iter().map(|s| (s.vaddr, s.len as u64, s.name.clone())).collect();
+                let table = SymbolTable::new(raw);
+                (r.path.clone(), StoredTable { table, min_vaddr: r.min_vaddr, file_offset_of_min_vaddr })
+            })
+            .collect();
+        Binaries { finder, loaded: HashMap::new(), stored, apks: HashMap::new(), kernel, kernel_dso: None }
+    }
+
+    /// A mapping of an APK at file offset `pgoff` (as Linux perf records Android's libraries,
+    /// mapped straight from the APK) as the library stored there: its path as simpleperf
+    /// records it (`X.apk!/lib/abi/libfoo.so`) and the offset in the library. None when the
+    /// APK is not found or no library is stored at that offset.
+    pub fn apk_library(&mut self, path: &str, pgoff: u64) -> Option<(String, u64)> {
+        if !path.ends_with(".apk") {
+            return None;
+        }
+        let finder = &self.finder;
+        let entries =
+            self.apks.entry(path.to_string()).or_insert_with(|| finder.apk_entries(path)).as_ref()?;
+        let e = rperf_symbols::apk::entry_at(entries, pgoff).filter(|e| e.name.ends_with(".so"))?;
+        Some((format!("{path}!/{}", e.name), pgoff - e.offset))
+    }
+
+    /// The binary of `dso`, loaded on first use; why it could not be used goes to `warnings`.
+    pub(super) fn get(
+        &mut self,
+        model: &Model,
+        dso: DsoId,
+        warnings: &mut Vec<String>,
+    ) -> Option<Arc<Binary>> {
+        if let Some(b) = self.loaded.get(&dso) {
+            return b.clone();
+        }
+        let (loaded, warning) = load_binary(&self.finder, &model.dsos[dso as usize]);
+        warnings.extend(warning);
+        self.loaded.insert(dso, loaded.clone());
+        loaded
+    }
+
+    /// The DSO of kernel addresses outside every recorded kernel mapping.
+    pub(super) fn kernel_dso(&mut self, model: &mut Model) -> DsoId {
+        *self.kernel_dso.get_or_insert_with(|| model.dso("[kernel.kallsyms]", None, DsoKind::Kernel))
+    }
+
+    /// Kernel symbols for the kernel addresses given, loaded on first need.
+    pub(super) fn kernel(
+        &mut self,
+        addrs: impl FnOnce() -> Vec<u64>,
+        warnings: &mut Vec<String>,
+    ) -> &KernelSymbols {
+        if let KernelSource::Pending(load) = &mut self.kernel {
+            let (symbols, warning) = load(&addrs());
+            warnings.extend(warning);
+            self.kernel = KernelSource::Ready(symbols);
+        }
+        match &self.kernel {
+            KernelSource::Ready(k) => k,
+            KernelSource::Pending(_) => unreachable!("loaded above"),
+        }
+    }
+}
+
+/// The file offset of `addr` in mapping `m`. The mapping's offset comes from the recording, so
+/// the sum is checked: a MMAP2 record with a `pgoff` near 2^64 gives no offset (a regression
+/// test, `file_offsets_never_overflow`, and tests/hostile.rs, cover it).
+pub(super) fn file_offset(addr: u64, m: &crate::model::Mapping) -> Option<u64> {
+    addr.checked_sub(m.start)?.checked_add(m.pgoff)
+}
+
+/// The virtual address of file offset `key` in a binary whose symbols the recording stores,
+/// by the stored `min_vaddr` and its file offset; None where the recording's numbers overflow.
+pub(super) fn stored_vaddr(key: u64, min_vaddr: u64, file_offset_of_min_vaddr: u64) -> Option<u64> {
+    key.checked_add(min_vaddr)?.checked_sub(file_offset_of_min_vaddr)
+}
+
+/// Kernel addresses by architecture convention, for frames recorded without a context marker.
+pub fn is_kernel_address(addr: u64, arch: Arch) -> bool {
+    match arch {
+        Arch::X86_64 => addr >= 0xffff_8000_0000_0000,
+        Arch::Aarch64 => addr >= 0xffff_0000_0000_0000,
+    }
+}
+
+/// Finds and loads the binary for a DSO; the warning says why a candidate was not used.
+pub(super) fn load_binary(
+    finder: &BinaryFinder,
+    d: &crate::model::Dso,
+) -> (Option<Arc<Binary>>, Option<String>) {
+    if d.kind == DsoKind::Vdso {
+        let elf = finder
+            .find_vdso(d.build_id.as_deref())
+            .and_then(|image| ElfInfo::from_bytes(std::path::Path::new("[vdso]"), &image).ok());
+        return (
+            elf.map(|elf| {
+                let unwind =
+                    UnwindSections::from_shared(elf.data.clone()).filter(|u| u.has_cfi()).map(Arc::new);
+                Arc::new(Binary { elf, unwind })
+            }),
+            None,
+        );
+    }
+    if d.kind != DsoKind::File {
+        return (None, None);
+    }
+    match finder.find(&d.path, d.build_id.as_deref()) {
+        Found::File(path) => match ElfInfo::load_with_debug_roots(&path, &finder.debug_roots()) {
+            Ok(elf) => {
+                let unwind = UnwindSections::from_shared(elf.data.clone()).filter(|u| u.has_cfi()).map(Arc::new);
+                (Some(Arc::new(Binary { elf, unwind })), None)
+            }
+            Err(e) => (None, Some(format!("cannot read {}: {e}", path.display()))),
+        },
+        Found::Embedded { apk, entry } => {
+            let name = format!("{}!/{}", apk.display(), entry.name);
+            match ElfInfo::load_range(std::path::Path::new(&name), &apk, entry.offset, entry.size) {
+                Ok(elf) => {
+                    let unwind = UnwindSections::from_shared(elf.data.clone()).filter(|u| u.has_cfi()).map(Arc::new);
+                    (Some(Arc::new(Binary { elf, unwind })), None)
+                }
+                Err(e) => (None, Some(format!("cannot read {name}: {e}"))),
+            }
+        }
+        Found::BuildIdMismatch(path) => (
+            None,
+            Some(format!(
+                "{} has another build id than the recorded {}; not used for {} (pass --symfs with the right binary)",
+                path.display(),
+                d.build_id.as_deref().map(rperf_symbols::buildid::hex).unwrap_or_default(),
+                d.path
+            )),
+        ),
+        Found::Missing => (None, None),
+    }
+}

@@ -1,0 +1,319 @@
+//! Naming every frame address at the end of a report: binaries loaded and symbol tables
+//! read side by side, DWARF inline frames and source lines, kernel modules, JIT caches.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::binaries::{load_binary, stored_vaddr, Binary};
+use super::intern::Place;
+use super::types::{AddrKind, Func, KernelSource, Symbolized};
+use super::Resolver;
+use crate::model::{DsoId, DsoKind, Model};
+
+/// The names found for one frame address.
+#[derive(Default)]
+struct Named {
+    /// Inlined calls, innermost first: demangled name, name as stored, where in it.
+    inlined: Vec<(String, Option<String>, Place)>,
+    /// The containing function.
+    function: Option<String>,
+    /// Its name as stored (mangled).
+    system: Option<String>,
+    /// Where in the containing function.
+    place: Place,
+    /// `file:line` of the address.
+    srcline: Option<String>,
+    /// The address in the binary's own address space (simpleperf's `vaddr_in_file`), when it
+    /// could be told.
+    vaddr: Option<u64>,
+}
+
+impl Resolver {
+    /// Names every frame seen, once per (binary, offset), loading binaries and looking up
+    /// symbols in parallel, and hands over the tables: what each frame address was named, the
+    /// functions, source lines and source files.
+    pub fn finish_symbols(&mut self, model: &mut Model) -> (Symbolized, Vec<Func>, Vec<String>, Vec<String>) {
+        let symbolized = self.symbolize(model);
+        let funcs = std::mem::take(&mut self.names.funcs);
+        (symbolized, funcs, std::mem::take(&mut self.names.srclines), std::mem::take(&mut self.names.files))
+    }
+
+    fn symbolize(&mut self, model: &mut Model) -> Symbolized {
+        use rayon::prelude::*;
+        if self.addrs.iter().any(|a| a.2 == AddrKind::Kernel) {
+            let addrs = &self.addrs;
+            let kernel_addrs = || addrs.iter().filter(|a| a.2 == AddrKind::Kernel).map(|a| a.1).collect();
+            self.binaries.kernel(kernel_addrs, &mut self.warnings);
+            self.assign_modules(model);
+        }
+        // ART keeps JIT-compiled methods in many symbol files of one cache; a method is one
+        // function of the cache (`[JIT app cache]`) whichever file holds it.
+        let mut cache_of: HashMap<DsoId, DsoId> = self.jit.symfile_func_dso.clone();
+        for &(dso, _, kind) in &self.addrs {
+            if kind != AddrKind::Jit || cache_of.contains_key(&dso) {
+                continue;
+            }
+            if let Some(cache) = crate::model::art_jit_cache(&model.dsos[dso as usize].path) {
+                let id = model.dso(cache, None, DsoKind::Jit);
+                cache_of.insert(dso, id);
+            }
+        }
+        let model = &*model;
+        let wanted: Vec<DsoId> = {
+            let mut v: Vec<DsoId> = self
+                .addrs
+                .iter()
+                .filter(|a| a.2 == AddrKind::File && !self.binaries.loaded.contains_key(&a.0))
+                .map(|a| a.0)
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let loaded: Vec<(DsoId, Option<Arc<Binary>>, Option<String>)> = wanted
+            .par_iter()
+            .map(|&d| {
+                let (b, w) = load_binary(&self.binaries.finder, &model.dsos[d as usize]);
+                (d, b, w)
+            })
+            .collect();
+        for (d, b, w) in loaded {
+            self.binaries.loaded.insert(d, b);
+            self.warnings.extend(w);
+        }
+        // Symbol tables (read on first use: a binary loaded only to unwind through is never
+        // named), before debug info, so that what reading them holds for a while is let go of
+        // first.
+        let named: Vec<&Arc<Binary>> = {
+            let mut dsos: Vec<DsoId> =
+                self.addrs.iter().filter(|a| a.2 == AddrKind::File).map(|a| a.0).collect();
+            dsos.sort_unstable();
+            dsos.dedup();
+            let mut named: Vec<&Arc<Binary>> =
+                dsos.iter().filter_map(|d| self.binaries.loaded.get(d)?.as_ref()).collect();
+            // The largest first, each a task of its own: the threads end close together.
+            named.sort_by_key(|b| std::cmp::Reverse(b.elf.data.len()));
+            named
+        };
+        named.par_iter().with_max_len(1).for_each(|b| {
+            b.elf.symbols();
+        });
+        if self.config.reads_dwarf() {
+            self.load_debug_info();
+        }
+        let this = &*self;
+        let names: Vec<Named> =
+            this.addrs.par_iter().map(|&(dso, key, kind)| this.name_of(model, dso, key, kind)).collect();
+        let addrs = std::mem::take(&mut self.addrs);
+        let mut out = Symbolized {
+            locations: addrs.iter().map(|&(dso, key, _)| (dso, key)).collect(),
+            spans: Vec::new(),
+            flat: Vec::new(),
+            places: Vec::new(),
+            srcline: Vec::new(),
+            vaddrs: Vec::with_capacity(addrs.len()),
+        };
+        for (&(dso, key, kind), named) in addrs.iter().zip(names) {
+            let start = out.flat.len() as u32;
+            out.vaddrs.push(named.vaddr.unwrap_or(key));
+            let func_dso = cache_of.get(&dso).copied().unwrap_or(dso);
+            for (name, system, place) in &named.inlined {
+                out.flat.push(self.names.func(func_dso, name, system.as_deref(), true));
+                if self.config.want_lines {
+                    let p = self.names.file(place);
+                    out.places.push(p);
+                }
+            }
+            // Code without a symbol is named by its place (`libfoo.so[+0x1a2b]`: the offset in
+            // the file, or the address for kernel and JIT code), one entry per address as
+            // simpleperf and perf report it, unless --no-show-ip merges them into [unknown].
+            let unnamed = match kind {
+                AddrKind::Unknown => None,
+                _ if !self.config.show_ip => None,
+                _ => {
+                    let path = model.dsos[func_dso as usize].display_name();
+                    Some(format!("{}[+{key:#x}]", path.rsplit('/').next().unwrap_or(path)))
+                }
+            };
+            let function = named.function.as_deref().or(unnamed.as_deref()).unwrap_or("[unknown]");
+            let id = self.names.func(func_dso, function, named.system.as_deref(), false);
+            if named.function.is_none() {
+                self.names.unnamed.insert(id);
+            }
+            out.flat.push(id);
+            if self.config.want_lines {
+                let p = self.names.file(&named.place);
+                out.places.push(p);
+            }
+            out.spans.push((start, out.flat.len() as u32 - start));
+            let line = named.srcline.unwrap_or_else(|| {
+                let path = model.dsos[func_dso as usize].display_name();
+                format!("{}[+{key:x}]", path.rsplit('/').next().unwrap_or(path))
+            });
+            out.srcline.push(if self.config.want_srclines { self.names.srcline(line) } else { 0 });
+        }
+        self.addrs = addrs;
+        out
+    }
+
+    /// The source frames of every address to name in a binary with DWARF, binaries side by
+    /// side: kept from earlier reports, else looked up in DWARF loaded for the addresses.
+    fn load_debug_info(&mut self) {
+        use rayon::prelude::*;
+        let mut by_binary: HashMap<DsoId, Vec<u64>> = HashMap::new();
+        for &(dso, key, kind) in &self.addrs {
+            if kind != AddrKind::File {
+                continue;
+            }
+            let Some(Some(b)) = self.binaries.loaded.get(&dso) else { continue };
+            if let Some(vaddr) = b.elf.offset_to_vaddr(key) {
+                by_binary.entry(dso).or_default().push(vaddr);
+            }
+        }
+        let binaries = &self.binaries.loaded;
+        self.source_frames = by_binary
+            .par_iter()
+            .filter_map(|(dso, vaddrs)| {
+                let b = binaries.get(dso)?.as_ref()?;
+                Some((*dso, b.elf.source_frames(vaddrs)))
+            })
+            .collect();
+    }
+
+    /// Kernel frames outside every recorded kernel map belong to the module the kallsyms
+    /// snapshot names for their address (`[ext4]`), as perf shows them.
+    fn assign_modules(&mut self, model: &mut Model) {
+        let KernelSource::Ready(k) = &self.binaries.kernel else { return };
+        for (dso, key, kind) in self.addrs.iter_mut() {
+            if *kind != AddrKind::Kernel || model.dsos[*dso as usize].path != "[kernel.kallsyms]" {
+                continue;
+            }
+            if let Some(m) = k.module_of(*key) {
+                *dso = model.dso(&format!("[{m}]"), None, DsoKind::Kernel);
+            }
+        }
+    }
+
+    /// A stored (mangled) name as reports show it.
+    fn demangle(&self, name: &str) -> String {
+        if self.config.full_names {
+            rperf_symbols::demangle_full(name)
+        } else {
+            rperf_symbols::demangle(name)
+        }
+    }
+
+    /// A symbol's name as reports show it, and as stored.
+    fn symbol_names(&self, s: &rperf_symbols::Symbol) -> Named {
+        Named { function: Some(self.demangle(&s.name)), system: Some(s.name.clone()), ..Default::default() }
+    }
+
+    fn name_of(&self, model: &Model, dso: DsoId, key: u64, kind: AddrKind) -> Named {
+        let plain = |function: Option<String>| Named { function, ..Default::default() };
+        match kind {
+            AddrKind::Kernel => match &self.binaries.kernel {
+                KernelSource::Ready(k) => {
+                    k.table.lookup(key).map(|s| self.symbol_names(&s)).unwrap_or_default()
+                }
+                KernelSource::Pending(_) => plain(None),
+            },
+            AddrKind::Unknown => plain(None),
+            AddrKind::PerfMap => plain(
+                self.jit
+                    .perf_map_of_dso
+                    .get(&dso)
+                    .and_then(|pid| self.jit.perf_maps.get(pid)?.as_ref())
+                    .and_then(|(_, t)| t.lookup(key))
+                    .map(|s| s.name.clone()),
+            ),
+            AddrKind::Symfile => {
+                let Some(Some(b)) = self.binaries.loaded.get(&dso) else { return plain(None) };
+                let symbol = b.elf.symbols().lookup(key);
+                if self.config.reads_dwarf() {
+                    if let Some(named) = self.dwarf_names(&b.elf, key, symbol.as_ref(), None) {
+                        return named;
+                    }
+                }
+                symbol.map(|s| Named { vaddr: Some(key), ..self.symbol_names(&s) }).unwrap_or_default()
+            }
+            AddrKind::Jit => {
+                let path = &model.dsos[dso as usize].path;
+                self.binaries
+                    .stored
+                    .get(path)
+                    .and_then(|t| t.table.lookup(key))
+                    .map(|s| self.symbol_names(&s))
+                    .unwrap_or_default()
+            }
+            AddrKind::File => {
+                if let Some(Some(b)) = self.binaries.loaded.get(&dso) {
+                    if let Some(vaddr) = b.elf.offset_to_vaddr(key) {
+                        let symbol = b.elf.symbols().lookup(vaddr);
+                        if self.config.reads_dwarf() {
+                            let kept = self.source_frames.get(&dso).and_then(|f| f.get(&vaddr));
+                            if let Some(named) = self.dwarf_names(&b.elf, vaddr, symbol.as_ref(), kept) {
+                                return named;
+                            }
+                        }
+                        if let Some(sym) = symbol {
+                            return Named { vaddr: Some(vaddr), ..self.symbol_names(&sym) };
+                        }
+                        return Named { vaddr: Some(vaddr), ..Default::default() };
+                    }
+                }
+                let Some(t) = self.binaries.stored.get(&model.dsos[dso as usize].path) else {
+                    return plain(None);
+                };
+                let Some(vaddr) = stored_vaddr(key, t.min_vaddr, t.file_offset_of_min_vaddr) else {
+                    return plain(None);
+                };
+                let named = t.table.lookup(vaddr).map(|s| self.symbol_names(&s)).unwrap_or_default();
+                Named { vaddr: Some(vaddr), ..named }
+            }
+        }
+    }
+
+    /// Inline frames and the source line at `vaddr` from the binary's DWARF. The containing
+    /// function keeps its symbol-table name (`symbol`), as perf names it.
+    fn dwarf_names(
+        &self,
+        elf: &rperf_symbols::ElfInfo,
+        vaddr: u64,
+        symbol: Option<&rperf_symbols::Symbol>,
+        kept: Option<&Vec<rperf_symbols::SourceFrame>>,
+    ) -> Option<Named> {
+        let looked_up;
+        let frames = match kept {
+            Some(frames) => frames,
+            None => {
+                looked_up = elf.debug_info()?.frames(vaddr);
+                &looked_up
+            }
+        };
+        let (outer, inner) = frames.split_last()?;
+        let srcline = frames.first().and_then(|f| {
+            let file = f.file.as_deref()?;
+            Some(format!("{}:{}", file.rsplit('/').next().unwrap_or(file), f.line.unwrap_or(0)))
+        });
+        let place =
+            |f: &rperf_symbols::SourceFrame| Place { file: f.file.clone(), line: f.line.unwrap_or(0) };
+        let inlined = if self.config.dwarf_inline {
+            inner
+                .iter()
+                .map(|f| {
+                    let name = f.raw_name.as_deref().map_or("[unknown]".into(), |n| self.demangle(n));
+                    (name, f.raw_name.clone(), place(f))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        // Without inline frames the sampled line is the one the whole address belongs to.
+        let at = if self.config.dwarf_inline { outer } else { &frames[0] };
+        let (function, system) = match symbol {
+            Some(s) => (Some(self.demangle(&s.name)), Some(s.name.clone())),
+            None => (outer.raw_name.as_deref().map(|n| self.demangle(n)), outer.raw_name.clone()),
+        };
+        Some(Named { inlined, function, system, place: place(at), srcline, vaddr: Some(vaddr) })
+    }
+}
