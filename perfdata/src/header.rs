@@ -35,9 +35,9 @@ pub struct FileHeader {
     pub features: Vec<u32>,
 }
 
+/// The `u64` at `at` of a header already checked to be whole.
 fn u64_at(b: &[u8], at: u64) -> u64 {
-    let at = at as usize;
-    u64::from_le_bytes(b[at..at + 8].try_into().expect("8 bytes"))
+    crate::bytes::u64_at(b, at as usize).expect("a whole header")
 }
 
 impl FileHeader {

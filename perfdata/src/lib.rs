@@ -15,6 +15,8 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod bytes;
+pub mod checked;
 pub mod encode;
 pub mod events;
 pub mod feature;

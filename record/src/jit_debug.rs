@@ -31,10 +31,11 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use object::{Object, ObjectSection, ObjectSymbol};
+use rperf_perfdata::bytes::{u32_at, u64_at};
 use rperf_perfdata::{JitReads, JitSymfile, SymfileKind};
-use rperf_symbols::{mapping_vaddr, LoadSegment};
+use rperf_symbols::mapping_vaddr;
 
+use crate::jit_layout::{code_range, exports_of, monotonic_ns, Descriptor, Entry, Exports, List, Memory};
 use crate::jit_store::{JitLimits, JitStore};
 
 /// How often a descriptor is read (simpleperf reads every 100 ms): a symbol file seen new was
@@ -62,68 +63,6 @@ const POLL_TIME: Duration = Duration::from_millis(1);
 /// The most entries one walk reads per poll; a longer walk goes on at the next poll from where
 /// it stopped (a list of 100,000 entries takes a fifth of a second to walk).
 const WALK_ENTRIES: usize = 512;
-
-/// The two lists a process may have.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum List {
-    /// `__jit_debug_descriptor`: ELF symbol files of JIT-compiled code.
-    Jit,
-    /// `__dex_debug_descriptor`: ART's in-memory dex files.
-    Dex,
-}
-
-/// Where a binary keeps its descriptors: their virtual addresses and the load segments that
-/// turn a mapping of the file into the binary's load bias.
-#[derive(Debug)]
-struct Exports {
-    lists: Vec<(List, u64)>,
-    segments: Vec<LoadSegment>,
-}
-
-/// A descriptor as read: the standard fields and ART's.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Descriptor {
-    action: u32,
-    relevant: u64,
-    first: u64,
-    /// ART's variant: `Android1` (1) or `Android2` (2), with its lock and last action's time.
-    art: Option<(u8, u32, u64)>,
-}
-
-impl Descriptor {
-    const STANDARD: usize = 24;
-    const ART: usize = 56;
-
-    fn parse(b: &[u8; Self::ART]) -> Descriptor {
-        let u32_at = |at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
-        let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap());
-        let art = match &b[24..32] {
-            b"Android1" => Some(1),
-            b"Android2" => Some(2),
-            _ => None,
-        };
-        Descriptor {
-            action: u32_at(4),
-            relevant: u64_at(8),
-            first: u64_at(16),
-            art: art.map(|v| (v, u32_at(44), u64_at(48))),
-        }
-    }
-
-    fn locked(&self) -> bool {
-        self.art.is_some_and(|(_, seq, _)| seq % 2 == 1)
-    }
-}
-
-/// One entry of a list, as read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct Entry {
-    at: u64,
-    symfile: u64,
-    size: u64,
-    /// ART's registration time, 0 when not given.
-    registered: u64,
-}
 
 /// One descriptor of one process, and what it listed at the last consistent read.
 struct Watched {
@@ -478,10 +417,8 @@ impl JitDebugReader {
             return false;
         }
         self.reads.entries += 1;
-        let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
-        let removed =
-            matches!(art, Some((2, _, _))) && u32::from_le_bytes(b[40..44].try_into().unwrap()) % 2 == 1;
-        u64_at(16) == e.symfile && u64_at(24) == e.size && !removed
+        let removed = matches!(art, Some((2, _, _))) && u32_at(&b, 40).is_some_and(|seq| seq % 2 == 1);
+        u64_at(&b, 16) == Some(e.symfile) && u64_at(&b, 24) == Some(e.size) && !removed
     }
 
     fn descriptor(&mut self, mem: &Memory, addr: u64) -> std::io::Result<Descriptor> {
@@ -520,10 +457,10 @@ impl JitDebugReader {
             let mut b = [0u8; 48];
             let len = if d.art.is_some() { 48 } else { 32 };
             mem.read(at, &mut b[..len]).ok()?;
-            let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap());
+            let u64_at = |o: usize| u64_at(&b, o).unwrap_or(0);
             let next = u64_at(0);
             let (registered, seq) = match d.art {
-                Some(_) => (u64_at(32), u32::from_le_bytes(b[40..44].try_into().unwrap())),
+                Some(_) => (u64_at(32), u32_at(&b, 40).unwrap_or(0)),
                 None => (0, 0),
             };
             // Android2 marks a removed entry with an odd lock before it leaves the list.
@@ -562,113 +499,9 @@ enum Read {
     Gone,
 }
 
-/// A process's memory: `process_vm_readv`, else `/proc/PID/mem`.
-struct Memory {
-    pid: u32,
-}
-
-impl Memory {
-    fn read(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<()> {
-        let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
-        let remote = libc::iovec { iov_base: addr as usize as *mut libc::c_void, iov_len: buf.len() };
-        // SAFETY: `local` covers `buf`, which lives through the call; the kernel checks `remote`.
-        let n = unsafe { libc::process_vm_readv(self.pid as i32, &local, 1, &remote, 1, 0) };
-        if n == buf.len() as isize {
-            return Ok(());
-        }
-        let err = std::io::Error::last_os_error();
-        if n >= 0 || err.raw_os_error() == Some(libc::ENOSYS) {
-            use std::os::unix::fs::FileExt;
-            let f = std::fs::File::open(format!("/proc/{}/mem", self.pid))?;
-            return f.read_exact_at(buf, addr);
-        }
-        Err(err)
-    }
-}
-
-/// CLOCK_MONOTONIC, the clock the recorder's events stamp samples with.
-pub(crate) fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime fills a local timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// The descriptors `path` exports in its dynamic symbol table, with its load segments; `None`
-/// for binaries without them (most) and for files that are not regular 64-bit ELF files.
-fn exports_of(path: &str) -> Option<Exports> {
-    let file = std::fs::File::open(path).ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    // SAFETY: a read-only mapping of a binary the process maps; see rperf_symbols::ElfInfo.
-    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
-    let obj = object::File::parse(&map[..]).ok()?;
-    if !obj.is_64() {
-        return None;
-    }
-    let lists: Vec<(List, u64)> = obj
-        .dynamic_symbols()
-        .filter(|s| s.is_definition())
-        .filter_map(|s| match s.name().ok()? {
-            "__jit_debug_descriptor" => Some((List::Jit, s.address())),
-            "__dex_debug_descriptor" => Some((List::Dex, s.address())),
-            _ => None,
-        })
-        .collect();
-    if lists.is_empty() {
-        return None;
-    }
-    Some(Exports { lists, segments: LoadSegment::of(&obj) })
-}
-
-/// The code an ELF symbol file describes: its executable sections (whose addresses the runtime
-/// set to where the code runs), else its function symbols.
-fn code_range(image: &[u8]) -> (u64, u64) {
-    let Ok(obj) = object::File::parse(image) else { return (0, 0) };
-    let mut lo = u64::MAX;
-    let mut hi = 0u64;
-    for s in obj.sections() {
-        let exec = matches!(s.flags(), object::SectionFlags::Elf { sh_flags }
-            if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0);
-        if exec && s.size() > 0 && s.address() != 0 {
-            lo = lo.min(s.address());
-            hi = hi.max(s.address().saturating_add(s.size()));
-        }
-    }
-    if lo == u64::MAX {
-        for s in obj.symbols().filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0) {
-            lo = lo.min(s.address());
-            hi = hi.max(s.address().saturating_add(s.size().max(1)));
-        }
-    }
-    if lo == u64::MAX {
-        (0, 0)
-    } else {
-        (lo, hi)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn descriptors_standard_and_art() {
-        let mut b = [0u8; Descriptor::ART];
-        b[0..4].copy_from_slice(&1u32.to_le_bytes());
-        b[4..8].copy_from_slice(&1u32.to_le_bytes());
-        b[8..16].copy_from_slice(&0x1000u64.to_le_bytes());
-        b[16..24].copy_from_slice(&0x1000u64.to_le_bytes());
-        let d = Descriptor::parse(&b);
-        assert_eq!((d.action, d.relevant, d.first, d.art), (1, 0x1000, 0x1000, None));
-        b[24..32].copy_from_slice(b"Android2");
-        b[44..48].copy_from_slice(&7u32.to_le_bytes());
-        b[48..56].copy_from_slice(&99u64.to_le_bytes());
-        let d = Descriptor::parse(&b);
-        assert_eq!(d.art, Some((2, 7, 99)));
-        assert!(d.locked());
-    }
 
     /// This process reads itself: a list of two entries, then one removed.
     #[test]

@@ -246,8 +246,7 @@ fn load_file(path: &str) -> Option<Arc<Binary>> {
     if !file.metadata().ok()?.is_file() {
         return None;
     }
-    // SAFETY: a read-only mapping of a binary a recorded process maps; see rperf_symbols::ElfInfo.
-    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    let map = rperf_perfdata::mapped::map(&file).ok()?;
     load(&map)
 }
 

@@ -28,13 +28,7 @@ pub struct SampleView<'a> {
     pub record: &'a [u8],
 }
 
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(at..at.checked_add(8)?)?.try_into().ok()?))
-}
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?))
-}
+use rperf_perfdata::bytes::{u32_at, u64_at};
 
 /// Parses a `PERF_RECORD_SAMPLE` laid out for `sample_type` with `regs_count` user registers.
 /// Returns None for a record too short for its declared fields.

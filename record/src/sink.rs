@@ -5,6 +5,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
+use rperf_perfdata::bytes::{u32_at, u64_at};
+
 use crate::jit_debug::JitDebugReader;
 use crate::post_unwind::PostUnwinder;
 use crate::procfs;
@@ -229,7 +231,7 @@ impl Sink {
             return;
         }
         // pid, tid, addr, len, pgoff: the same place in MMAP and MMAP2.
-        let u64_at = |at: usize| rec.get(at..at + 8).map(|b| u64::from_le_bytes(b.try_into().unwrap()));
+        let u64_at = |at: usize| u64_at(rec, at);
         let pid = rec.get(8..12).map(|b| u32::from_le_bytes(b.try_into().unwrap()));
         if let (Some(post), Some(pid), Some(addr), Some(len), Some(pgoff)) =
             (self.post.as_mut(), pid, u64_at(16), u64_at(24), u64_at(32))
@@ -272,7 +274,7 @@ fn code_path(type_: u32, misc_bits: u16, rec: &[u8]) -> Option<String> {
 /// maj/min/ino/generation or (with MMAP_BUILD_ID) a size byte, 3 reserved and 20 id bytes,
 /// then prot, flags (u32) and the file name at byte 72.
 fn exec_mapping(type_: u32, misc_bits: u16, rec: &[u8]) -> Option<(String, Option<Vec<u8>>)> {
-    let u32_at = |at: usize| rec.get(at..at + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()));
+    let u32_at = |at: usize| u32_at(rec, at);
     let (exec, name_at, build_id) = if type_ == record_type::MMAP2 {
         let bid = if misc_bits & misc::MMAP_BUILD_ID != 0 {
             let n = (*rec.get(40)?).min(20) as usize;

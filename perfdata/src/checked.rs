@@ -1,0 +1,414 @@
+//! Opening a perf.data file that may be damaged: its header checked against the file's
+//! length and repaired where the data allows (each repair said), the file read through those
+//! patches, and a walk over the data section that finds where readable records end. Over a
+//! windowed mapping of the file, so that a large recording is never read whole into memory.
+
+use std::io::Read;
+use std::path::Path;
+
+use crate::feature;
+use crate::header::{FileHeader, DATA_AT, DATA_SIZE_AT, EVENT_TYPES_AT, FEATURES_AT, FEATURE_ENTRY_SIZE};
+
+/// A file read through byte patches: corrections to header fields, so that the metadata reader
+/// never acts on sizes the file cannot hold.
+pub struct PatchedFile {
+    inner: Window,
+    patches: Vec<(u64, Vec<u8>)>,
+    pos: u64,
+}
+
+impl std::io::Read for PatchedFile {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        // Copied straight from the mapped file: no read() into a buffer first.
+        let n = match self.inner.rest(self.pos)? {
+            Some(rest) => {
+                let n = rest.len().min(buf.len());
+                buf[..n].copy_from_slice(&rest[..n]);
+                n
+            }
+            None => 0,
+        };
+        for (at, bytes) in &self.patches {
+            let (start, end) = (*at, *at + bytes.len() as u64);
+            let (rs, re) = (self.pos, self.pos + n as u64);
+            if start < re && end > rs {
+                let from = start.max(rs);
+                let to = end.min(re);
+                buf[(from - rs) as usize..(to - rs) as usize]
+                    .copy_from_slice(&bytes[(from - start) as usize..(to - start) as usize]);
+            }
+        }
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl std::io::Seek for PatchedFile {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        use std::io::SeekFrom;
+        let pos = match to {
+            SeekFrom::Start(at) => Some(at),
+            SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+            SeekFrom::End(d) => self.inner.len.checked_add_signed(d),
+        };
+        self.pos = pos.ok_or_else(|| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek before the start of the file")
+        })?;
+        Ok(self.pos)
+    }
+}
+
+/// A file opened for its metadata, its data section's (offset, size), and warnings.
+pub type Checked = (PatchedFile, (u64, u64), Vec<String>);
+
+/// Opens a perf.data file after checking its header against the file's length; returns the
+/// file for the metadata reader and the data section's (offset, size). Sections that
+/// reach past the end are repaired where the data allows (a data section whose size is stale
+/// or 0, as crashed recordings leave it, is read up to the end of the file; feature sections
+/// past the end are dropped), each with a warning; a header that cannot be made sense of is an
+/// error naming the field and its file offset.
+pub fn open_checked(path: &Path) -> Result<Checked, String> {
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let len = file.metadata().map_err(|e| e.to_string())?.len();
+    let mut head = [0u8; 104];
+    let mut warnings = Vec::new();
+    let mut patches: Vec<(u64, Vec<u8>)> = Vec::new();
+    {
+        let mut f = &file;
+        f.read_exact(&mut head).map_err(|_| match len {
+            0 => "the file is empty".to_string(),
+            _ => format!("the file is {len} bytes, shorter than a perf.data header (104)"),
+        })?;
+    }
+    let Some(header) = FileHeader::parse(&head) else {
+        if &head[..8] != b"2ELIFREP" {
+            return Err(format!(
+                "it starts with {:02x?} where perf.data files start with PERFILE2",
+                &head[..8]
+            ));
+        }
+        // Big-endian recordings are left unrepaired to the readers, which know their layout.
+        let be = |at: usize| u64::from_be_bytes(head[at..at + 8].try_into().expect("8 bytes"));
+        let data = (be(DATA_AT as usize), be(DATA_SIZE_AT as usize));
+        let inner = Window::new(file, len);
+        return Ok((PatchedFile { inner, patches, pos: 0 }, data, warnings));
+    };
+    let fits = |off: u64, size: u64| off.checked_add(size).is_some_and(|end| end <= len);
+    let (attr_off, attr_len) = header.attrs;
+    if !fits(attr_off, attr_len) {
+        return Err(format!(
+            "the attribute section (header offset 24) claims {attr_len} bytes at file offset {attr_off}, past the end of the {len}-byte file"
+        ));
+    }
+    let (ev_off, ev_size) = header.event_types;
+    if !fits(ev_off, ev_size) {
+        patches.push((EVENT_TYPES_AT, vec![0; 16]));
+        warnings.push(
+            "the event-types section (header offset 56) reaches past the end of the file; ignored"
+                .to_string(),
+        );
+    }
+    let (data_off, mut data_size) = header.data;
+    if data_off > len {
+        return Err(format!(
+            "the data section starts at file offset {data_off}, past the end of the {len}-byte file"
+        ));
+    }
+    let mut features = header.features.clone();
+    let table_fits = |size: u64, n: usize| fits(data_off.saturating_add(size), FEATURE_ENTRY_SIZE * n as u64);
+    if data_size == 0 || !fits(data_off, data_size) {
+        // A crashed recording: the size was never written (0) or the file ends early.
+        let present = len - data_off;
+        // Read up to the last whole record: anything after it is a record cut in two, or
+        // feature sections, not records.
+        let (whole, bad) = walk_records(path, data_off, present);
+        if let Some(b) = bad.filter(|b| b.oversized_trace) {
+            warnings.push(format!("{}; reading the records before it", b.why));
+        }
+        warnings.push(format!(
+            "the data section (header offset 48) claims {data_size} bytes but the file holds {present} after offset {data_off}: the recording was cut short; reading what is there ({whole} bytes of whole records)"
+        ));
+        data_size = whole;
+        patches.push((DATA_SIZE_AT, data_size.to_le_bytes().to_vec()));
+        features.clear();
+    } else if !table_fits(data_size, features.len()) {
+        warnings.push(format!(
+            "the feature sections after the data (file offset {}) are missing: the recording was cut short; reading the records only",
+            data_off + data_size
+        ));
+        features.clear();
+    }
+    if features.is_empty() {
+        patches.push((FEATURES_AT, vec![0; 32]));
+    }
+    // Each feature section must fit in the file.
+    let table_at = data_off + data_size;
+    const ENTRY: usize = FEATURE_ENTRY_SIZE as usize;
+    let mut table = vec![0u8; ENTRY * features.len()];
+    if !table.is_empty() {
+        use std::io::{Seek, SeekFrom};
+        let mut f = &file;
+        f.seek(SeekFrom::Start(table_at)).map_err(|e| e.to_string())?;
+        f.read_exact(&mut table).map_err(|e| e.to_string())?;
+    }
+    // Each feature section must fit in the file, and the counts inside the sections that the
+    // reader sizes allocations by must fit in the section; the others are dropped from the
+    // header's bitmap and table.
+    let mut keep = Vec::new();
+    for (i, feat) in features.iter().enumerate() {
+        let (off, size) = (u64_at(&table, ENTRY * i), u64_at(&table, ENTRY * i + 8));
+        let entry_at = table_at + FEATURE_ENTRY_SIZE * i as u64;
+        let problem = if !fits(off, size) {
+            Some(format!("claims {size} bytes at offset {off}, past the end of the file"))
+        } else {
+            section_problem(&file, *feat, off, size)
+        };
+        match problem {
+            Some(why) => warnings.push(format!(
+                "feature section {feat} (table entry at file offset {entry_at}) {why}; ignored"
+            )),
+            None => keep.push(i),
+        }
+    }
+    if keep.len() != features.len() {
+        let mut new_table = Vec::with_capacity(table.len());
+        let kept: Vec<u32> = keep.iter().map(|&i| features[i]).collect();
+        let bitmap = crate::header::feature_bitmap(&kept).to_vec();
+        for &i in &keep {
+            new_table.extend_from_slice(&table[ENTRY * i..ENTRY * (i + 1)]);
+        }
+        patches.push((FEATURES_AT, bitmap));
+        patches.push((table_at, new_table));
+    }
+    // The attribute size divides section sizes; the event-types section's id lists are
+    // allocated by their sizes.
+    let attr_size = header.attr_size;
+    if !(64..=4096).contains(&attr_size) {
+        return Err(format!(
+            "the attribute size (header offset 16) is {attr_size}; perf_event_attr is 64 to 4096 bytes"
+        ));
+    }
+    if ev_size > 0 && fits(ev_off, ev_size) {
+        let entry = attr_size + 16;
+        let mut bytes = vec![0u8; ev_size.min(entry * 4096) as usize];
+        read_at(&file, ev_off, &mut bytes).map_err(|e| e.to_string())?;
+        for (k, e) in bytes.chunks_exact(entry as usize).enumerate() {
+            let at = attr_size as usize;
+            let (ids_off, ids_size) = (u64_at(e, at), u64_at(e, at + 8));
+            if !fits(ids_off, ids_size) {
+                let field = ev_off + k as u64 * entry + attr_size;
+                warnings.push(format!(
+                    "the id list of event type {k} (file offset {field}) claims {ids_size} bytes at offset {ids_off}, past the end of the file; ignored"
+                ));
+                patches.push((field, vec![0; 16]));
+            }
+        }
+    }
+    // Each attribute entry ends in the (offset, size) of its id list, which the reader
+    // allocates by (a fuzzer find: tests/fuzz-regressions/attr-id-list-past-the-end).
+    if attr_size > 0 {
+        let mut bytes = vec![0u8; attr_len.min(attr_size * 4096) as usize];
+        read_at(&file, attr_off, &mut bytes).map_err(|e| e.to_string())?;
+        for (k, e) in bytes.chunks_exact(attr_size as usize).enumerate() {
+            let at = attr_size as usize - 16;
+            let (ids_off, ids_size) = (u64_at(e, at), u64_at(e, at + 8));
+            if !fits(ids_off, ids_size) {
+                let field = attr_off + k as u64 * attr_size + at as u64;
+                warnings.push(format!(
+                    "the id list of attribute {k} (file offset {field}) claims {ids_size} bytes at offset {ids_off}, past the end of the file; ignored"
+                ));
+                patches.push((field, vec![0; 16]));
+            }
+        }
+    }
+    let inner = Window::new(file, len);
+    Ok((PatchedFile { inner, patches, pos: 0 }, (data_off, data_size), warnings))
+}
+
+/// Reads `buf.len()` bytes of `file` at `off`.
+pub fn read_at(file: &std::fs::File, off: u64, buf: &mut [u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, off)
+}
+
+/// Why a feature section cannot be handed to the reader, for the sections whose counts the
+/// reader trusts: strings, string lists, event descriptions, PMU mappings.
+fn section_problem(file: &std::fs::File, feat: u32, off: u64, size: u64) -> Option<String> {
+    use feature::{ARCH, CMDLINE, CPUDESC, CPUID, EVENT_DESC, HOSTNAME, OSRELEASE, PMU_MAPPINGS, VERSION};
+    const STRINGS: &[u32] = &[HOSTNAME, OSRELEASE, VERSION, ARCH, CPUDESC, CPUID];
+    if !STRINGS.contains(&feat) && ![CMDLINE, EVENT_DESC, PMU_MAPPINGS].contains(&feat) {
+        return None;
+    }
+    let mut b = vec![0u8; size as usize];
+    if let Err(e) = read_at(file, off, &mut b) {
+        return Some(format!("cannot be read: {e}"));
+    }
+    let mut r = SectionCursor { b: &b, at: 0 };
+    let ok = match feat {
+        CMDLINE => r.u32().is_some_and(|n| (0..n).all(|_| r.string())),
+        EVENT_DESC => (|| {
+            let nr = r.u32()?;
+            let attr_size = r.u32()? as usize;
+            for _ in 0..nr {
+                r.skip(attr_size)?;
+                let ids = r.u32()? as usize;
+                r.string().then_some(())?;
+                r.skip(ids.checked_mul(8)?)?;
+            }
+            Some(())
+        })()
+        .is_some(),
+        PMU_MAPPINGS => r.u32().is_some_and(|n| (0..n).all(|_| r.u32().is_some() && r.string())),
+        _ => r.string(),
+    };
+    (!ok).then(|| format!("holds a count or length that runs past its {size} bytes"))
+}
+
+/// Reads the counted fields of a feature section, refusing to go past its end.
+struct SectionCursor<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl SectionCursor<'_> {
+    fn skip(&mut self, n: usize) -> Option<()> {
+        let end = self.at.checked_add(n)?;
+        (end <= self.b.len()).then(|| self.at = end)
+    }
+
+    fn u32(&mut self) -> Option<u32> {
+        let v = self.b.get(self.at..self.at + 4)?;
+        self.at += 4;
+        Some(u32::from_le_bytes(v.try_into().unwrap()))
+    }
+
+    /// A perf_header_string: a u32 length and that many bytes.
+    fn string(&mut self) -> bool {
+        self.u32().is_some_and(|len| self.skip(len as usize).is_some())
+    }
+}
+
+/// Whether a record type is one perf.data files hold: kernel records, perf's user records, or
+/// simpleperf's.
+fn plausible_type(t: u32) -> bool {
+    (1..=32).contains(&t) || (64..=96).contains(&t) || (32768..=32800).contains(&t)
+}
+
+/// A malformed record found by `walk_records`.
+pub struct BadRecord {
+    /// What is wrong with it.
+    pub why: String,
+    /// It is an AUXTRACE record whose trace data reaches past the data section: the reader
+    /// would allocate that size before reading, so it must never see the record.
+    pub oversized_trace: bool,
+}
+
+/// `PERF_RECORD_AUXTRACE`: its body is followed by `size` bytes of trace data.
+const AUXTRACE: u32 = 71;
+
+/// Walks record headers from `start` for at most `limit` bytes. Returns the length of the run
+/// of well-formed records, and the first malformed one, if any. AUXTRACE records are walked
+/// with the trace data that follows them.
+pub fn walk_records(path: &Path, start: u64, limit: u64) -> (u64, Option<BadRecord>) {
+    let Ok(file) = std::fs::File::open(path) else { return (0, None) };
+    let Ok(len) = file.metadata().map(|m| m.len()) else { return (0, None) };
+    let end = start.saturating_add(limit).min(len);
+    let mut window = Window::new(file, len);
+    let mut at = start;
+    while at.saturating_add(8) <= end {
+        let Some(head) = window.bytes(at, 8) else { break };
+        let t = u32::from_le_bytes(head[0..4].try_into().expect("4 bytes"));
+        let size = u64::from(u16::from_le_bytes([head[6], head[7]]));
+        let bad = |why: String, oversized_trace: bool| Some(BadRecord { why, oversized_trace });
+        let problem = if size < 8 {
+            bad(format!("the record header at file offset {at} has size {size}"), false)
+        } else if !plausible_type(t) {
+            bad(format!("the record at file offset {at} has an unknown type {t}"), false)
+        } else {
+            None
+        };
+        if problem.is_some() {
+            return (at - start, problem);
+        }
+        if at + size > end {
+            break; // cut off in the middle of this record
+        }
+        let mut next = at + size;
+        if t == AUXTRACE && size >= 16 {
+            let Some(field) = window.bytes(at + 8, 8) else { break };
+            let trace = u64::from_le_bytes(field.try_into().expect("8 bytes"));
+            match next.checked_add(trace).filter(|e| *e <= end) {
+                Some(e) => next = e,
+                None => {
+                    let why = format!(
+                        "the AUXTRACE record at file offset {at} claims {trace} bytes of trace data, past the end of the data section"
+                    );
+                    return (at - start, bad(why, true));
+                }
+            }
+        }
+        at = next;
+    }
+    (at.min(end).saturating_sub(start), None)
+}
+
+/// A window of a file mapped a part at a time, so that reading a large recording neither
+/// copies it through read() nor keeps all of it mapped (its pages would count as memory in
+/// use).
+pub struct Window {
+    file: std::fs::File,
+    len: u64,
+    at: u64,
+    map: Option<memmap2::Mmap>,
+}
+
+impl Window {
+    const SIZE: u64 = 4 << 20;
+
+    fn new(file: std::fs::File, len: u64) -> Window {
+        Window { file, len, at: 0, map: None }
+    }
+
+    /// `n` bytes at file offset `off`.
+    fn bytes(&mut self, off: u64, n: u64) -> Option<&[u8]> {
+        let inside = |m: &memmap2::Mmap, at: u64| off >= at && off + n <= at + m.len() as u64;
+        if !self.map.as_ref().is_some_and(|m| inside(m, self.at)) {
+            self.map_at(off).ok()?;
+        }
+        let map = self.map.as_ref()?;
+        let from = (off - self.at) as usize;
+        map.get(from..from + n as usize)
+    }
+
+    /// The bytes from file offset `off` to the end of the window that holds it; None at or
+    /// past the end of the file.
+    fn rest(&mut self, off: u64) -> std::io::Result<Option<&[u8]>> {
+        if off >= self.len {
+            return Ok(None);
+        }
+        let inside = |m: &memmap2::Mmap, at: u64| off >= at && off < at + m.len() as u64;
+        if !self.map.as_ref().is_some_and(|m| inside(m, self.at)) {
+            self.map_at(off)?;
+        }
+        Ok(self.map.as_ref().map(|m| &m[(off - self.at) as usize..]))
+    }
+
+    /// Maps the window that starts at the page holding `off`, its pages read in at once.
+    fn map_at(&mut self, off: u64) -> std::io::Result<()> {
+        let page = 4096u64;
+        let at = off / page * page;
+        let len = Self::SIZE.min(self.len.saturating_sub(at));
+        self.map = None;
+        // SAFETY: the recording is mapped read-only and only read; a concurrent truncation
+        // could fault, the accepted risk of mapping input files.
+        let map = crate::mapped::map_range(&self.file, at, len as usize, true)?;
+        self.map = Some(map);
+        self.at = at;
+        Ok(())
+    }
+}
+
+/// The `u64` at `at` of bytes read whole (0 past their end).
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    crate::bytes::u64_at(b, at).unwrap_or(0)
+}

@@ -1,0 +1,178 @@
+//! The GDB JIT interface as it lies in a process's memory: the descriptors a binary exports
+//! (`__jit_debug_descriptor`, ART's `__dex_debug_descriptor`), their layout (standard and
+//! ART's), list entries, reading another process's memory, and the code a symbol file covers.
+
+use object::{Object, ObjectSection, ObjectSymbol};
+use rperf_perfdata::bytes::{u32_at, u64_at};
+use rperf_symbols::LoadSegment;
+
+/// The two lists a process may have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum List {
+    /// `__jit_debug_descriptor`: ELF symbol files of JIT-compiled code.
+    Jit,
+    /// `__dex_debug_descriptor`: ART's in-memory dex files.
+    Dex,
+}
+
+/// Where a binary keeps its descriptors: their virtual addresses and the load segments that
+/// turn a mapping of the file into the binary's load bias.
+#[derive(Debug)]
+pub(crate) struct Exports {
+    pub(crate) lists: Vec<(List, u64)>,
+    pub(crate) segments: Vec<LoadSegment>,
+}
+
+/// A descriptor as read: the standard fields and ART's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Descriptor {
+    pub(crate) action: u32,
+    pub(crate) relevant: u64,
+    pub(crate) first: u64,
+    /// ART's variant: `Android1` (1) or `Android2` (2), with its lock and last action's time.
+    pub(crate) art: Option<(u8, u32, u64)>,
+}
+
+impl Descriptor {
+    pub(crate) const STANDARD: usize = 24;
+    pub(crate) const ART: usize = 56;
+
+    pub(crate) fn parse(b: &[u8; Self::ART]) -> Descriptor {
+        // Both offsets lie inside the fixed-size array.
+        let u32_at = |at: usize| u32_at(b, at).unwrap_or(0);
+        let u64_at = |at: usize| u64_at(b, at).unwrap_or(0);
+        let art = match &b[24..32] {
+            b"Android1" => Some(1),
+            b"Android2" => Some(2),
+            _ => None,
+        };
+        Descriptor {
+            action: u32_at(4),
+            relevant: u64_at(8),
+            first: u64_at(16),
+            art: art.map(|v| (v, u32_at(44), u64_at(48))),
+        }
+    }
+
+    pub(crate) fn locked(&self) -> bool {
+        self.art.is_some_and(|(_, seq, _)| seq % 2 == 1)
+    }
+}
+
+/// One entry of a list, as read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Entry {
+    pub(crate) at: u64,
+    pub(crate) symfile: u64,
+    pub(crate) size: u64,
+    /// ART's registration time, 0 when not given.
+    pub(crate) registered: u64,
+}
+
+/// A process's memory: `process_vm_readv`, else `/proc/PID/mem`.
+pub(crate) struct Memory {
+    pub(crate) pid: u32,
+}
+
+impl Memory {
+    pub(crate) fn read(&self, addr: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        let local = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+        let remote = libc::iovec { iov_base: addr as usize as *mut libc::c_void, iov_len: buf.len() };
+        // SAFETY: `local` covers `buf`, which lives through the call; the kernel checks `remote`.
+        let n = unsafe { libc::process_vm_readv(self.pid as i32, &local, 1, &remote, 1, 0) };
+        if n == buf.len() as isize {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if n >= 0 || err.raw_os_error() == Some(libc::ENOSYS) {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::File::open(format!("/proc/{}/mem", self.pid))?;
+            return f.read_exact_at(buf, addr);
+        }
+        Err(err)
+    }
+}
+
+/// CLOCK_MONOTONIC, the clock the recorder's events stamp samples with.
+pub(crate) fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime fills a local timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The descriptors `path` exports in its dynamic symbol table, with its load segments; `None`
+/// for binaries without them (most) and for files that are not regular 64-bit ELF files.
+pub(crate) fn exports_of(path: &str) -> Option<Exports> {
+    let file = std::fs::File::open(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let map = rperf_perfdata::mapped::map(&file).ok()?;
+    let obj = object::File::parse(&map[..]).ok()?;
+    if !obj.is_64() {
+        return None;
+    }
+    let lists: Vec<(List, u64)> = obj
+        .dynamic_symbols()
+        .filter(|s| s.is_definition())
+        .filter_map(|s| match s.name().ok()? {
+            "__jit_debug_descriptor" => Some((List::Jit, s.address())),
+            "__dex_debug_descriptor" => Some((List::Dex, s.address())),
+            _ => None,
+        })
+        .collect();
+    if lists.is_empty() {
+        return None;
+    }
+    Some(Exports { lists, segments: LoadSegment::of(&obj) })
+}
+
+/// The code an ELF symbol file describes: its executable sections (whose addresses the runtime
+/// set to where the code runs), else its function symbols.
+pub(crate) fn code_range(image: &[u8]) -> (u64, u64) {
+    let Ok(obj) = object::File::parse(image) else { return (0, 0) };
+    let mut lo = u64::MAX;
+    let mut hi = 0u64;
+    for s in obj.sections() {
+        let exec = matches!(s.flags(), object::SectionFlags::Elf { sh_flags }
+            if sh_flags & u64::from(object::elf::SHF_EXECINSTR) != 0);
+        if exec && s.size() > 0 && s.address() != 0 {
+            lo = lo.min(s.address());
+            hi = hi.max(s.address().saturating_add(s.size()));
+        }
+    }
+    if lo == u64::MAX {
+        for s in obj.symbols().filter(|s| s.kind() == object::SymbolKind::Text && s.address() != 0) {
+            lo = lo.min(s.address());
+            hi = hi.max(s.address().saturating_add(s.size().max(1)));
+        }
+    }
+    if lo == u64::MAX {
+        (0, 0)
+    } else {
+        (lo, hi)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptors_standard_and_art() {
+        let mut b = [0u8; Descriptor::ART];
+        b[0..4].copy_from_slice(&1u32.to_le_bytes());
+        b[4..8].copy_from_slice(&1u32.to_le_bytes());
+        b[8..16].copy_from_slice(&0x1000u64.to_le_bytes());
+        b[16..24].copy_from_slice(&0x1000u64.to_le_bytes());
+        let d = Descriptor::parse(&b);
+        assert_eq!((d.action, d.relevant, d.first, d.art), (1, 0x1000, 0x1000, None));
+        b[24..32].copy_from_slice(b"Android2");
+        b[44..48].copy_from_slice(&7u32.to_le_bytes());
+        b[48..56].copy_from_slice(&99u64.to_le_bytes());
+        let d = Descriptor::parse(&b);
+        assert_eq!(d.art, Some((2, 7, 99)));
+        assert!(d.locked());
+    }
+}
