@@ -6,6 +6,7 @@
 use std::io::Read;
 use std::path::Path;
 
+use crate::encode::AUXTRACE;
 use crate::feature;
 use crate::header::{FileHeader, DATA_AT, DATA_SIZE_AT, EVENT_TYPES_AT, FEATURES_AT, FEATURE_ENTRY_SIZE};
 
@@ -302,9 +303,6 @@ pub struct BadRecord {
     /// would allocate that size before reading, so it must never see the record.
     pub oversized_trace: bool,
 }
-
-/// `PERF_RECORD_AUXTRACE`: its body is followed by `size` bytes of trace data.
-const AUXTRACE: u32 = 71;
 
 /// Walks record headers from `start` for at most `limit` bytes. Returns the length of the run
 /// of well-formed records, and the first malformed one, if any. AUXTRACE records are walked

@@ -5,6 +5,8 @@
 pub const HEADER_BUILD_ID: u32 = 67;
 /// `PERF_RECORD_FINISHED_ROUND`: every record before it may be sorted and processed.
 pub const FINISHED_ROUND: u32 = 68;
+/// `PERF_RECORD_AUXTRACE`: its trace data (a size in the record) follows the record.
+pub const AUXTRACE: u32 = 71;
 const MISC_KERNEL: u16 = 1;
 const MISC_USER: u16 = 2;
 /// The build id's length is stored in the entry (not implied to be 20).

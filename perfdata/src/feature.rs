@@ -1,20 +1,22 @@
-//! Feature section ids: perf's (`HEADER_*` in perf's header.h) and rperf's own (192 and up,
-//! which perf and other readers skip as numbers they do not know).
+//! Feature section ids: perf's (`HEADER_*` in perf's header.h, as linux-perf-data defines them)
+//! and rperf's own (192 and up, which perf and other readers skip as numbers they do not know).
 
 #![allow(missing_docs)] // perf's header.h names and documents these.
-pub const TRACING_DATA: u32 = 1;
-pub const BUILD_ID: u32 = 2;
-pub const HOSTNAME: u32 = 3;
-pub const OSRELEASE: u32 = 4;
-pub const VERSION: u32 = 5;
-pub const ARCH: u32 = 6;
-pub const NRCPUS: u32 = 7;
-pub const CPUDESC: u32 = 8;
-pub const CPUID: u32 = 9;
-pub const TOTAL_MEM: u32 = 10;
-pub const CMDLINE: u32 = 11;
-pub const EVENT_DESC: u32 = 12;
-pub const PMU_MAPPINGS: u32 = 16;
+use linux_perf_data::Feature;
+
+pub const TRACING_DATA: u32 = Feature::TRACING_DATA.0;
+pub const BUILD_ID: u32 = Feature::BUILD_ID.0;
+pub const HOSTNAME: u32 = Feature::HOSTNAME.0;
+pub const OSRELEASE: u32 = Feature::OSRELEASE.0;
+pub const VERSION: u32 = Feature::VERSION.0;
+pub const ARCH: u32 = Feature::ARCH.0;
+pub const NRCPUS: u32 = Feature::NRCPUS.0;
+pub const CPUDESC: u32 = Feature::CPUDESC.0;
+pub const CPUID: u32 = Feature::CPUID.0;
+pub const TOTAL_MEM: u32 = Feature::TOTAL_MEM.0;
+pub const CMDLINE: u32 = Feature::CMDLINE.0;
+pub const EVENT_DESC: u32 = Feature::EVENT_DESC.0;
+pub const PMU_MAPPINGS: u32 = Feature::PMU_MAPPINGS.0;
 
 /// The kallsyms lines needed to symbolize the recorded kernel addresses (kallsyms text).
 pub const RPERF_KALLSYMS: u32 = 192;

@@ -2,7 +2,8 @@
 //!
 //! This is the only module in rperf that talks to the kernel's perf interface directly.
 
-// The constants mirror the kernel headers of the same names, which document them.
+// The constants are the kernel headers' (through perf-event-open-sys), under short names;
+// the headers document them.
 #![allow(missing_docs)]
 
 use std::io;
@@ -12,66 +13,70 @@ pub use perf_event_open_sys::bindings::{perf_event_attr, perf_event_mmap_page};
 
 /// `perf_event_attr.type` values.
 pub mod attr_type {
-    pub const HARDWARE: u32 = 0;
-    pub const SOFTWARE: u32 = 1;
-    pub const TRACEPOINT: u32 = 2;
-    pub const HW_CACHE: u32 = 3;
-    pub const RAW: u32 = 4;
+    use perf_event_open_sys::bindings as b;
+    pub const HARDWARE: u32 = b::PERF_TYPE_HARDWARE;
+    pub const SOFTWARE: u32 = b::PERF_TYPE_SOFTWARE;
+    pub const TRACEPOINT: u32 = b::PERF_TYPE_TRACEPOINT;
+    pub const HW_CACHE: u32 = b::PERF_TYPE_HW_CACHE;
+    pub const RAW: u32 = b::PERF_TYPE_RAW;
 }
 
 /// `sample_type` bits.
 pub mod sample {
-    pub const IP: u64 = 1 << 0;
-    pub const TID: u64 = 1 << 1;
-    pub const TIME: u64 = 1 << 2;
-    pub const ADDR: u64 = 1 << 3;
-    pub const READ: u64 = 1 << 4;
-    pub const CALLCHAIN: u64 = 1 << 5;
-    pub const ID: u64 = 1 << 6;
-    pub const CPU: u64 = 1 << 7;
-    pub const PERIOD: u64 = 1 << 8;
-    pub const STREAM_ID: u64 = 1 << 9;
-    pub const RAW: u64 = 1 << 10;
-    pub const BRANCH_STACK: u64 = 1 << 11;
-    pub const REGS_USER: u64 = 1 << 12;
-    pub const STACK_USER: u64 = 1 << 13;
-    pub const IDENTIFIER: u64 = 1 << 16;
+    use perf_event_open_sys::bindings as b;
+    pub const IP: u64 = b::PERF_SAMPLE_IP as u64;
+    pub const TID: u64 = b::PERF_SAMPLE_TID as u64;
+    pub const TIME: u64 = b::PERF_SAMPLE_TIME as u64;
+    pub const ADDR: u64 = b::PERF_SAMPLE_ADDR as u64;
+    pub const READ: u64 = b::PERF_SAMPLE_READ as u64;
+    pub const CALLCHAIN: u64 = b::PERF_SAMPLE_CALLCHAIN as u64;
+    pub const ID: u64 = b::PERF_SAMPLE_ID as u64;
+    pub const CPU: u64 = b::PERF_SAMPLE_CPU as u64;
+    pub const PERIOD: u64 = b::PERF_SAMPLE_PERIOD as u64;
+    pub const STREAM_ID: u64 = b::PERF_SAMPLE_STREAM_ID as u64;
+    pub const RAW: u64 = b::PERF_SAMPLE_RAW as u64;
+    pub const BRANCH_STACK: u64 = b::PERF_SAMPLE_BRANCH_STACK as u64;
+    pub const REGS_USER: u64 = b::PERF_SAMPLE_REGS_USER as u64;
+    pub const STACK_USER: u64 = b::PERF_SAMPLE_STACK_USER as u64;
+    pub const IDENTIFIER: u64 = b::PERF_SAMPLE_IDENTIFIER as u64;
 }
 
-/// `perf_event_header.type` values written by the kernel and by user space tools.
+/// `perf_event_header.type` values written by the kernel.
 pub mod record_type {
-    pub const MMAP: u32 = 1;
-    pub const LOST: u32 = 2;
-    pub const COMM: u32 = 3;
-    pub const EXIT: u32 = 4;
-    pub const THROTTLE: u32 = 5;
-    pub const UNTHROTTLE: u32 = 6;
-    pub const FORK: u32 = 7;
-    pub const SAMPLE: u32 = 9;
-    pub const MMAP2: u32 = 10;
-    pub const LOST_SAMPLES: u32 = 13;
+    use perf_event_open_sys::bindings as b;
+    pub const MMAP: u32 = b::PERF_RECORD_MMAP;
+    pub const LOST: u32 = b::PERF_RECORD_LOST;
+    pub const COMM: u32 = b::PERF_RECORD_COMM;
+    pub const EXIT: u32 = b::PERF_RECORD_EXIT;
+    pub const THROTTLE: u32 = b::PERF_RECORD_THROTTLE;
+    pub const UNTHROTTLE: u32 = b::PERF_RECORD_UNTHROTTLE;
+    pub const FORK: u32 = b::PERF_RECORD_FORK;
+    pub const SAMPLE: u32 = b::PERF_RECORD_SAMPLE;
+    pub const MMAP2: u32 = b::PERF_RECORD_MMAP2;
+    pub const LOST_SAMPLES: u32 = b::PERF_RECORD_LOST_SAMPLES;
 }
 
 /// `perf_event_header.misc` bits.
 pub mod misc {
-    pub const CPUMODE_MASK: u16 = 7;
-    pub const KERNEL: u16 = 1;
-    pub const USER: u16 = 2;
-    pub const COMM_EXEC: u16 = 1 << 13;
-    pub const MMAP_BUILD_ID: u16 = 1 << 14;
+    use perf_event_open_sys::bindings as b;
+    pub const CPUMODE_MASK: u16 = b::PERF_RECORD_MISC_CPUMODE_MASK as u16;
+    pub const KERNEL: u16 = b::PERF_RECORD_MISC_KERNEL as u16;
+    pub const USER: u16 = b::PERF_RECORD_MISC_USER as u16;
+    pub const COMM_EXEC: u16 = b::PERF_RECORD_MISC_COMM_EXEC as u16;
+    pub const MMAP_BUILD_ID: u16 = b::PERF_RECORD_MISC_MMAP_BUILD_ID as u16;
 }
 
 /// `PERF_COUNT_SW_DUMMY`: a software event that never counts, opened for its side-band records.
-pub const SW_DUMMY: u64 = 9;
+pub const SW_DUMMY: u64 = perf_event_open_sys::bindings::PERF_COUNT_SW_DUMMY as u64;
 
 /// Callchain context markers (`PERF_CONTEXT_*`), stored as u64 in callchains.
-pub const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
-pub const PERF_CONTEXT_KERNEL: u64 = (-128i64) as u64;
-pub const PERF_CONTEXT_USER: u64 = (-512i64) as u64;
+pub const PERF_CONTEXT_MAX: u64 = perf_event_open_sys::bindings::PERF_CONTEXT_MAX;
+pub const PERF_CONTEXT_KERNEL: u64 = perf_event_open_sys::bindings::PERF_CONTEXT_KERNEL;
+pub const PERF_CONTEXT_USER: u64 = perf_event_open_sys::bindings::PERF_CONTEXT_USER;
 
 /// The attribute size rperf writes into perf.data files (`PERF_ATTR_SIZE_VER7`), which every
 /// perf since 5.x reads without complaint.
-pub const FILE_ATTR_SIZE: u32 = 128;
+pub const FILE_ATTR_SIZE: u32 = perf_event_open_sys::bindings::PERF_ATTR_SIZE_VER7;
 
 /// The user registers a DWARF-mode sample records, and the count of them.
 #[cfg(target_arch = "x86_64")]
@@ -83,17 +88,17 @@ pub const USER_REGS_MASK: u64 = 0;
 
 /// Bit of the stack pointer in the user register mask.
 #[cfg(target_arch = "x86_64")]
-pub const SP_REG_BIT: u32 = 7;
+pub const SP_REG_BIT: u32 = perf_event_open_sys::bindings::PERF_REG_X86_SP;
 #[cfg(target_arch = "aarch64")]
-pub const SP_REG_BIT: u32 = 31;
+pub const SP_REG_BIT: u32 = perf_event_open_sys::bindings::PERF_REG_ARM64_SP;
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub const SP_REG_BIT: u32 = 0;
 
 /// Bit of the instruction pointer in the user register mask.
 #[cfg(target_arch = "x86_64")]
-pub const IP_REG_BIT: u32 = 8;
+pub const IP_REG_BIT: u32 = perf_event_open_sys::bindings::PERF_REG_X86_IP;
 #[cfg(target_arch = "aarch64")]
-pub const IP_REG_BIT: u32 = 32;
+pub const IP_REG_BIT: u32 = perf_event_open_sys::bindings::PERF_REG_ARM64_PC;
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 pub const IP_REG_BIT: u32 = 0;
 
@@ -113,7 +118,8 @@ pub fn perf_event_open(
     cpu: i32,
     group_fd: RawFd,
 ) -> io::Result<OwnedFd> {
-    const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
+    const PERF_FLAG_FD_CLOEXEC: libc::c_ulong =
+        perf_event_open_sys::bindings::PERF_FLAG_FD_CLOEXEC as libc::c_ulong;
     // SAFETY: `attr` is a valid, initialised perf_event_attr that outlives the call; the kernel
     // only reads it (and may write back `size`).
     let fd = unsafe { perf_event_open_sys::perf_event_open(attr, pid, cpu, group_fd, PERF_FLAG_FD_CLOEXEC) };

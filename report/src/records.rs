@@ -21,6 +21,7 @@ use linux_perf_data::linux_perf_event_reader::{
     RawEventRecord, RecordIdParseInfo, RecordParseInfo, RecordType,
 };
 use linux_perf_data::{PerfFile, PerfFileRecord, RawUserRecord, UserRecordType};
+use rperf_perfdata::encode::{AUXTRACE, FINISHED_ROUND};
 use rustc_hash::FxHashMap;
 
 /// About this many bytes of records go in one batch.
@@ -32,8 +33,7 @@ const WINDOW: u64 = 2 << 20;
 /// Records per round in simpleperf's files, which have no FINISHED_ROUND records.
 const SIMPLEPERF_ROUND: usize = 1024;
 
-const FINISHED_ROUND: u32 = 68;
-const AUXTRACE: u32 = 71;
+/// `PERF_RECORD_COMPRESSED` and `PERF_RECORD_COMPRESSED2` (perf record -z).
 const COMPRESSED: u32 = 81;
 const COMPRESSED2: u32 = 83;
 
