@@ -1,6 +1,9 @@
 //! DWARF line and inline information (addr2line over gimli), read from the mapped binary or its
 //! separate debug file, with split DWARF (`.dwo`) loaded on demand.
 
+mod focus;
+mod inflated;
+
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -9,6 +12,9 @@ use addr2line::{LookupContinuation, LookupResult};
 use object::{Object, ObjectSection};
 
 use rperf_perfdata::mapped::SharedBytes as Bytes;
+
+use focus::{focused_dwarf, AddressRanges};
+use inflated::Inflated;
 
 type Reader = gimli::EndianReader<gimli::RunTimeEndian, Bytes>;
 
@@ -212,186 +218,6 @@ impl DebugInfo {
     }
 }
 
-/// The DWARF of `obj` with only the compile units that `.debug_aranges` says hold `addrs`, and
-/// the address ranges of those left out. `.debug_info` is read through once (inflated as a
-/// stream when compressed) and only the kept units are copied out, so neither the whole
-/// section nor the other units' abbreviations and line tables are ever in memory. Units
-/// without address ranges there, and units that are not compile units, are kept. None when
-/// the DWARF can't be narrowed this way: no `.debug_aranges`, 64-bit DWARF, a compression other
-/// than zlib, references from a kept unit into another (DW_FORM_ref_addr: offsets change), or
-/// nothing to leave out.
-fn focused_dwarf(
-    obj: &object::File<'_>,
-    map: &Arc<memmap2::Mmap>,
-    addrs: &[u64],
-    origin: Option<&str>,
-) -> Option<(gimli::Dwarf<Reader>, AddressRanges)> {
-    let endian = endian_of(obj);
-    let aranges = load_section(obj, map, endian, ".debug_aranges", origin);
-    // (begin, end, unit offset) of every address range, by begin.
-    let mut ranges: Vec<(u64, u64, usize)> = Vec::new();
-    let mut headers = gimli::DebugAranges::from(aranges).headers();
-    while let Ok(Some(h)) = headers.next() {
-        let unit = h.debug_info_offset().0;
-        let mut entries = h.entries();
-        while let Ok(Some(e)) = entries.next() {
-            let r = e.range();
-            if r.end > r.begin {
-                ranges.push((r.begin, r.end, unit));
-            }
-        }
-    }
-    if ranges.is_empty() {
-        return None;
-    }
-    ranges.sort_unstable();
-    let listed: std::collections::HashSet<usize> = ranges.iter().map(|r| r.2).collect();
-    let mut wanted = std::collections::HashSet::new();
-    for &a in addrs {
-        let i = ranges.partition_point(|r| r.0 <= a);
-        if let Some(&(_, end, unit)) = i.checked_sub(1).map(|i| &ranges[i]) {
-            if a < end {
-                wanted.insert(unit);
-            }
-        }
-    }
-    let section = obj.section_by_name(".debug_info")?;
-    let compressed = section.compressed_data().ok()?;
-    let inflated = Inflated::of(obj, &section, origin);
-    let kept = inflated.as_ref().and_then(|k| k.map());
-    // The section inflated as it is read is kept for the next time.
-    let mut keeping = None;
-    let mut reader = match (compressed.format, &kept) {
-        (_, Some(kept)) => Units::Bytes(&kept[..]),
-        (object::CompressionFormat::None, _) => Units::Bytes(compressed.data),
-        // Inflated 1 MiB at a time: in small pieces, inflating costs several times more.
-        (object::CompressionFormat::Zlib, _) => {
-            let inflate = flate2::read::ZlibDecoder::new(compressed.data);
-            keeping = inflated.as_ref().and_then(|k| k.new_file());
-            let tee = Tee { from: inflate, to: keeping.as_mut() };
-            Units::Stream(Box::new(std::io::BufReader::with_capacity(1 << 20, tee)))
-        }
-        _ => return None,
-    };
-    let u16_of = |b: [u8; 2]| match endian {
-        gimli::RunTimeEndian::Little => u16::from_le_bytes(b),
-        gimli::RunTimeEndian::Big => u16::from_be_bytes(b),
-    };
-    let u32_of = |b: [u8; 4]| match endian {
-        gimli::RunTimeEndian::Little => u32::from_le_bytes(b),
-        gimli::RunTimeEndian::Big => u32::from_be_bytes(b),
-    };
-    // Walk the units: a 4-byte length, then version (2 bytes) and, from DWARF 5, the type.
-    let mut info = Vec::new();
-    let mut left_out = std::collections::HashSet::new();
-    let mut at = 0usize;
-    loop {
-        let mut head = [0u8; 8];
-        match reader.read_exact(&mut head[..4]) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
-            Err(_) => return None,
-        }
-        let len = u32_of(head[..4].try_into().expect("4 bytes"));
-        if !(4..0xffff_fff0).contains(&len) {
-            return None; // 64-bit DWARF, or not a unit
-        }
-        reader.read_exact(&mut head[4..8]).ok()?;
-        let version = u16_of([head[4], head[5]]);
-        let compile = match version {
-            2..=4 => true,
-            5 => head[6] == gimli::DW_UT_compile.0,
-            _ => return None,
-        };
-        let rest = len as usize - 4;
-        if compile && listed.contains(&at) && !wanted.contains(&at) {
-            reader.skip(rest)?;
-            left_out.insert(at);
-        } else {
-            info.extend_from_slice(&head);
-            reader.copy_to(rest, &mut info)?;
-        }
-        at += len as usize + 4;
-    }
-    drop(reader);
-    if let (Some(file), Some(inflated)) = (keeping, &inflated) {
-        // Read to its end and written whole: complete.
-        if at as u64 == inflated.len && file.written() == inflated.len && file.finish().is_ok() {
-            inflated.dir.prune(KEEP_INFLATED);
-        }
-    }
-    if left_out.is_empty() {
-        return None;
-    }
-    if let Some((offset, size)) =
-        section.file_range().filter(|_| compressed.format != object::CompressionFormat::None)
-    {
-        rperf_perfdata::mapped::let_go(map, offset, size);
-    }
-    let abbrev = load_section(obj, map, endian, ".debug_abbrev", origin);
-    // The kept units moved: a reference by section offset would now point elsewhere. Such a
-    // reference needs an abbreviation with that form, so the kept units' abbreviations are
-    // read rather than every entry.
-    {
-        let debug_info = gimli::DebugInfo::new(&info[..], endian);
-        let mut units = debug_info.units();
-        let mut checked = std::collections::HashSet::new();
-        while let Some(h) = units.next().ok()? {
-            let offset = h.debug_abbrev_offset().0;
-            if checked.insert(offset) && may_refer_across_units(abbrev.bytes(), offset, endian) {
-                return None;
-            }
-        }
-    }
-    let left_out = merge_ranges(ranges.iter().filter(|r| left_out.contains(&r.2)).map(|r| (r.0, r.1)));
-    let info = Bytes::whole(info);
-    let dwarf = gimli::Dwarf::load(|id| {
-        Ok::<_, gimli::Error>(match id {
-            gimli::SectionId::DebugInfo => Reader::new(info.clone(), endian),
-            gimli::SectionId::DebugAbbrev => abbrev.clone(),
-            // Its unit offsets are those of the whole section: addr2line finds each unit's
-            // ranges in the unit itself instead.
-            gimli::SectionId::DebugAranges => load_section(obj, map, endian, "", None),
-            id if unused(id) => load_section(obj, map, endian, "", None),
-            id => load_section(obj, map, endian, id.name(), origin),
-        })
-    })
-    .ok()?;
-    Some((dwarf, left_out))
-}
-
-/// Whether the abbreviations at `offset` in `.debug_abbrev` let an entry refer to another
-/// unit by section offset (DW_FORM_ref_addr, or a form given in the entry); true when they do
-/// not parse. (gimli parses abbreviations but does not list them.)
-fn may_refer_across_units(abbrev: &[u8], offset: usize, endian: gimli::RunTimeEndian) -> bool {
-    use gimli::Reader as _;
-    let Some(bytes) = abbrev.get(offset..) else { return true };
-    let mut r = gimli::EndianSlice::new(bytes, endian);
-    let mut walk = || -> gimli::Result<bool> {
-        // Each: code, tag, a children byte, then (name, form) pairs up to (0, 0); a code of 0
-        // ends the table.
-        while r.read_uleb128()? != 0 {
-            r.read_uleb128()?;
-            r.read_u8()?;
-            loop {
-                let (name, form) = (r.read_uleb128()?, gimli::DwForm(r.read_uleb128_u16()?));
-                if name == 0 && form.0 == 0 {
-                    break;
-                }
-                match form {
-                    gimli::DW_FORM_ref_addr | gimli::DW_FORM_indirect => return Ok(true),
-                    gimli::DW_FORM_implicit_const => {
-                        r.read_sleb128()?;
-                    }
-                    _ => {}
-                }
-            }
-        }
-        Ok(false)
-    };
-    walk().unwrap_or(true)
-}
-
 /// The identity of the file at `path` (device, inode, size, modification time), as a name; None
 /// for what is not a file.
 pub(crate) fn origin_of(path: &Path) -> Option<String> {
@@ -402,142 +228,6 @@ pub(crate) fn origin_of(path: &Path) -> Option<String> {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec()).hash(&mut h);
     Some(format!("{:016x}", h.finish()))
-}
-
-/// The most bytes of inflated sections kept in the cache; the oldest go first.
-const KEEP_INFLATED: u64 = 1 << 30;
-
-/// Where a compressed debug section is kept inflated: by the build id of its file, so that
-/// the next report maps it instead of inflating it again.
-struct Inflated {
-    dir: crate::cache::Dir,
-    name: String,
-    len: u64,
-}
-
-impl Inflated {
-    /// None for sections stored uncompressed, in files without a build id, or of no file on
-    /// disk (`origin`: the file's identity, `origin_of`).
-    fn of(
-        obj: &object::File<'_>,
-        section: &object::Section<'_, '_>,
-        origin: Option<&str>,
-    ) -> Option<Inflated> {
-        let origin = origin?;
-        let c = section.compressed_data().ok()?;
-        if c.format == object::CompressionFormat::None {
-            return None;
-        }
-        let id = crate::buildid::hex(obj.build_id().ok()??);
-        let name = section.name().ok()?.trim_start_matches(['.', '_', 'z']);
-        if id.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return None;
-        }
-        let dir = crate::cache::dir("debug")?;
-        // Named by the file too: another file claiming the build id (a binary from a
-        // recording's --symfs folder, say) never reads or replaces what this one kept.
-        Some(Inflated { dir, name: format!("{id}-{origin}.{name}"), len: c.uncompressed_size })
-    }
-
-    /// The kept bytes, mapped.
-    fn map(&self) -> Option<Arc<memmap2::Mmap>> {
-        self.dir.map(&self.name, Some(self.len))
-    }
-
-    fn new_file(&self) -> Option<crate::cache::NewFile> {
-        self.dir.create(&self.name).ok()
-    }
-
-    /// Keeps `bytes`, the whole section inflated.
-    fn keep(&self, bytes: &[u8]) {
-        if bytes.len() as u64 != self.len {
-            return;
-        }
-        if let Some(mut f) = self.new_file() {
-            use std::io::Write;
-            if f.write_all(bytes).is_ok() && f.finish().is_ok() {
-                self.dir.prune(KEEP_INFLATED);
-            }
-        }
-    }
-}
-
-/// Where `.debug_info`'s units are read from: bytes in memory (uncompressed, or kept inflated),
-/// or a stream inflating them.
-enum Units<'a> {
-    Bytes(&'a [u8]),
-    Stream(Box<dyn std::io::Read + 'a>),
-}
-
-impl Units<'_> {
-    fn read_exact(&mut self, buf: &mut [u8]) -> std::io::Result<()> {
-        match self {
-            Units::Bytes(b) => std::io::Read::read_exact(b, buf),
-            Units::Stream(r) => r.read_exact(buf),
-        }
-    }
-
-    /// Passes over `n` bytes.
-    fn skip(&mut self, n: usize) -> Option<()> {
-        match self {
-            Units::Bytes(b) => *b = b.get(n..)?,
-            Units::Stream(r) => {
-                let skipped =
-                    std::io::copy(&mut std::io::Read::take(r, n as u64), &mut std::io::sink()).ok()?;
-                (skipped == n as u64).then_some(())?
-            }
-        }
-        Some(())
-    }
-
-    /// Appends the next `n` bytes to `out`.
-    fn copy_to(&mut self, n: usize, out: &mut Vec<u8>) -> Option<()> {
-        match self {
-            Units::Bytes(b) => {
-                out.extend_from_slice(b.get(..n)?);
-                *b = &b[n..];
-            }
-            Units::Stream(r) => {
-                let copied = std::io::copy(&mut std::io::Read::take(r, n as u64), out).ok()?;
-                (copied == n as u64).then_some(())?
-            }
-        }
-        Some(())
-    }
-}
-
-/// A reader that writes what it reads to `to` as well; writing stops at the first error.
-struct Tee<'a, R> {
-    from: R,
-    to: Option<&'a mut crate::cache::NewFile>,
-}
-
-impl<R: std::io::Read> std::io::Read for Tee<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        use std::io::Write;
-        let n = self.from.read(buf)?;
-        if let Some(to) = &mut self.to {
-            if to.write_all(&buf[..n]).is_err() {
-                self.to = None;
-            }
-        }
-        Ok(n)
-    }
-}
-
-/// Sorted, non-overlapping address ranges.
-type AddressRanges = Vec<(u64, u64)>;
-
-/// Sorted ranges with overlapping and adjacent ones merged.
-fn merge_ranges(ranges: impl Iterator<Item = (u64, u64)>) -> AddressRanges {
-    let mut out: Vec<(u64, u64)> = Vec::new();
-    for (b, e) in ranges {
-        match out.last_mut() {
-            Some(last) if b <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((b, e)),
-        }
-    }
-    out
 }
 
 impl DebugInfo {
@@ -592,6 +282,7 @@ fn load_dwo(load: &addr2line::SplitDwarfLoad<Reader>) -> Option<Arc<gimli::Dwarf
 
 #[cfg(test)]
 mod tests {
+    use super::focus::{may_refer_across_units, merge_ranges};
     use super::*;
 
     /// Builds a program of two compile units, with compressed DWARF or not, and returns it
