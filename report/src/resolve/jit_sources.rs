@@ -8,8 +8,7 @@ use linux_perf_data::SimpleperfFileRecord;
 use rperf_symbols::{ElfInfo, SymbolTable};
 use rperf_unwind::UnwindSections;
 
-use super::binaries::Binary;
-use super::Resolver;
+use super::binaries::{Binaries, Binary};
 use crate::model::{DsoId, DsoKind, Model};
 
 /// The JIT sources of one recording.
@@ -29,6 +28,8 @@ pub struct JitSources {
     /// ART's cache).
     symfile_dsos: HashMap<usize, DsoId>,
     pub(super) symfile_func_dso: HashMap<DsoId, DsoId>,
+    /// Read JIT maps and jitdumps on this machine whatever their owner (`--force`).
+    pub(super) trust_any_owner: bool,
 }
 
 impl JitSources {
@@ -43,16 +44,14 @@ impl JitSources {
             })
             .collect();
     }
-}
 
-impl Resolver {
     /// The DSO of symbol file `i`, made and loaded on first use; its functions belong to the
     /// ART JIT cache its code is in (`[JIT app cache]`), else to `[JIT]`.
-    pub(super) fn symfile_dso(&mut self, model: &mut Model, i: usize) -> DsoId {
-        if let Some(&d) = self.jit.symfile_dsos.get(&i) {
+    pub(super) fn symfile_dso(&mut self, model: &mut Model, i: usize, binaries: &mut Binaries) -> DsoId {
+        if let Some(&d) = self.symfile_dsos.get(&i) {
             return d;
         }
-        let f = &self.jit.symfiles.files[i];
+        let f = &self.symfiles.files[i];
         let mapping = model.processes.get(&(f.pid as i32)).and_then(|s| s.find(f.code.0));
         let cache = mapping.and_then(|m| crate::model::art_jit_cache(&model.dsos[m.dso as usize].path));
         let name = format!("[JIT symbol file {} of pid {}]", i, f.pid);
@@ -62,35 +61,41 @@ impl Resolver {
             let unwind = UnwindSections::from_elf(&linked).filter(|u| u.has_cfi()).map(Arc::new);
             Arc::new(Binary { elf, unwind })
         });
-        self.binaries.loaded.insert(dso, binary);
+        binaries.loaded.insert(dso, binary);
         let func_dso = model.dso(cache.unwrap_or("[JIT]"), None, DsoKind::Jit);
-        self.jit.symfile_dsos.insert(i, dso);
-        self.jit.symfile_func_dso.insert(dso, func_dso);
+        self.symfile_dsos.insert(i, dso);
+        self.symfile_func_dso.insert(dso, func_dso);
         dso
     }
 
     /// The DSO of `pid`'s JIT symbol map when it names `addr`: the map kept in the recording,
     /// else `/tmp/perf-PID.map` on this machine (recordings by perf).
-    pub(super) fn perf_map(&mut self, model: &mut Model, pid: i32, addr: u64) -> Option<DsoId> {
-        if !self.jit.perf_maps.contains_key(&pid) {
-            let loaded = self.load_jit_symbols(model, pid);
-            self.jit.perf_maps.insert(pid, loaded);
+    pub(super) fn perf_map(
+        &mut self,
+        model: &mut Model,
+        pid: i32,
+        addr: u64,
+        warnings: &mut Vec<String>,
+    ) -> Option<DsoId> {
+        if !self.perf_maps.contains_key(&pid) {
+            let loaded = self.load_jit_symbols(model, pid, warnings);
+            self.perf_maps.insert(pid, loaded);
         }
-        let (dso, table) = self.jit.perf_maps.get(&pid)?.as_ref()?;
+        let (dso, table) = self.perf_maps.get(&pid)?.as_ref()?;
         table.covers(addr).then_some(*dso)
     }
 
     /// A JIT map or jitdump on this machine: a regular file of this user or root (of anyone
     /// with `--force`), at most 1 GiB; a refusal is said once, with the remedy.
-    fn read_jit_file(&mut self, path: &str) -> Option<Vec<u8>> {
+    fn read_jit_file(&self, path: &str, warnings: &mut Vec<String>) -> Option<Vec<u8>> {
         use rperf_symbols::trusted::{self, Owners, Refusal};
         let (owners, follow) =
-            if self.config.trust_any_owner { (Owners::Anyone, true) } else { (Owners::Trusted(None), false) };
+            if self.trust_any_owner { (Owners::Anyone, true) } else { (Owners::Trusted(None), false) };
         match trusted::read(std::path::Path::new(path), 1 << 30, owners, follow) {
             Ok(b) => Some(b),
             Err(Refusal::Missing) => None,
             Err(Refusal::Unsafe(why)) => {
-                self.warnings.push(format!(
+                warnings.push(format!(
                     "{path} {why}; its JIT symbols are not read (rperf report --force reads JIT files of any owner)"
                 ));
                 None
@@ -100,11 +105,16 @@ impl Resolver {
 
     /// The JIT symbols of `pid`: its perf map and its jitdump's code-load records, from the
     /// recording's copies or else from the files on this machine.
-    fn load_jit_symbols(&mut self, model: &mut Model, pid: i32) -> Option<(DsoId, SymbolTable)> {
-        let map_text = match self.jit.embedded_perf_maps.remove(&pid) {
+    fn load_jit_symbols(
+        &mut self,
+        model: &mut Model,
+        pid: i32,
+        warnings: &mut Vec<String>,
+    ) -> Option<(DsoId, SymbolTable)> {
+        let map_text = match self.embedded_perf_maps.remove(&pid) {
             Some(t) => Some(t),
             None => self
-                .read_jit_file(&format!("/tmp/perf-{pid}.map"))
+                .read_jit_file(&format!("/tmp/perf-{pid}.map"), warnings)
                 .map(|b| String::from_utf8_lossy(&b).into_owned()),
         };
         // The runtime announces its jitdump with an executable mmap of the file.
@@ -115,11 +125,11 @@ impl Resolver {
                 .map(|m| model.dsos[m.dso as usize].path.clone())
                 .find(|p| rperf_perfdata::jitdump_pid(p) == Some(pid))
         });
-        let dump = match self.jit.embedded_jitdumps.remove(&pid) {
+        let dump = match self.embedded_jitdumps.remove(&pid) {
             Some(d) => Some(d),
-            None => dump_path.as_ref().and_then(|p| self.read_jit_file(p)),
+            None => dump_path.as_ref().and_then(|p| self.read_jit_file(p, warnings)),
         };
-        let stored = self.jit.stored_perf_maps.remove(&pid);
+        let stored = self.stored_perf_maps.remove(&pid);
         if map_text.is_none() && dump.is_none() && stored.is_none() {
             return None;
         }
@@ -134,7 +144,7 @@ impl Resolver {
             _ => format!("/tmp/perf-{pid}.map"),
         };
         let dso = model.dso(&name, None, DsoKind::Jit);
-        self.jit.perf_map_of_dso.insert(dso, pid);
+        self.perf_map_of_dso.insert(dso, pid);
         Some((dso, SymbolTable::new(raw)))
     }
 }

@@ -96,6 +96,7 @@ impl Resolver {
         arch: Arch,
     ) -> Resolver {
         jit.take_stored_perf_maps(&stored);
+        jit.trust_any_owner = config.trust_any_owner;
         Resolver {
             config,
             binaries: Binaries::new(finder, kernel, stored),
@@ -193,11 +194,17 @@ impl Resolver {
             let anonymous = mapping.is_none_or(|m| model.dsos[m.dso as usize].kind == DsoKind::Anon);
             let runtime_code = mapping.is_none_or(|m| model.dsos[m.dso as usize].kind.is_jit());
             let symfile = if runtime_code { self.jit.symfiles.find(pid, addr, time) } else { None };
-            let jit = if anonymous && symfile.is_none() { self.perf_map(model, pid, addr) } else { None };
+            let jit = if anonymous && symfile.is_none() {
+                self.jit.perf_map(model, pid, addr, &mut self.warnings)
+            } else {
+                None
+            };
             match (jit, mapping) {
-                _ if symfile.is_some() => {
-                    (self.symfile_dso(model, symfile.unwrap_or_default()), addr, AddrKind::Symfile)
-                }
+                _ if symfile.is_some() => (
+                    self.jit.symfile_dso(model, symfile.unwrap_or_default(), &mut self.binaries),
+                    addr,
+                    AddrKind::Symfile,
+                ),
                 (Some(jit), _) => (jit, addr, AddrKind::PerfMap),
                 (None, None) => (model.dso("[unknown]", None, DsoKind::Unknown), 0, AddrKind::Unknown),
                 // ART's JIT caches (simpleperf) store their symbols at the addresses the code ran at.
@@ -249,7 +256,7 @@ impl Resolver {
         // JIT code unwinds with the CFI its symbol file carries, at the addresses it ran at.
         let live: Vec<usize> = self.jit.symfiles.live(pid, time).collect();
         for i in live {
-            let dso = self.symfile_dso(model, i);
+            let dso = self.jit.symfile_dso(model, i, &mut self.binaries);
             let (start, end) = self.jit.symfiles.files[i].code;
             if let Some(Some(sections)) =
                 self.binaries.loaded.get(&dso).map(|b| b.as_ref().and_then(|b| b.unwind.clone()))

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use object::{Object, ObjectSection};
 
 use super::inflated::Inflated;
-use super::{endian_of, load_section, unused, Bytes, Reader};
+use super::sections::{endian_of, load_section, unused, Bytes, Reader};
 
 /// The DWARF of `obj` with only the compile units that `.debug_aranges` says hold `addrs`, and
 /// the address ranges of those left out. `.debug_info` is read through once (inflated as a

@@ -3,20 +3,16 @@
 
 mod focus;
 mod inflated;
+mod sections;
 
-use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use addr2line::{LookupContinuation, LookupResult};
 use object::{Object, ObjectSection};
 
-use rperf_perfdata::mapped::SharedBytes as Bytes;
-
 use focus::{focused_dwarf, AddressRanges};
-use inflated::Inflated;
-
-type Reader = gimli::EndianReader<gimli::RunTimeEndian, Bytes>;
+use sections::{dwarf_of, endian_of, load_section, Bytes, Reader};
 
 /// One frame at an address: a function, and where in its source the address (or the call into
 /// the next inner frame) is.
@@ -51,74 +47,6 @@ pub struct DebugInfo {
 /// True when `obj` carries DWARF with line or function information.
 pub fn has_dwarf(obj: &object::File<'_>) -> bool {
     obj.section_by_name(".debug_info").is_some_and(|s| s.size() > 0)
-}
-
-fn load_section(
-    obj: &object::File<'_>,
-    map: &Arc<memmap2::Mmap>,
-    endian: gimli::RunTimeEndian,
-    name: &str,
-    origin: Option<&str>,
-) -> Reader {
-    let empty = || Bytes::whole(Vec::new());
-    if name.is_empty() {
-        return Reader::new(empty(), endian);
-    }
-    let section = obj.section_by_name(name);
-    let inflated = section.as_ref().and_then(|s| Inflated::of(obj, s, origin));
-    if let Some(kept) = inflated.as_ref().and_then(Inflated::map) {
-        let len = kept.len();
-        return Reader::new(Bytes::new(kept, 0, len).unwrap_or_else(empty), endian);
-    }
-    let bytes = match section.as_ref().map(|s| s.uncompressed_data()) {
-        // Borrowed data lies inside the mapping: share it without a copy.
-        Some(Ok(Cow::Borrowed(b))) => match (b.as_ptr() as usize).checked_sub(map.as_ptr() as usize) {
-            Some(start) => Bytes::new(map.clone(), start, b.len()).unwrap_or_else(empty),
-            None => empty(),
-        },
-        // Compressed sections (SHF_COMPRESSED, .zdebug) are inflated once; the compressed
-        // bytes are not read again, so their pages are let go of (they stay in the page
-        // cache, and are read back in if ever touched).
-        Some(Ok(Cow::Owned(v))) => {
-            if let Some((offset, size)) = section.as_ref().and_then(|s| s.file_range()) {
-                rperf_perfdata::mapped::let_go(map, offset, size);
-            }
-            if let Some(k) = &inflated {
-                k.keep(&v);
-            }
-            Bytes::whole(v)
-        }
-        _ => empty(),
-    };
-    Reader::new(bytes, endian)
-}
-
-fn endian_of(obj: &object::File<'_>) -> gimli::RunTimeEndian {
-    if obj.is_little_endian() {
-        gimli::RunTimeEndian::Little
-    } else {
-        gimli::RunTimeEndian::Big
-    }
-}
-
-/// Sections that names and lines never read: variable locations and macros, often the largest
-/// part of a debug file. They are left empty rather than inflated.
-fn unused(id: gimli::SectionId) -> bool {
-    use gimli::SectionId::*;
-    matches!(id, DebugLoc | DebugLocLists | DebugMacinfo | DebugMacro)
-}
-
-fn dwarf_of(
-    obj: &object::File<'_>,
-    map: &Arc<memmap2::Mmap>,
-    origin: Option<&str>,
-) -> Option<gimli::Dwarf<Reader>> {
-    let endian = endian_of(obj);
-    gimli::Dwarf::load(|id| {
-        let name = if unused(id) { "" } else { id.name() };
-        Ok::<_, gimli::Error>(load_section(obj, map, endian, name, origin))
-    })
-    .ok()
 }
 
 fn map_file(path: &Path) -> Option<Arc<memmap2::Mmap>> {
