@@ -171,19 +171,7 @@ fn ids(s: &Option<String>, what: &str) -> anyhow::Result<Vec<i32>> {
 }
 
 fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
-    let sort = a
-        .sort
-        .split(',')
-        .filter(|k| !k.trim().is_empty())
-        .map(|k| {
-            SortKey::parse(k).with_context(|| {
-                format!("unknown sort key '{k}': use comm, pid, tid, dso, symbol, srcline, vaddr_in_file")
-            })
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    if sort.is_empty() {
-        bail!("--sort needs at least one key");
-    }
+    let sort = sort_keys(&a.sort)?;
     let call_graph = match a.call_graph.as_deref() {
         None => None,
         Some("caller") => Some(CallOrder::Caller),
@@ -212,11 +200,6 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
             a.csv_separator
         );
     }
-    let time = a.time.as_deref().map(crate::target_args::parse_time_window).transpose()?;
-    let cpus = match &a.cpu {
-        Some(c) => parse_cpus(c)?,
-        None => Vec::new(),
-    };
     Ok(ReportOptions {
         input: a.input.clone(),
         symfs: a.symfs.clone(),
@@ -232,19 +215,7 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         csv_separator: a.csv_separator.clone(),
         full_names: a.full_names,
         show_art_frames: a.show_art_frames,
-        filters: Filters {
-            comms: a.comms.as_deref().map(|s| s.split(';').map(String::from).collect()).unwrap_or_default(),
-            pids: ids(&a.pids, "pids")?,
-            tids: ids(&a.tids, "tids")?,
-            dsos: a.dsos.as_deref().map(|s| s.split(';').map(String::from).collect()).unwrap_or_default(),
-            symbols: a
-                .symbols
-                .as_deref()
-                .map(|s| s.split(';').map(String::from).collect())
-                .unwrap_or_default(),
-            cpus,
-            time,
-        },
+        filters: filters(a)?,
         show_samples: a.show_samples,
         raw_period: a.raw_period,
         print_event_count: a.print_event_count,
@@ -259,16 +230,45 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         diff_base: a.diff.clone(),
         force: a.force,
         show_ip: !a.no_show_ip,
-        trace_offcpu: a
-            .trace_offcpu
-            .as_deref()
-            .map(|m| {
-                OffCpuMode::parse(m).with_context(|| {
-                    format!("--trace-offcpu {m}: use on-cpu, off-cpu, on-off-cpu or mixed-on-off-cpu")
-                })
-            })
-            .transpose()?,
+        trace_offcpu: a.trace_offcpu.as_deref().map(off_cpu_mode).transpose()?,
     })
+}
+
+fn sort_keys(keys: &str) -> anyhow::Result<Vec<SortKey>> {
+    let sort = keys
+        .split(',')
+        .filter(|k| !k.trim().is_empty())
+        .map(|k| {
+            SortKey::parse(k).with_context(|| {
+                format!("unknown sort key '{k}': use comm, pid, tid, dso, symbol, srcline, vaddr_in_file")
+            })
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if sort.is_empty() {
+        bail!("--sort needs at least one key");
+    }
+    Ok(sort)
+}
+
+/// The sample filters of `--comms`, `--pids`, `--tids`, `--dsos`, `--symbols`, `--cpu`, `--time`.
+fn filters(a: &ReportArgs) -> anyhow::Result<Filters> {
+    let names = |s: &Option<String>| {
+        s.as_deref().map(|s| s.split(';').map(String::from).collect()).unwrap_or_default()
+    };
+    Ok(Filters {
+        comms: names(&a.comms),
+        pids: ids(&a.pids, "pids")?,
+        tids: ids(&a.tids, "tids")?,
+        dsos: names(&a.dsos),
+        symbols: names(&a.symbols),
+        cpus: a.cpu.as_deref().map(parse_cpus).transpose()?.unwrap_or_default(),
+        time: a.time.as_deref().map(crate::target_args::parse_time_window).transpose()?,
+    })
+}
+
+fn off_cpu_mode(m: &str) -> anyhow::Result<OffCpuMode> {
+    OffCpuMode::parse(m)
+        .with_context(|| format!("--trace-offcpu {m}: use on-cpu, off-cpu, on-off-cpu or mixed-on-off-cpu"))
 }
 
 /// `--cpu LIST` of a report: any CPUs (the recording may come from a bigger machine), but a

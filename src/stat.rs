@@ -261,75 +261,115 @@ impl Printer<'_> {
             Some(_) if !counted => Some("<not counted>"),
             Some(_) => None,
         };
-        let running_pct = reading
-            .filter(|r| r.enabled > 0)
-            .map(|r| 100.0 * r.running as f64 / r.enabled as f64)
-            .unwrap_or(0.0);
         let time = is_time(name);
-        let shown = if time { mean / 1e6 } else { mean };
-        let unit = if time { "msec" } else { "" };
-        let m = if status.is_none() { metric(name, mean, all, seconds) } else { None };
-        if self.json {
-            let mut fields = Vec::new();
-            if let Some(t) = timestamp {
-                fields.push(format!("\"interval\" : {t:.9}"));
-            }
-            if let Some(l) = label {
-                fields.push(format!("\"thread\" : \"{}\"", l.replace('"', "'")));
-            }
-            fields.push(format!(
-                "\"counter-value\" : \"{}\"",
-                status.map_or_else(|| format!("{shown:.6}"), str::to_string)
-            ));
-            fields.push(format!("\"unit\" : \"{unit}\""));
-            fields.push(format!("\"event\" : \"{name}\""));
-            fields.push(format!("\"event-runtime\" : {}", reading.map_or(0, |r| r.running)));
-            fields.push(format!("\"pcnt-running\" : {running_pct:.2}"));
-            if let Some((v, u)) = &m {
-                fields.push(format!("\"metric-value\" : \"{v:.6}\""));
-                fields.push(format!("\"metric-unit\" : \"{u}\""));
-            }
-            if repeated {
-                fields.push(format!("\"variance\" : {rsd:.2}"));
-            }
-            return writeln!(self.out, "{{{}}}", fields.join(", "));
+        let l = Line {
+            name,
+            timestamp,
+            label,
+            status,
+            time,
+            shown: if time { mean / 1e6 } else { mean },
+            unit: if time { "msec" } else { "" },
+            running: reading.map_or(0, |r| r.running),
+            running_pct: reading
+                .filter(|r| r.enabled > 0)
+                .map(|r| 100.0 * r.running as f64 / r.enabled as f64)
+                .unwrap_or(0.0),
+            metric: if status.is_none() { metric(name, mean, all, seconds) } else { None },
+            rsd: repeated.then_some(rsd),
+        };
+        let text = if self.json {
+            l.json()
+        } else if self.csv {
+            l.csv()
+        } else {
+            l.text()
+        };
+        writeln!(self.out, "{text}")
+    }
+}
+
+/// One counter's line of output, in each format.
+struct Line<'a> {
+    name: &'a str,
+    timestamp: Option<f64>,
+    label: Option<&'a str>,
+    /// `<not supported>` or `<not counted>`, in place of a value.
+    status: Option<&'static str>,
+    time: bool,
+    shown: f64,
+    unit: &'static str,
+    running: u64,
+    running_pct: f64,
+    metric: Option<(f64, String)>,
+    /// The relative standard deviation over repeated runs.
+    rsd: Option<f64>,
+}
+
+impl Line<'_> {
+    fn json(&self) -> String {
+        let mut fields = Vec::new();
+        if let Some(t) = self.timestamp {
+            fields.push(format!("\"interval\" : {t:.9}"));
         }
-        if self.csv {
-            let mut cols = Vec::new();
-            if let Some(t) = timestamp {
-                cols.push(format!("{t:.9}"));
-            }
-            if let Some(l) = label {
-                cols.push(l.to_string());
-            }
-            cols.push(status.map_or_else(|| format!("{shown:.2}"), str::to_string));
-            cols.push(unit.to_string());
-            cols.push(name.to_string());
-            cols.push(reading.map_or(0, |r| r.running).to_string());
-            cols.push(format!("{running_pct:.2}"));
-            cols.push(m.as_ref().map_or(String::new(), |(v, _)| format!("{v:.2}")));
-            cols.push(m.as_ref().map_or(String::new(), |(_, u)| u.clone()));
-            return writeln!(self.out, "{}", cols.join(","));
+        if let Some(l) = self.label {
+            fields.push(format!("\"thread\" : \"{}\"", l.replace('"', "'")));
         }
+        let value = self.status.map_or_else(|| format!("{:.6}", self.shown), str::to_string);
+        fields.push(format!("\"counter-value\" : \"{value}\""));
+        fields.push(format!("\"unit\" : \"{}\"", self.unit));
+        fields.push(format!("\"event\" : \"{}\"", self.name));
+        fields.push(format!("\"event-runtime\" : {}", self.running));
+        fields.push(format!("\"pcnt-running\" : {:.2}", self.running_pct));
+        if let Some((v, u)) = &self.metric {
+            fields.push(format!("\"metric-value\" : \"{v:.6}\""));
+            fields.push(format!("\"metric-unit\" : \"{u}\""));
+        }
+        if let Some(rsd) = self.rsd {
+            fields.push(format!("\"variance\" : {rsd:.2}"));
+        }
+        format!("{{{}}}", fields.join(", "))
+    }
+
+    fn csv(&self) -> String {
+        let mut cols = Vec::new();
+        if let Some(t) = self.timestamp {
+            cols.push(format!("{t:.9}"));
+        }
+        if let Some(l) = self.label {
+            cols.push(l.to_string());
+        }
+        cols.push(self.status.map_or_else(|| format!("{:.2}", self.shown), str::to_string));
+        cols.push(self.unit.to_string());
+        cols.push(self.name.to_string());
+        cols.push(self.running.to_string());
+        cols.push(format!("{:.2}", self.running_pct));
+        cols.push(self.metric.as_ref().map_or(String::new(), |(v, _)| format!("{v:.2}")));
+        cols.push(self.metric.as_ref().map_or(String::new(), |(_, u)| u.clone()));
+        cols.join(",")
+    }
+
+    fn text(&self) -> String {
         let mut s = String::new();
-        if let Some(t) = timestamp {
+        if let Some(t) = self.timestamp {
             s.push_str(&format!("{t:>14.9} "));
         }
-        if let Some(l) = label {
+        if let Some(l) = self.label {
             s.push_str(&format!("{l:<20} "));
         }
-        let value = status.map_or_else(|| grouped(shown, if time { 2 } else { 0 }), str::to_string);
-        s.push_str(&format!("{value:>18} {unit:<5}{name:<26}"));
-        if let Some((v, u)) = &m {
+        let value =
+            self.status.map_or_else(|| grouped(self.shown, if self.time { 2 } else { 0 }), str::to_string);
+        s.push_str(&format!("{value:>18} {:<5}{:<26}", self.unit, self.name));
+        if let Some((v, u)) = &self.metric {
             s.push_str(&format!(" #  {v:>8.3} {u}"));
         }
-        if repeated && status.is_none() {
+        if let (Some(rsd), None) = (self.rsd, self.status) {
             s.push_str(&format!("  ( +- {rsd:.2}% )"));
         }
-        if status.is_none() && running_pct < 99.995 {
-            s.push_str(&format!("  ({running_pct:.2}%)"));
+        if self.status.is_none() && self.running_pct < 99.995 {
+            s.push_str(&format!("  ({:.2}%)", self.running_pct));
         }
-        writeln!(self.out, "{}", s.trim_end())
+        s.trim_end().to_string()
     }
 }
 
@@ -443,20 +483,7 @@ fn run_once(
 /// Runs `rperf stat`.
 pub fn run(a: StatArgs) -> anyhow::Result<i32> {
     let target = a.target.resolve("stat")?;
-    if a.per_thread && matches!(target, Target::Command(_)) {
-        bail!("--per-thread needs running threads to list: use -p PID, -t TID or --app NAME");
-    }
-    if a.per_core && !matches!(target, Target::SystemWide) && a.cpu.is_none() {
-        bail!("--per-core needs per-CPU counters: use -a or --cpu LIST");
-    }
-    if a.repeat == 0 || (a.repeat > 1 && !matches!(target, Target::Command(_))) {
-        bail!("-r N repeats a launched command: give N >= 1 and a command");
-    }
-    if let Some(i) = a.interval {
-        if i < 10 {
-            bail!("--interval must be at least 10 ms");
-        }
-    }
+    check_modes(&a, &target)?;
     let groups = event_groups(&a)?;
     let names: Vec<String> = groups.iter().flatten().map(|s| s.display_name()).collect();
     let cpus = a.cpu.clone().map(|c| c.0);
@@ -501,21 +528,10 @@ pub fn run(a: StatArgs) -> anyhow::Result<i32> {
             break;
         }
     }
-    let what = match &target {
-        Target::Command(argv) => format!("'{}'", argv.join(" ")),
-        Target::Processes(p) => {
-            format!("process id '{}'", p.iter().map(i32::to_string).collect::<Vec<_>>().join(","))
-        }
-        Target::Threads(t) => {
-            format!("thread id '{}'", t.iter().map(i32::to_string).collect::<Vec<_>>().join(","))
-        }
-        Target::SystemWide => "'system wide'".into(),
-        Target::App(n) => format!("app '{n}'"),
-    };
     let (elapsed, elapsed_rsd) = mean_rsd(&seconds);
     if text && a.interval.is_none() {
         let runs_note = if a.repeat > 1 { format!(" ({} runs)", runs.len()) } else { String::new() };
-        writeln!(printer.out, "\n Performance counter stats for {what}{runs_note}:\n")?;
+        writeln!(printer.out, "\n Performance counter stats for {}{runs_note}:\n", described(&target))?;
     }
     if a.interval.is_none() {
         printer.block(&names, &runs, elapsed, None)?;
@@ -537,4 +553,33 @@ pub fn run(a: StatArgs) -> anyhow::Result<i32> {
     }
     printer.out.flush()?;
     Ok(exit_code)
+}
+
+/// Refuses modes that do not fit the target.
+fn check_modes(a: &StatArgs, target: &Target) -> anyhow::Result<()> {
+    if a.per_thread && matches!(target, Target::Command(_)) {
+        bail!("--per-thread needs running threads to list: use -p PID, -t TID or --app NAME");
+    }
+    if a.per_core && !matches!(target, Target::SystemWide) && a.cpu.is_none() {
+        bail!("--per-core needs per-CPU counters: use -a or --cpu LIST");
+    }
+    if a.repeat == 0 || (a.repeat > 1 && !matches!(target, Target::Command(_))) {
+        bail!("-r N repeats a launched command: give N >= 1 and a command");
+    }
+    if a.interval.is_some_and(|i| i < 10) {
+        bail!("--interval must be at least 10 ms");
+    }
+    Ok(())
+}
+
+/// What was counted, as perf's summary names it.
+fn described(target: &Target) -> String {
+    let ids = |v: &[i32]| v.iter().map(i32::to_string).collect::<Vec<_>>().join(",");
+    match target {
+        Target::Command(argv) => format!("'{}'", argv.join(" ")),
+        Target::Processes(p) => format!("process id '{}'", ids(p)),
+        Target::Threads(t) => format!("thread id '{}'", ids(t)),
+        Target::SystemWide => "'system wide'".into(),
+        Target::App(n) => format!("app '{n}'"),
+    }
 }

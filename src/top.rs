@@ -126,18 +126,9 @@ pub fn run(a: TopArgs) -> anyhow::Result<i32> {
         }
         match rperf_record::tty::read_key(next.saturating_duration_since(Instant::now())) {
             Some(b'q') => break,
-            Some(b'p') | Some(b' ') => view.paused = !view.paused,
-            Some(b'j') | Some(b'B') => view.selected = (view.selected + 1).min(rows.len().saturating_sub(1)),
-            Some(b'k') | Some(b'A') => view.selected = view.selected.saturating_sub(1),
-            Some(b'd') => view.zoom_dso(rows.get(view.selected)),
-            Some(b't') => view.zoom_thread(shown.as_ref(), rows.get(view.selected)),
-            Some(b'z') => {
-                view.filters = Filters::default();
-                view.note.clear();
-            }
-            _ => continue,
+            Some(key) if view.key(key, &rows, shown.as_ref()) => next = Instant::now(),
+            _ => {}
         }
-        next = Instant::now();
     }
     recording.stop();
     let result = recording.summary();
@@ -157,6 +148,23 @@ struct View {
 }
 
 impl View {
+    /// Acts on a key other than q; true when the table is to be drawn again.
+    fn key(&mut self, key: u8, rows: &[Row], shown: Option<&rperf_report::Profile>) -> bool {
+        match key {
+            b'p' | b' ' => self.paused = !self.paused,
+            b'j' | b'B' => self.selected = (self.selected + 1).min(rows.len().saturating_sub(1)),
+            b'k' | b'A' => self.selected = self.selected.saturating_sub(1),
+            b'd' => self.zoom_dso(rows.get(self.selected)),
+            b't' => self.zoom_thread(shown, rows.get(self.selected)),
+            b'z' => {
+                self.filters = Filters::default();
+                self.note.clear();
+            }
+            _ => return false,
+        }
+        true
+    }
+
     fn options(&self, data: &Path) -> ReportOptions {
         ReportOptions {
             input: data.to_path_buf(),
