@@ -40,6 +40,17 @@ impl Resolver {
 
     fn symbolize(&mut self, model: &mut Model) -> Symbolized {
         use rayon::prelude::*;
+        let cache_of = self.prepare(model);
+        let model = &*model;
+        let this = &*self;
+        let names: Vec<Named> =
+            this.addrs.par_iter().map(|&(dso, key, kind)| this.name_of(model, dso, key, kind)).collect();
+        self.intern_names(model, names, &cache_of)
+    }
+
+    /// Loads what naming reads (kernel symbols, binaries, their symbol tables and DWARF) and
+    /// returns the DSO each JIT cache's functions belong to.
+    fn prepare(&mut self, model: &mut Model) -> HashMap<DsoId, DsoId> {
         if self.addrs.iter().any(|a| a.2 == AddrKind::Kernel) {
             let addrs = &self.addrs;
             let kernel_addrs = || addrs.iter().filter(|a| a.2 == AddrKind::Kernel).map(|a| a.1).collect();
@@ -58,7 +69,16 @@ impl Resolver {
                 cache_of.insert(dso, id);
             }
         }
-        let model = &*model;
+        self.load_binaries(model);
+        if self.config.reads_dwarf() {
+            self.load_debug_info();
+        }
+        cache_of
+    }
+
+    /// Loads the binaries of the frames to name, and their symbol tables, side by side.
+    fn load_binaries(&mut self, model: &Model) {
+        use rayon::prelude::*;
         let wanted: Vec<DsoId> = {
             let mut v: Vec<DsoId> = self
                 .addrs
@@ -98,12 +118,15 @@ impl Resolver {
         named.par_iter().with_max_len(1).for_each(|b| {
             b.elf.symbols();
         });
-        if self.config.reads_dwarf() {
-            self.load_debug_info();
-        }
-        let this = &*self;
-        let names: Vec<Named> =
-            this.addrs.par_iter().map(|&(dso, key, kind)| this.name_of(model, dso, key, kind)).collect();
+    }
+
+    /// The names found for each frame address, interned: what each address was named.
+    fn intern_names(
+        &mut self,
+        model: &Model,
+        names: Vec<Named>,
+        cache_of: &HashMap<DsoId, DsoId>,
+    ) -> Symbolized {
         let addrs = std::mem::take(&mut self.addrs);
         let mut out = Symbolized {
             locations: addrs.iter().map(|&(dso, key, _)| (dso, key)).collect(),
