@@ -41,104 +41,11 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
     let path = &opts.input;
     let profile = ProfileBuilder::new(&rec.events, rec.off_cpu, opts, opts.format.shows_samples())
         .map_err(Error::Usage)?;
-    let this_kernel = recorded_on_this_kernel(&rec.perf_file) || rec.cut_short_here;
-    let kernel = kernel_symbols(opts, &rec.perf_file, &rec.stored_symbols, this_kernel)?;
-    let mut finder = BinaryFinder::new(opts.symfs.as_deref());
-    finder.set_same_kernel(this_kernel);
-    let section = |id| rec.perf_file.feature_section_data(linux_perf_data::Feature(id));
-    if let Some(image) = section(rperf_perfdata::feature::RPERF_VDSO) {
-        finder.set_recorded_vdso(image.to_vec());
-    }
-    let mut model = Model::default();
-    model.dex_paths = rec
-        .stored_symbols
-        .iter()
-        .filter(|r| r.r#type == linux_perf_data::simpleperf_dso_type::DSO_DEX_FILE)
-        .map(|r| r.path.clone())
-        .collect();
-    let config = ResolveConfig {
-        full_names: opts.full_names,
-        dwarf_inline: opts.inline,
-        trust_any_owner: opts.force,
-        show_ip: opts.show_ip,
-        want_srclines: opts.sort.contains(&crate::SortKey::Srcline),
-        want_lines: opts.format.shows_lines(),
-    };
-    let mut jit = JitSources::default();
-    if let Some(d) = section(rperf_perfdata::feature::RPERF_JIT_SYMFILES) {
-        jit.symfiles = crate::jit::Symfiles::new(rperf_perfdata::sections::decode_jit_symfiles(d));
-    }
-    if let Some(d) = section(rperf_perfdata::feature::RPERF_PERF_MAPS) {
-        jit.embedded_perf_maps = rperf_perfdata::sections::decode_perf_maps(d);
-    }
-    if let Some(d) = section(rperf_perfdata::feature::RPERF_JITDUMPS) {
-        jit.embedded_jitdumps = rperf_perfdata::sections::decode_jitdumps(d);
-    }
-    let stored = std::mem::take(&mut rec.stored_symbols);
-    let resolver = Resolver::new(config, finder, kernel, stored, jit, rec.arch);
-    let mut c = Converter {
-        model,
-        resolver,
-        profile,
-        build_ids: std::mem::take(&mut rec.build_ids),
-        arch: rec.arch,
-        frames: Vec::new(),
-        chain: Vec::new(),
-    };
+    let mut c = Converter::new(&mut rec, opts, profile)?;
     let mut warnings = std::mem::take(&mut rec.warnings);
     let mut progress = crate::progress::Progress::new(rec.len, rec.reading.position.clone());
-    let mut records = 0u64;
-    let mut undecodable = 0u64;
-    let mut patched: Vec<u8> = Vec::new();
-    let batches = crate::records::read(rec.records);
-    let mut ended = false;
-    while let Some(batch) = batches.next() {
-        ended |= batch.end.is_some();
-        progress.tick();
-        // Samples between records that change the process model, taken together.
-        let mut samples: Vec<(usize, RawEventRecord<'_>)> = Vec::new();
-        for record in batch.records() {
-            records += 1;
-            let PerfFileRecord::EventRecord { attr_index: attr, record: raw } = record else { continue };
-            if raw.record_type == RecordType::SAMPLE {
-                samples.push((attr, raw));
-                continue;
-            }
-            undecodable += c.add_samples(&samples, &rec.event_of_id, opts.max_stack);
-            samples.clear();
-            match crate::decode::parse(&raw, &mut patched) {
-                Some(EventRecord::Comm(r)) => c.handle_comm(&r),
-                Some(EventRecord::Fork(r)) => c.handle_fork(&r),
-                Some(EventRecord::Exit(r)) => c.handle_exit(&r),
-                Some(EventRecord::Mmap(r)) => c.handle_mmap(&r),
-                Some(EventRecord::Mmap2(r)) => c.handle_mmap2(&r),
-                Some(EventRecord::Lost(r)) => c.handle_lost(attr, &r),
-                Some(_) => {}
-                None => undecodable += 1,
-            }
-        }
-        undecodable += c.add_samples(&samples, &rec.event_of_id, opts.max_stack);
-        if let Some(Err(e)) = &batch.end {
-            let reason = e.clone();
-            if records == 0 {
-                return Err(Error::Format { path: path.clone(), reason });
-            }
-            warnings.push(format!(
-                "{}: stopped reading after {records} records: {reason}; the report shows what was readable",
-                path.display()
-            ));
-        }
-    }
-    if !ended {
-        warnings.push(format!(
-            "{}: reading stopped after {records} records without reaching the end of the file; the report shows what was read",
-            path.display()
-        ));
-    }
+    c.read_records(rec.records, &rec.event_of_id, opts, &mut progress, &mut warnings)?;
     warnings.extend(rec.reading.take_repairs());
-    if undecodable > 0 {
-        warnings.push(format!("{undecodable} records could not be decoded and were skipped"));
-    }
     progress.stage("symbolizing");
     // What unwinding held (unwind tables and caches) is given back before symbolizing loads
     // debug info.
@@ -168,6 +75,126 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
     let mut profile = profile;
     warnings.append(&mut profile.warnings);
     Ok(Profile { warnings, ..profile })
+}
+
+impl Converter {
+    /// A converter for `rec`: its binaries found as `opts` says, its kernel's symbols, the JIT
+    /// sources and symbols it stores.
+    fn new(rec: &mut Recording, opts: &ReportOptions, profile: ProfileBuilder) -> Result<Converter, Error> {
+        let this_kernel = recorded_on_this_kernel(&rec.perf_file) || rec.cut_short_here;
+        let kernel = kernel_symbols(opts, &rec.perf_file, &rec.stored_symbols, this_kernel)?;
+        let mut finder = BinaryFinder::new(opts.symfs.as_deref());
+        finder.set_same_kernel(this_kernel);
+        let section = |id| rec.perf_file.feature_section_data(linux_perf_data::Feature(id));
+        if let Some(image) = section(rperf_perfdata::feature::RPERF_VDSO) {
+            finder.set_recorded_vdso(image.to_vec());
+        }
+        let mut model = Model::default();
+        model.dex_paths = rec
+            .stored_symbols
+            .iter()
+            .filter(|r| r.r#type == linux_perf_data::simpleperf_dso_type::DSO_DEX_FILE)
+            .map(|r| r.path.clone())
+            .collect();
+        let config = ResolveConfig {
+            full_names: opts.full_names,
+            dwarf_inline: opts.inline,
+            trust_any_owner: opts.force,
+            show_ip: opts.show_ip,
+            want_srclines: opts.sort.contains(&crate::SortKey::Srcline),
+            want_lines: opts.format.shows_lines(),
+        };
+        let mut jit = JitSources::default();
+        if let Some(d) = section(rperf_perfdata::feature::RPERF_JIT_SYMFILES) {
+            jit.symfiles = crate::jit::Symfiles::new(rperf_perfdata::sections::decode_jit_symfiles(d));
+        }
+        if let Some(d) = section(rperf_perfdata::feature::RPERF_PERF_MAPS) {
+            jit.embedded_perf_maps = rperf_perfdata::sections::decode_perf_maps(d);
+        }
+        if let Some(d) = section(rperf_perfdata::feature::RPERF_JITDUMPS) {
+            jit.embedded_jitdumps = rperf_perfdata::sections::decode_jitdumps(d);
+        }
+        let stored = std::mem::take(&mut rec.stored_symbols);
+        Ok(Converter {
+            model,
+            resolver: Resolver::new(config, finder, kernel, stored, jit, rec.arch),
+            profile,
+            build_ids: std::mem::take(&mut rec.build_ids),
+            arch: rec.arch,
+            frames: Vec::new(),
+            chain: Vec::new(),
+        })
+    }
+
+    /// Reads the records in time order, handing each kind to its handler; samples between
+    /// records that change the process model are taken together.
+    fn read_records(
+        &mut self,
+        reader: crate::records::RecordReader,
+        event_of_id: &Option<std::collections::HashMap<u64, usize>>,
+        opts: &ReportOptions,
+        progress: &mut crate::progress::Progress,
+        warnings: &mut Vec<String>,
+    ) -> Result<(), Error> {
+        let path = &opts.input;
+        let mut records = 0u64;
+        let mut undecodable = 0u64;
+        let mut patched: Vec<u8> = Vec::new();
+        let batches = crate::records::read(reader);
+        let mut ended = false;
+        while let Some(batch) = batches.next() {
+            ended |= batch.end.is_some();
+            progress.tick();
+            let mut samples: Vec<(usize, RawEventRecord<'_>)> = Vec::new();
+            for record in batch.records() {
+                records += 1;
+                let PerfFileRecord::EventRecord { attr_index: attr, record: raw } = record else { continue };
+                if raw.record_type == RecordType::SAMPLE {
+                    samples.push((attr, raw));
+                    continue;
+                }
+                undecodable += self.add_samples(&samples, event_of_id, opts.max_stack);
+                samples.clear();
+                undecodable += u64::from(!self.handle_record(attr, &raw, &mut patched));
+            }
+            undecodable += self.add_samples(&samples, event_of_id, opts.max_stack);
+            if let Some(Err(e)) = &batch.end {
+                let reason = e.clone();
+                if records == 0 {
+                    return Err(Error::Format { path: path.clone(), reason });
+                }
+                warnings.push(format!(
+                    "{}: stopped reading after {records} records: {reason}; the report shows what was readable",
+                    path.display()
+                ));
+            }
+        }
+        if !ended {
+            warnings.push(format!(
+                "{}: reading stopped after {records} records without reaching the end of the file; the report shows what was read",
+                path.display()
+            ));
+        }
+        if undecodable > 0 {
+            warnings.push(format!("{undecodable} records could not be decoded and were skipped"));
+        }
+        Ok(())
+    }
+
+    /// Hands a record other than a sample to its handler; false when it could not be decoded.
+    fn handle_record(&mut self, attr: usize, raw: &RawEventRecord<'_>, patched: &mut Vec<u8>) -> bool {
+        match crate::decode::parse(raw, patched) {
+            Some(EventRecord::Comm(r)) => self.handle_comm(&r),
+            Some(EventRecord::Fork(r)) => self.handle_fork(&r),
+            Some(EventRecord::Exit(r)) => self.handle_exit(&r),
+            Some(EventRecord::Mmap(r)) => self.handle_mmap(&r),
+            Some(EventRecord::Mmap2(r)) => self.handle_mmap2(&r),
+            Some(EventRecord::Lost(r)) => self.handle_lost(attr, &r),
+            Some(_) => {}
+            None => return false,
+        }
+        true
+    }
 }
 
 impl Converter {
