@@ -17,35 +17,47 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<(), Error> {
     for r in &repairs {
         writeln!(w, "repaired: {r}").map_err(io)?;
     }
-    writeln!(w, "hostname: {:?}", perf_file.hostname().ok().flatten()).map_err(io)?;
-    writeln!(w, "os release: {:?}", perf_file.os_release().ok().flatten()).map_err(io)?;
-    writeln!(w, "version: {:?}", perf_file.perf_version().ok().flatten()).map_err(io)?;
-    writeln!(w, "arch: {:?}", perf_file.arch().ok().flatten()).map_err(io)?;
-    writeln!(w, "nr cpus: {:?}", perf_file.nr_cpus().ok().flatten()).map_err(io)?;
-    writeln!(w, "cpu desc: {:?}", perf_file.cpu_desc().ok().flatten()).map_err(io)?;
-    writeln!(w, "total mem: {:?}", perf_file.total_mem().ok().flatten()).map_err(io)?;
-    writeln!(w, "cmdline: {:?}", perf_file.cmdline().ok().flatten()).map_err(io)?;
-    writeln!(w, "features:").map_err(io)?;
+    write_metadata(w, &perf_file).map_err(io)?;
+    writeln!(w, "records:").map_err(io)?;
+    let n = write_records(w, &mut records).map_err(io)?;
+    writeln!(w, "{n} records").map_err(io)?;
+    for r in reading.take_repairs() {
+        writeln!(w, "repaired: {r}").map_err(io)?;
+    }
+    Ok(())
+}
+
+/// The header's metadata, feature sections, build ids, stored symbols, rperf's sections and
+/// the events.
+fn write_metadata(w: &mut dyn Write, perf_file: &linux_perf_data::PerfFile) -> std::io::Result<()> {
+    writeln!(w, "hostname: {:?}", perf_file.hostname().ok().flatten())?;
+    writeln!(w, "os release: {:?}", perf_file.os_release().ok().flatten())?;
+    writeln!(w, "version: {:?}", perf_file.perf_version().ok().flatten())?;
+    writeln!(w, "arch: {:?}", perf_file.arch().ok().flatten())?;
+    writeln!(w, "nr cpus: {:?}", perf_file.nr_cpus().ok().flatten())?;
+    writeln!(w, "cpu desc: {:?}", perf_file.cpu_desc().ok().flatten())?;
+    writeln!(w, "total mem: {:?}", perf_file.total_mem().ok().flatten())?;
+    writeln!(w, "cmdline: {:?}", perf_file.cmdline().ok().flatten())?;
+    writeln!(w, "features:")?;
     for f in perf_file.features().iter() {
         let size = perf_file.feature_section_data(f).map_or(0, <[u8]>::len);
         match rperf_perfdata::feature::rperf_name(f.0) {
             Some(name) => writeln!(w, "  rperf {name} (feature {}): {size} bytes", f.0),
             None => writeln!(w, "  {f:?}: {size} bytes"),
-        }
-        .map_err(io)?;
+        }?;
     }
     if let Ok(ids) = perf_file.build_ids() {
-        writeln!(w, "build ids:").map_err(io)?;
+        writeln!(w, "build ids:")?;
         for info in ids.values() {
             let id: String = info.build_id.iter().map(|b| format!("{b:02x}")).collect();
-            writeln!(w, "  {id} {}", String::from_utf8_lossy(&info.path)).map_err(io)?;
+            writeln!(w, "  {id} {}", String::from_utf8_lossy(&info.path))?;
         }
     }
     if let Ok(Some(meta)) = perf_file.simpleperf_meta_info() {
-        writeln!(w, "simpleperf meta info: {meta:?}").map_err(io)?;
+        writeln!(w, "simpleperf meta info: {meta:?}")?;
     }
     if let Ok(Some(files)) = perf_file.simpleperf_symbol_tables() {
-        writeln!(w, "stored symbol files:").map_err(io)?;
+        writeln!(w, "stored symbol files:")?;
         for f in &files {
             writeln!(
                 w,
@@ -54,16 +66,15 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<(), Error> {
                 stored_type_name(f.r#type),
                 f.symbol.len(),
                 f.min_vaddr
-            )
-            .map_err(io)?;
+            )?;
         }
     }
     if let Some(d) =
         perf_file.feature_section_data(linux_perf_data::Feature(rperf_perfdata::feature::RPERF_INFO))
     {
-        writeln!(w, "recording info:").map_err(io)?;
+        writeln!(w, "recording info:")?;
         for line in String::from_utf8_lossy(d).lines() {
-            writeln!(w, "  {}", crate::escape::printable(line)).map_err(io)?;
+            writeln!(w, "  {}", crate::escape::printable(line))?;
         }
     }
     let symfiles = perf_file
@@ -71,16 +82,20 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<(), Error> {
         .map(rperf_perfdata::sections::decode_jit_symfiles)
         .unwrap_or_default();
     if !symfiles.is_empty() {
-        writeln!(w, "JIT symbol files (GDB JIT interface):").map_err(io)?;
+        writeln!(w, "JIT symbol files (GDB JIT interface):")?;
         for f in &symfiles {
-            writeln!(w, "  {}", crate::jit::describe_symfile(f)).map_err(io)?;
+            writeln!(w, "  {}", crate::jit::describe_symfile(f))?;
         }
     }
-    writeln!(w, "events:").map_err(io)?;
+    writeln!(w, "events:")?;
     for (i, a) in perf_file.event_attributes().iter().enumerate() {
-        writeln!(w, "  [{i}] {:?} ids {:?}: {:?}", a.name(), a.event_ids, a.attr).map_err(io)?;
+        writeln!(w, "  [{i}] {:?} ids {:?}: {:?}", a.name(), a.event_ids, a.attr)?;
     }
-    writeln!(w, "records:").map_err(io)?;
+    Ok(())
+}
+
+/// Every record, decoded as the report decodes it; returns how many.
+fn write_records(w: &mut dyn Write, records: &mut crate::records::RecordReader) -> std::io::Result<u64> {
     let mut n = 0u64;
     let mut patched = Vec::new();
     loop {
@@ -103,24 +118,19 @@ pub fn dump(path: &Path, out: &mut dyn Write) -> Result<(), Error> {
                         Err(e) => writeln!(w, "{n} [user] {kind:?} undecodable: {e}"),
                     }
                 }
-            }
-            .map_err(io)?;
+            }?;
             n += 1;
         }
         match batch.end {
             Some(Err(e)) => {
-                writeln!(w, "stopped after {n} records: {e}").map_err(io)?;
+                writeln!(w, "stopped after {n} records: {e}")?;
                 break;
             }
             Some(Ok(())) => break,
             None => {}
         }
     }
-    writeln!(w, "{n} records").map_err(io)?;
-    for r in reading.take_repairs() {
-        writeln!(w, "repaired: {r}").map_err(io)?;
-    }
-    Ok(())
+    Ok(n)
 }
 
 /// simpleperf's name of a stored file's type.

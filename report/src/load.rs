@@ -76,29 +76,7 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
     let path = &opts.input;
     let (perf_file, records, reading, warnings) = open_reader(path)?;
     let len = std::fs::metadata(path).map_or(0, |m| m.len());
-    let raw = raw_attrs(path);
-    let attrs = perf_file.event_attributes();
-    let event_of_id = (attrs.len() > 1 && attrs.iter().all(|a| a.event_ids.is_empty()))
-        .then(|| {
-            let ids = attr_ids(path, len);
-            let map: HashMap<u64, usize> =
-                ids.iter().enumerate().flat_map(|(i, ids)| ids.iter().map(move |&id| (id, i))).collect();
-            Some(map).filter(|m| !m.is_empty())
-        })
-        .flatten();
-    let events = perf_file
-        .event_attributes()
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let (type_, config) = raw.get(i).copied().unwrap_or((u32::MAX, 0));
-            let name = a
-                .name()
-                .map(str::to_string)
-                .unwrap_or_else(|| rperf_perfdata::events::name_of(type_, config));
-            EventDesc { name, type_, config }
-        })
-        .collect();
+    let (events, event_of_id) = events_of(&perf_file, path, len);
     let arch_name = perf_file.arch().ok().flatten().map(str::to_string);
     let arch = arch_name.as_deref().and_then(Arch::from_name).unwrap_or(if cfg!(target_arch = "aarch64") {
         Arch::Aarch64
@@ -116,39 +94,10 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
     let rperf_info = perf_file
         .feature_section_data(Feature(feature::RPERF_INFO))
         .map(rperf_perfdata::RecordingInfo::decode);
-    let simpleperf_offcpu = perf_file
-        .simpleperf_meta_info()
-        .ok()
-        .flatten()
-        .is_some_and(|m| m.get("trace_offcpu").is_some_and(|v| *v == "true"));
-    // rperf's recordings from before the info section say so on their command line.
-    let old_rperf_offcpu = rperf_info.is_none()
-        && perf_file.feature_section_data(Feature(feature::RPERF_KALLSYMS)).is_some()
-        && cmdline.as_deref().is_some_and(|c| c.split(' ').any(|a| a == "--trace-offcpu"));
-    let off_cpu =
-        rperf_info.as_ref().is_some_and(|i| i.trace_offcpu) || simpleperf_offcpu || old_rperf_offcpu;
+    let off_cpu = is_off_cpu(&perf_file, rperf_info.as_ref(), cmdline.as_deref());
     let recorded = rperf_info.and_then(|i| Some((i.recorded_ns?, i.elapsed_ns?)));
-    let header = file_header(path);
-    let cut_short = header.as_ref().is_some_and(|h| h.features.is_empty());
-    let cut_short_here = cut_short
-        && header
-            .as_ref()
-            .and_then(|h| recorded_kernel_text(path, h.data))
-            .is_some_and(|t| Some(t) == running_kernel_text());
     let mut warnings = warnings;
-    if cut_short {
-        warnings.push(format!(
-            "{} has no feature sections: its recording was cut short (the recorder was killed before it \
-             finished); {}",
-            path.display(),
-            if cut_short_here {
-                "it was made on this machine since its last boot, so kernel frames are named from this kernel \
-                 and binaries are read as they are now"
-            } else {
-                "kernel frames stay unnamed unless --kallsyms names a copy of the recording machine's /proc/kallsyms"
-            }
-        ));
-    }
+    let cut_short_here = cut_short(path, &mut warnings);
     Ok(Recording {
         perf_file,
         records,
@@ -166,6 +115,79 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
         recorded,
         cut_short_here,
     })
+}
+
+/// The file's events, and which event each sample id belongs to when the attributes do not
+/// list their ids (simpleperf's files list them in a section of their own).
+fn events_of(perf_file: &PerfFile, path: &Path, len: u64) -> (Vec<EventDesc>, Option<HashMap<u64, usize>>) {
+    let raw = raw_attrs(path);
+    let attrs = perf_file.event_attributes();
+    let event_of_id = (attrs.len() > 1 && attrs.iter().all(|a| a.event_ids.is_empty()))
+        .then(|| {
+            let ids = attr_ids(path, len);
+            let map: HashMap<u64, usize> =
+                ids.iter().enumerate().flat_map(|(i, ids)| ids.iter().map(move |&id| (id, i))).collect();
+            Some(map).filter(|m| !m.is_empty())
+        })
+        .flatten();
+    let events = attrs
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let (type_, config) = raw.get(i).copied().unwrap_or((u32::MAX, 0));
+            let name = a
+                .name()
+                .map(str::to_string)
+                .unwrap_or_else(|| rperf_perfdata::events::name_of(type_, config));
+            EventDesc { name, type_, config }
+        })
+        .collect();
+    (events, event_of_id)
+}
+
+/// Whether the recording was made for off-CPU weighting: rperf's info section or
+/// simpleperf's meta info says so, or (rperf's recordings from before the info section) the
+/// command line.
+fn is_off_cpu(
+    perf_file: &PerfFile,
+    rperf_info: Option<&rperf_perfdata::RecordingInfo>,
+    cmdline: Option<&str>,
+) -> bool {
+    let simpleperf_offcpu = perf_file
+        .simpleperf_meta_info()
+        .ok()
+        .flatten()
+        .is_some_and(|m| m.get("trace_offcpu").is_some_and(|v| *v == "true"));
+    let old_rperf_offcpu = rperf_info.is_none()
+        && perf_file.feature_section_data(Feature(feature::RPERF_KALLSYMS)).is_some()
+        && cmdline.is_some_and(|c| c.split(' ').any(|a| a == "--trace-offcpu"));
+    rperf_info.is_some_and(|i| i.trace_offcpu) || simpleperf_offcpu || old_rperf_offcpu
+}
+
+/// A recording without feature sections was cut short: says so in `warnings`, and returns
+/// whether it was made on this machine since its last boot (kernel frames are then named
+/// from this kernel).
+fn cut_short(path: &Path, warnings: &mut Vec<String>) -> bool {
+    let header = file_header(path);
+    if !header.as_ref().is_some_and(|h| h.features.is_empty()) {
+        return false;
+    }
+    let here = header
+        .as_ref()
+        .and_then(|h| recorded_kernel_text(path, h.data))
+        .is_some_and(|t| Some(t) == running_kernel_text());
+    warnings.push(format!(
+        "{} has no feature sections: its recording was cut short (the recorder was killed before it \
+         finished); {}",
+        path.display(),
+        if here {
+            "it was made on this machine since its last boot, so kernel frames are named from this kernel \
+             and binaries are read as they are now"
+        } else {
+            "kernel frames stay unnamed unless --kallsyms names a copy of the recording machine's /proc/kallsyms"
+        }
+    ));
+    here
 }
 
 /// The address of `_text` that the first kernel mapping of the data section (`data`: offset
