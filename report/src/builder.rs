@@ -239,17 +239,7 @@ impl ProfileBuilder {
         info: Info,
         warnings: Vec<String>,
     ) -> Profile {
-        if let Some(tr) = &self.timing {
-            let on_is_time = tr.on_is_time;
-            let pending: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
-            for p in pending {
-                // A last switch-out lasts until the recording ends; a last clock sample for its
-                // period.
-                let end =
-                    if p.switch || !on_is_time { self.end_time } else { p.time.saturating_add(p.period) };
-                self.settle(&model, p, end);
-            }
-        }
+        self.settle_last_samples(&model);
         let (symbols, mut funcs, srclines, files) = symbolize(&mut model);
         let any_off_cpu = self.counts.iter().any(|c| c.counts.keys().any(|k| k.2));
         let off_cpu_marker = any_off_cpu.then(|| {
@@ -278,28 +268,8 @@ impl ProfileBuilder {
                 Some(sel) => f.first().is_some_and(|&leaf| sel[leaf as usize]),
             })
             .collect();
-        for (section, counts) in self.sections.iter_mut().zip(self.counts) {
-            let mut stacks: Vec<StackCount> = counts
-                .counts
-                .into_iter()
-                .filter(|((_, stack, _), _)| kept[*stack as usize])
-                .map(|((thread, stack, off_cpu), (samples, weight))| StackCount {
-                    thread,
-                    stack,
-                    off_cpu,
-                    samples,
-                    weight,
-                })
-                .collect();
-            // A stable order, so that outputs are the same from run to run.
-            stacks.sort_by_key(|s| (s.thread, s.stack, s.off_cpu));
-            section.samples = stacks.iter().fold(0u64, |a, s| a.saturating_add(s.samples));
-            section.weight = stacks.iter().fold(0u64, |a, s| a.saturating_add(s.weight));
-            section.stacks = stacks;
-            let mut rows = counts.rows;
-            rows.retain(|r| kept[r.stack as usize]);
-            rows.sort_by_key(|r| r.time);
-            section.rows = rows;
+        for (section, counts) in self.sections.iter_mut().zip(std::mem::take(&mut self.counts)) {
+            fill_section(section, counts, &kept);
         }
         if let Some(only) = &self.only {
             let mut keep = only.iter();
@@ -329,6 +299,46 @@ impl ProfileBuilder {
             warnings,
         }
     }
+}
+
+impl ProfileBuilder {
+    /// Gives the samples still waiting for their weight (each thread's last) theirs.
+    fn settle_last_samples(&mut self, model: &Model) {
+        let Some(tr) = &self.timing else { return };
+        let on_is_time = tr.on_is_time;
+        let pending: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
+        for p in pending {
+            // A last switch-out lasts until the recording ends; a last clock sample for its
+            // period.
+            let end = if p.switch || !on_is_time { self.end_time } else { p.time.saturating_add(p.period) };
+            self.settle(model, p, end);
+        }
+    }
+}
+
+/// A section's stacks and rows from its counts, keeping the stacks the filters `kept`.
+fn fill_section(section: &mut Section, counts: SectionCounts, kept: &[bool]) {
+    let mut stacks: Vec<StackCount> = counts
+        .counts
+        .into_iter()
+        .filter(|((_, stack, _), _)| kept[*stack as usize])
+        .map(|((thread, stack, off_cpu), (samples, weight))| StackCount {
+            thread,
+            stack,
+            off_cpu,
+            samples,
+            weight,
+        })
+        .collect();
+    // A stable order, so that outputs are the same from run to run.
+    stacks.sort_by_key(|s| (s.thread, s.stack, s.off_cpu));
+    section.samples = stacks.iter().fold(0u64, |a, s| a.saturating_add(s.samples));
+    section.weight = stacks.iter().fold(0u64, |a, s| a.saturating_add(s.weight));
+    section.stacks = stacks;
+    let mut rows = counts.rows;
+    rows.retain(|r| kept[r.stack as usize]);
+    rows.sort_by_key(|r| r.time);
+    section.rows = rows;
 }
 
 fn section(name: String, type_: u32, config: u64, unit: Unit) -> Section {

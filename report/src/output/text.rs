@@ -173,71 +173,10 @@ fn write_section(
     opts: &ReportOptions,
 ) -> io::Result<()> {
     let total = section.weight;
-    let mut entries: Vec<(&EntryKey, &Entry)> = agg.entries.iter().collect();
-    let weight = |e: &Entry| if opts.children { e.children } else { e.period };
-    // simpleperf's order: by weight, entries whose call graph is skipped after those shown,
-    // then by self weight.
-    let skipped =
-        |e: &Entry| opts.call_graph.is_some() && matches!(e.parent, super::aggregate::Parent::One(_));
-    entries.sort_by(|a, b| {
-        weight(b.1)
-            .cmp(&weight(a.1))
-            .then_with(|| skipped(a.1).cmp(&skipped(b.1)))
-            .then_with(|| b.1.period.cmp(&a.1.period))
-            .then_with(|| a.0.cmp(b.0))
-    });
-    entries.retain(|(_, e)| weight(e) > 0 && pct(weight(e), total) >= opts.percent_limit);
-
-    let mut head: Vec<String> = Vec::new();
-    if opts.children {
-        head.push("Children".into());
-        head.push("Self".into());
-    } else {
-        head.push("Overhead".into());
-    }
-    if opts.show_samples {
-        head.push("Sample".into());
-    }
-    // Event counts as simpleperf names them; CSV output always has them, with the event's name.
-    let event_counts = opts.print_event_count || opts.csv;
-    let counts_head: &[&str] =
-        if opts.children { &["AccEventCount", "SelfEventCount"] } else { &["EventCount"] };
-    if opts.print_event_count {
-        head.extend(counts_head.iter().map(|s| s.to_string()));
-    }
-    head.extend(opts.sort.iter().map(|k| k.title().to_string()));
-    if event_counts && !opts.print_event_count {
-        head.extend(counts_head.iter().map(|s| s.to_string()));
-        head.push("EventName".into());
-    }
-    let fmt_share = |v: u64| if opts.raw_period { v.to_string() } else { format!("{:.2}%", pct(v, total)) };
-    let rows: Vec<Vec<String>> = entries
-        .iter()
-        .map(|(k, e)| {
-            let mut r = Vec::new();
-            if opts.children {
-                r.push(fmt_share(e.children));
-            }
-            r.push(fmt_share(e.period));
-            if opts.show_samples {
-                r.push(e.samples.to_string());
-            }
-            let mut counts = Vec::new();
-            if opts.children {
-                counts.push(e.children.to_string());
-            }
-            counts.push(e.period.to_string());
-            if opts.print_event_count {
-                r.extend(counts.iter().cloned());
-            }
-            r.extend(opts.sort.iter().map(|key| column(names, *key, k)));
-            if event_counts && !opts.print_event_count {
-                r.extend(counts);
-                r.push(crate::escape::printable(&section.name).into_owned());
-            }
-            r
-        })
-        .collect();
+    let entries = sorted_entries(agg, total, opts);
+    let head = column_titles(opts);
+    let rows: Vec<Vec<String>> =
+        entries.iter().map(|(k, e)| row(k, e, section, names, total, opts)).collect();
     if opts.csv {
         let sep = opts.csv_separator.as_str();
         writeln!(out, "{}", head.iter().map(|c| csv_field(c, sep)).collect::<Vec<_>>().join(sep))?;
@@ -280,6 +219,92 @@ fn write_section(
     }
     writeln!(out)?;
     Ok(())
+}
+
+/// The entries shown, in simpleperf's order: by weight, entries whose call graph is skipped
+/// after those shown, then by self weight; those under `--percent-limit` left out.
+fn sorted_entries<'a>(
+    agg: &'a EventAggregate,
+    total: u64,
+    opts: &ReportOptions,
+) -> Vec<(&'a EntryKey, &'a Entry)> {
+    let mut entries: Vec<(&EntryKey, &Entry)> = agg.entries.iter().collect();
+    let weight = |e: &Entry| if opts.children { e.children } else { e.period };
+    let skipped =
+        |e: &Entry| opts.call_graph.is_some() && matches!(e.parent, super::aggregate::Parent::One(_));
+    entries.sort_by(|a, b| {
+        weight(b.1)
+            .cmp(&weight(a.1))
+            .then_with(|| skipped(a.1).cmp(&skipped(b.1)))
+            .then_with(|| b.1.period.cmp(&a.1.period))
+            .then_with(|| a.0.cmp(b.0))
+    });
+    entries.retain(|(_, e)| weight(e) > 0 && pct(weight(e), total) >= opts.percent_limit);
+    entries
+}
+
+/// Whether event counts are columns: as simpleperf names them; CSV output always has them,
+/// with the event's name.
+fn shows_event_counts(opts: &ReportOptions) -> bool {
+    opts.print_event_count || opts.csv
+}
+
+fn column_titles(opts: &ReportOptions) -> Vec<String> {
+    let mut head: Vec<String> = Vec::new();
+    if opts.children {
+        head.push("Children".into());
+        head.push("Self".into());
+    } else {
+        head.push("Overhead".into());
+    }
+    if opts.show_samples {
+        head.push("Sample".into());
+    }
+    let counts_head: &[&str] =
+        if opts.children { &["AccEventCount", "SelfEventCount"] } else { &["EventCount"] };
+    if opts.print_event_count {
+        head.extend(counts_head.iter().map(|s| s.to_string()));
+    }
+    head.extend(opts.sort.iter().map(|k| k.title().to_string()));
+    if shows_event_counts(opts) && !opts.print_event_count {
+        head.extend(counts_head.iter().map(|s| s.to_string()));
+        head.push("EventName".into());
+    }
+    head
+}
+
+/// One entry's cells, in the order of `column_titles`.
+fn row(
+    k: &EntryKey,
+    e: &Entry,
+    section: &crate::profile::Section,
+    names: &Names,
+    total: u64,
+    opts: &ReportOptions,
+) -> Vec<String> {
+    let fmt_share = |v: u64| if opts.raw_period { v.to_string() } else { format!("{:.2}%", pct(v, total)) };
+    let mut r = Vec::new();
+    if opts.children {
+        r.push(fmt_share(e.children));
+    }
+    r.push(fmt_share(e.period));
+    if opts.show_samples {
+        r.push(e.samples.to_string());
+    }
+    let mut counts = Vec::new();
+    if opts.children {
+        counts.push(e.children.to_string());
+    }
+    counts.push(e.period.to_string());
+    if opts.print_event_count {
+        r.extend(counts.iter().cloned());
+    }
+    r.extend(opts.sort.iter().map(|key| column(names, *key, k)));
+    if shows_event_counts(opts) && !opts.print_event_count {
+        r.extend(counts);
+        r.push(crate::escape::printable(&section.name).into_owned());
+    }
+    r
 }
 
 /// A CSV field, quoted when it holds the separator, a quote or a line break.
