@@ -167,149 +167,44 @@ fn clamp(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
+/// The profile being built, with its tables: each mapping, location and function once.
+struct Builder<'a> {
+    p: &'a Profile,
+    inline: bool,
+    st: Strings,
+    out: proto::Profile,
+    mappings: HashMap<u32, u64>,
+    locations: HashMap<u32, u64>,
+    functions: HashMap<u32, u64>,
+}
+
 /// Builds the profile.
 fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
-    let mut st = Strings::new();
-    let mut out = proto::Profile::default();
+    let mut b = Builder {
+        p,
+        inline: opts.inline,
+        st: Strings::new(),
+        out: proto::Profile::default(),
+        mappings: HashMap::new(),
+        locations: HashMap::new(),
+        functions: HashMap::new(),
+    };
     let events: Vec<_> = p.shown_sections().collect();
-    for e in &events {
-        let (name, unit) = value_type(&e.name, e.time_in_ns());
-        out.sample_type.push(proto::ValueType { r#type: st.id("samples"), unit: st.id("count") });
-        out.sample_type.push(proto::ValueType { r#type: st.id(name), unit: st.id(unit) });
-    }
-    if let Some(e) = events.first() {
-        let (name, unit) = value_type(&e.name, e.time_in_ns());
-        out.period_type = Some(proto::ValueType { r#type: st.id(name), unit: st.id(unit) });
-        out.period = clamp(e.weight / e.samples.max(1));
-        out.default_sample_type = st.id(name);
-    }
-    let (pid_key, tid_key, thread_key) = (st.id("pid"), st.id("tid"), st.id("thread"));
+    b.sample_types(&events);
     // Recordings with Java methods say how each frame's code ran, innermost first, in a label
     // (pprof has no per-frame attributes).
     let java = p.stack_exec.iter().flatten().any(|t| *t != ExecType::Native);
-    let exec_key = if java { st.id("execution_types") } else { 0 };
-    let funcs = &p.names.funcs;
-    let mut mappings: HashMap<u32, u64> = HashMap::new();
-    let mut locations: HashMap<u32, u64> = HashMap::new();
-    let mut functions: HashMap<u32, u64> = HashMap::new();
-    let n = out.sample_type.len();
+    // The labels' keys come first in the string table.
+    for key in ["pid", "tid", "thread"].into_iter().chain(java.then_some("execution_types")) {
+        b.st.id(key);
+    }
     for (ei, e) in events.iter().enumerate() {
         for c in &e.stacks {
-            let (comm, pid, tid) = (c.thread.comm, c.thread.pid, c.thread.tid);
-            {
-                let mut sample = proto::Sample { value: vec![0; n], ..Default::default() };
-                sample.value[2 * ei] = clamp(c.samples);
-                sample.value[2 * ei + 1] = clamp(c.weight);
-                // Off-CPU time ends in a frame of its own, as in the stack outputs.
-                let marker = if c.off_cpu { p.off_cpu_marker } else { None };
-                if let Some(m) = marker {
-                    let next = locations.len() as u64 + 1;
-                    let id = *locations.entry(u32::MAX).or_insert_with(|| {
-                        let next_map = mappings.len() as u64 + 1;
-                        let dso = funcs[m as usize].dso;
-                        let mapping_id = *mappings.entry(dso).or_insert_with(|| {
-                            out.mapping.push(proto::Mapping {
-                                id: next_map,
-                                filename: st.id("[off-cpu]"),
-                                has_functions: true,
-                                ..Default::default()
-                            });
-                            next_map
-                        });
-                        let next_fn = functions.len() as u64 + 1;
-                        let function_id = *functions.entry(m).or_insert_with(|| {
-                            let name = st.id("[off-cpu]");
-                            out.function.push(proto::Function {
-                                id: next_fn,
-                                name,
-                                system_name: name,
-                                filename: 0,
-                            });
-                            next_fn
-                        });
-                        out.location.push(proto::Location {
-                            id: next,
-                            mapping_id,
-                            address: 0,
-                            line: vec![proto::Line { function_id, line: 0 }],
-                        });
-                        next
-                    });
-                    sample.location_id.push(id);
-                }
-                for &a in &p.stacks[c.stack as usize] {
-                    let next = locations.len() as u64 + 1;
-                    let id = *locations.entry(a).or_insert_with(|| {
-                        let (dso, address) = p.symbols.location(a);
-                        let next_map = mappings.len() as u64 + 1;
-                        let mapping_id = *mappings.entry(dso).or_insert_with(|| {
-                            let d = &p.names.dsos[dso as usize];
-                            let build_id: String =
-                                d.build_id.iter().flatten().map(|b| format!("{b:02x}")).collect();
-                            out.mapping.push(proto::Mapping {
-                                id: next_map,
-                                memory_start: 0,
-                                memory_limit: u64::MAX,
-                                file_offset: 0,
-                                filename: st.id(d.display_name()),
-                                build_id: st.id(&build_id),
-                                has_functions: true,
-                                has_filenames: true,
-                                has_line_numbers: true,
-                                has_inline_frames: opts.inline,
-                            });
-                            next_map
-                        });
-                        let places = p.symbols.places(a);
-                        let line = p
-                            .symbols
-                            .funcs(a)
-                            .iter()
-                            .enumerate()
-                            .map(|(i, &f)| {
-                                let (file, line) = places.get(i).copied().unwrap_or((0, 0));
-                                let next_fn = functions.len() as u64 + 1;
-                                let function_id = *functions.entry(f).or_insert_with(|| {
-                                    let func = &funcs[f as usize];
-                                    let filename = match file {
-                                        0 => 0,
-                                        id => st.id(&p.names.files[id as usize - 1]),
-                                    };
-                                    let name = st.id(&func.name);
-                                    out.function.push(proto::Function {
-                                        id: next_fn,
-                                        name,
-                                        system_name: func.system.as_deref().map_or(name, |s| st.id(s)),
-                                        filename,
-                                    });
-                                    next_fn
-                                });
-                                proto::Line { function_id, line: i64::from(line) }
-                            })
-                            .collect();
-                        out.location.push(proto::Location { id: next, mapping_id, address, line });
-                        next
-                    });
-                    sample.location_id.push(id);
-                }
-                sample.label = vec![
-                    proto::Label { key: pid_key, num: i64::from(pid), ..Default::default() },
-                    proto::Label { key: tid_key, num: i64::from(tid), ..Default::default() },
-                    proto::Label { key: thread_key, str: st.id(p.names.comm(comm)), ..Default::default() },
-                ];
-                if java {
-                    let marker = marker.map(|_| ExecType::Native.name());
-                    let types: Vec<&str> = marker
-                        .into_iter()
-                        .chain(p.stack_exec[c.stack as usize].iter().map(|t| t.name()))
-                        .collect();
-                    let str = st.id(&types.join(","));
-                    sample.label.push(proto::Label { key: exec_key, str, ..Default::default() });
-                }
-                out.sample.push(sample);
-            }
+            let sample = b.sample(ei, c, java);
+            b.out.sample.push(sample);
         }
     }
+    let Builder { mut st, mut out, .. } = b;
     // Samples in a stable order: heaviest first.
     out.sample.sort_by(|a, b| {
         let total = |s: &proto::Sample| s.value.iter().fold(0i64, |t, v| t.saturating_add(*v));
@@ -326,6 +221,162 @@ fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
     }
     out.string_table = st.table;
     out
+}
+
+impl Builder<'_> {
+    /// Two values per event: its samples, and its weight in its unit.
+    fn sample_types(&mut self, events: &[&crate::profile::Section]) {
+        let st = &mut self.st;
+        for e in events {
+            let (name, unit) = value_type(&e.name, e.time_in_ns());
+            self.out.sample_type.push(proto::ValueType { r#type: st.id("samples"), unit: st.id("count") });
+            self.out.sample_type.push(proto::ValueType { r#type: st.id(name), unit: st.id(unit) });
+        }
+        if let Some(e) = events.first() {
+            let (name, unit) = value_type(&e.name, e.time_in_ns());
+            self.out.period_type = Some(proto::ValueType { r#type: st.id(name), unit: st.id(unit) });
+            self.out.period = clamp(e.weight / e.samples.max(1));
+            self.out.default_sample_type = st.id(name);
+        }
+    }
+
+    /// One distinct stack of event `ei`, with its thread's labels.
+    fn sample(&mut self, ei: usize, c: &crate::profile::StackCount, java: bool) -> proto::Sample {
+        let p = self.p;
+        let mut sample = proto::Sample { value: vec![0; self.out.sample_type.len()], ..Default::default() };
+        sample.value[2 * ei] = clamp(c.samples);
+        sample.value[2 * ei + 1] = clamp(c.weight);
+        // Off-CPU time ends in a frame of its own, as in the stack outputs.
+        let marker = if c.off_cpu { p.off_cpu_marker } else { None };
+        if let Some(m) = marker {
+            sample.location_id.push(self.off_cpu_location(m));
+        }
+        for &a in &p.stacks[c.stack as usize] {
+            sample.location_id.push(self.location(a));
+        }
+        let (comm, pid, tid) = (c.thread.comm, c.thread.pid, c.thread.tid);
+        let st = &mut self.st;
+        sample.label = vec![
+            proto::Label { key: st.id("pid"), num: i64::from(pid), ..Default::default() },
+            proto::Label { key: st.id("tid"), num: i64::from(tid), ..Default::default() },
+            proto::Label { key: st.id("thread"), str: st.id(p.names.comm(comm)), ..Default::default() },
+        ];
+        if java {
+            let marker = marker.map(|_| ExecType::Native.name());
+            let types: Vec<&str> =
+                marker.into_iter().chain(p.stack_exec[c.stack as usize].iter().map(|t| t.name())).collect();
+            let str = st.id(&types.join(","));
+            sample.label.push(proto::Label { key: st.id("execution_types"), str, ..Default::default() });
+        }
+        sample
+    }
+
+    /// The location of the off-CPU marker frame (function `m`).
+    fn off_cpu_location(&mut self, m: u32) -> u64 {
+        if let Some(&id) = self.locations.get(&u32::MAX) {
+            return id;
+        }
+        let dso = self.p.names.funcs[m as usize].dso;
+        let mapping_id = match self.mappings.get(&dso) {
+            Some(&id) => id,
+            None => {
+                let id = self.mappings.len() as u64 + 1;
+                let filename = self.st.id("[off-cpu]");
+                self.out.mapping.push(proto::Mapping {
+                    id,
+                    filename,
+                    has_functions: true,
+                    ..Default::default()
+                });
+                self.mappings.insert(dso, id);
+                id
+            }
+        };
+        let function_id = match self.functions.get(&m) {
+            Some(&id) => id,
+            None => {
+                let id = self.functions.len() as u64 + 1;
+                let name = self.st.id("[off-cpu]");
+                self.out.function.push(proto::Function { id, name, system_name: name, filename: 0 });
+                self.functions.insert(m, id);
+                id
+            }
+        };
+        let id = self.locations.len() as u64 + 1;
+        let line = vec![proto::Line { function_id, line: 0 }];
+        self.out.location.push(proto::Location { id, mapping_id, address: 0, line });
+        self.locations.insert(u32::MAX, id);
+        id
+    }
+
+    /// The location of frame address `a`: its mapping, address, and functions (inlined ones
+    /// first) with their lines.
+    fn location(&mut self, a: u32) -> u64 {
+        if let Some(&id) = self.locations.get(&a) {
+            return id;
+        }
+        let p = self.p;
+        let (dso, address) = p.symbols.location(a);
+        let mapping_id = self.mapping(dso);
+        let places = p.symbols.places(a);
+        let line = p
+            .symbols
+            .funcs(a)
+            .iter()
+            .enumerate()
+            .map(|(i, &f)| {
+                let (file, line) = places.get(i).copied().unwrap_or((0, 0));
+                proto::Line { function_id: self.function(f, file), line: i64::from(line) }
+            })
+            .collect();
+        let id = self.locations.len() as u64 + 1;
+        self.out.location.push(proto::Location { id, mapping_id, address, line });
+        self.locations.insert(a, id);
+        id
+    }
+
+    fn mapping(&mut self, dso: u32) -> u64 {
+        if let Some(&id) = self.mappings.get(&dso) {
+            return id;
+        }
+        let d = &self.p.names.dsos[dso as usize];
+        let build_id: String = d.build_id.iter().flatten().map(|b| format!("{b:02x}")).collect();
+        let id = self.mappings.len() as u64 + 1;
+        self.out.mapping.push(proto::Mapping {
+            id,
+            memory_start: 0,
+            memory_limit: u64::MAX,
+            file_offset: 0,
+            filename: self.st.id(d.display_name()),
+            build_id: self.st.id(&build_id),
+            has_functions: true,
+            has_filenames: true,
+            has_line_numbers: true,
+            has_inline_frames: self.inline,
+        });
+        self.mappings.insert(dso, id);
+        id
+    }
+
+    /// Function `f`, named in source file `file` (an index into the profile's files plus one;
+    /// 0 for none).
+    fn function(&mut self, f: u32, file: u32) -> u64 {
+        if let Some(&id) = self.functions.get(&f) {
+            return id;
+        }
+        let p = self.p;
+        let func = &p.names.funcs[f as usize];
+        let filename = match file {
+            0 => 0,
+            id => self.st.id(&p.names.files[id as usize - 1]),
+        };
+        let name = self.st.id(&func.name);
+        let system_name = func.system.as_deref().map_or(name, |s| self.st.id(s));
+        let id = self.functions.len() as u64 + 1;
+        self.out.function.push(proto::Function { id, name, system_name, filename });
+        self.functions.insert(f, id);
+        id
+    }
 }
 
 /// Writes the gzipped profile.
