@@ -72,8 +72,6 @@ pub fn open_checked(path: &Path) -> Result<Checked, String> {
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let len = file.metadata().map_err(|e| e.to_string())?.len();
     let mut head = [0u8; 104];
-    let mut warnings = Vec::new();
-    let mut patches: Vec<(u64, Vec<u8>)> = Vec::new();
     {
         let mut f = &file;
         f.read_exact(&mut head).map_err(|_| match len {
@@ -81,6 +79,7 @@ pub fn open_checked(path: &Path) -> Result<Checked, String> {
             _ => format!("the file is {len} bytes, shorter than a perf.data header (104)"),
         })?;
     }
+    let mut r = Repair { path, file, len, warnings: Vec::new(), patches: Vec::new() };
     let Some(header) = FileHeader::parse(&head) else {
         if &head[..8] != b"2ELIFREP" {
             return Err(format!(
@@ -91,96 +90,25 @@ pub fn open_checked(path: &Path) -> Result<Checked, String> {
         // Big-endian recordings are left unrepaired to the readers, which know their layout.
         let be = |at: usize| u64::from_be_bytes(head[at..at + 8].try_into().expect("8 bytes"));
         let data = (be(DATA_AT as usize), be(DATA_SIZE_AT as usize));
-        let inner = Window::new(file, len);
-        return Ok((PatchedFile { inner, patches, pos: 0 }, data, warnings));
+        return Ok(r.into_checked(data));
     };
-    let fits = |off: u64, size: u64| off.checked_add(size).is_some_and(|end| end <= len);
     let (attr_off, attr_len) = header.attrs;
-    if !fits(attr_off, attr_len) {
+    if !r.fits(attr_off, attr_len) {
         return Err(format!(
-            "the attribute section (header offset 24) claims {attr_len} bytes at file offset {attr_off}, past the end of the {len}-byte file"
+            "the attribute section (header offset 24) claims {attr_len} bytes at file offset {attr_off}, past the end of the {}-byte file",
+            r.len
         ));
     }
     let (ev_off, ev_size) = header.event_types;
-    if !fits(ev_off, ev_size) {
-        patches.push((EVENT_TYPES_AT, vec![0; 16]));
-        warnings.push(
+    if !r.fits(ev_off, ev_size) {
+        r.patches.push((EVENT_TYPES_AT, vec![0; 16]));
+        r.warnings.push(
             "the event-types section (header offset 56) reaches past the end of the file; ignored"
                 .to_string(),
         );
     }
-    let (data_off, mut data_size) = header.data;
-    if data_off > len {
-        return Err(format!(
-            "the data section starts at file offset {data_off}, past the end of the {len}-byte file"
-        ));
-    }
-    let mut features = header.features.clone();
-    let table_fits = |size: u64, n: usize| fits(data_off.saturating_add(size), FEATURE_ENTRY_SIZE * n as u64);
-    if data_size == 0 || !fits(data_off, data_size) {
-        // A crashed recording: the size was never written (0) or the file ends early.
-        let present = len - data_off;
-        // Read up to the last whole record: anything after it is a record cut in two, or
-        // feature sections, not records.
-        let (whole, bad) = walk_records(path, data_off, present);
-        if let Some(b) = bad.filter(|b| b.oversized_trace) {
-            warnings.push(format!("{}; reading the records before it", b.why));
-        }
-        warnings.push(format!(
-            "the data section (header offset 48) claims {data_size} bytes but the file holds {present} after offset {data_off}: the recording was cut short; reading what is there ({whole} bytes of whole records)"
-        ));
-        data_size = whole;
-        patches.push((DATA_SIZE_AT, data_size.to_le_bytes().to_vec()));
-        features.clear();
-    } else if !table_fits(data_size, features.len()) {
-        warnings.push(format!(
-            "the feature sections after the data (file offset {}) are missing: the recording was cut short; reading the records only",
-            data_off + data_size
-        ));
-        features.clear();
-    }
-    if features.is_empty() {
-        patches.push((FEATURES_AT, vec![0; 32]));
-    }
-    // Each feature section must fit in the file.
-    let table_at = data_off + data_size;
-    const ENTRY: usize = FEATURE_ENTRY_SIZE as usize;
-    let mut table = vec![0u8; ENTRY * features.len()];
-    if !table.is_empty() {
-        use std::io::{Seek, SeekFrom};
-        let mut f = &file;
-        f.seek(SeekFrom::Start(table_at)).map_err(|e| e.to_string())?;
-        f.read_exact(&mut table).map_err(|e| e.to_string())?;
-    }
-    // Each feature section must fit in the file, and the counts inside the sections that the
-    // reader sizes allocations by must fit in the section; the others are dropped from the
-    // header's bitmap and table.
-    let mut keep = Vec::new();
-    for (i, feat) in features.iter().enumerate() {
-        let (off, size) = (u64_at(&table, ENTRY * i), u64_at(&table, ENTRY * i + 8));
-        let entry_at = table_at + FEATURE_ENTRY_SIZE * i as u64;
-        let problem = if !fits(off, size) {
-            Some(format!("claims {size} bytes at offset {off}, past the end of the file"))
-        } else {
-            section_problem(&file, *feat, off, size)
-        };
-        match problem {
-            Some(why) => warnings.push(format!(
-                "feature section {feat} (table entry at file offset {entry_at}) {why}; ignored"
-            )),
-            None => keep.push(i),
-        }
-    }
-    if keep.len() != features.len() {
-        let mut new_table = Vec::with_capacity(table.len());
-        let kept: Vec<u32> = keep.iter().map(|&i| features[i]).collect();
-        let bitmap = crate::header::feature_bitmap(&kept).to_vec();
-        for &i in &keep {
-            new_table.extend_from_slice(&table[ENTRY * i..ENTRY * (i + 1)]);
-        }
-        patches.push((FEATURES_AT, bitmap));
-        patches.push((table_at, new_table));
-    }
+    let (data, features) = r.check_data(&header)?;
+    r.check_features(data.0 + data.1, &features)?;
     // The attribute size divides section sizes; the event-types section's id lists are
     // allocated by their sizes.
     let attr_size = header.attr_size;
@@ -189,41 +117,136 @@ pub fn open_checked(path: &Path) -> Result<Checked, String> {
             "the attribute size (header offset 16) is {attr_size}; perf_event_attr is 64 to 4096 bytes"
         ));
     }
-    if ev_size > 0 && fits(ev_off, ev_size) {
+    if ev_size > 0 && r.fits(ev_off, ev_size) {
         let entry = attr_size + 16;
-        let mut bytes = vec![0u8; ev_size.min(entry * 4096) as usize];
-        read_at(&file, ev_off, &mut bytes).map_err(|e| e.to_string())?;
-        for (k, e) in bytes.chunks_exact(entry as usize).enumerate() {
-            let at = attr_size as usize;
-            let (ids_off, ids_size) = (u64_at(e, at), u64_at(e, at + 8));
-            if !fits(ids_off, ids_size) {
-                let field = ev_off + k as u64 * entry + attr_size;
-                warnings.push(format!(
-                    "the id list of event type {k} (file offset {field}) claims {ids_size} bytes at offset {ids_off}, past the end of the file; ignored"
-                ));
-                patches.push((field, vec![0; 16]));
-            }
-        }
+        r.check_id_lists(ev_off, ev_size.min(entry * 4096), entry, attr_size, "event type")?;
     }
     // Each attribute entry ends in the (offset, size) of its id list, which the reader
     // allocates by (a fuzzer find: tests/fuzz-regressions/attr-id-list-past-the-end).
-    if attr_size > 0 {
-        let mut bytes = vec![0u8; attr_len.min(attr_size * 4096) as usize];
-        read_at(&file, attr_off, &mut bytes).map_err(|e| e.to_string())?;
-        for (k, e) in bytes.chunks_exact(attr_size as usize).enumerate() {
-            let at = attr_size as usize - 16;
-            let (ids_off, ids_size) = (u64_at(e, at), u64_at(e, at + 8));
-            if !fits(ids_off, ids_size) {
-                let field = attr_off + k as u64 * attr_size + at as u64;
-                warnings.push(format!(
-                    "the id list of attribute {k} (file offset {field}) claims {ids_size} bytes at offset {ids_off}, past the end of the file; ignored"
-                ));
-                patches.push((field, vec![0; 16]));
+    r.check_id_lists(attr_off, attr_len.min(attr_size * 4096), attr_size, attr_size - 16, "attribute")?;
+    Ok(r.into_checked(data))
+}
+
+/// What `open_checked` found and patched so far.
+struct Repair<'a> {
+    path: &'a Path,
+    file: std::fs::File,
+    len: u64,
+    warnings: Vec<String>,
+    patches: Vec<(u64, Vec<u8>)>,
+}
+
+impl Repair<'_> {
+    /// Whether `size` bytes at `off` lie inside the file.
+    fn fits(&self, off: u64, size: u64) -> bool {
+        off.checked_add(size).is_some_and(|end| end <= self.len)
+    }
+
+    fn into_checked(self, data: (u64, u64)) -> Checked {
+        let inner = Window::new(self.file, self.len);
+        (PatchedFile { inner, patches: self.patches, pos: 0 }, data, self.warnings)
+    }
+
+    /// The data section as it can be read, and the feature sections still to check. A data
+    /// section cut short (its size never written, or the file ending early) is read up to its
+    /// last whole record, without features.
+    fn check_data(&mut self, header: &FileHeader) -> Result<((u64, u64), Vec<u32>), String> {
+        let (data_off, mut data_size) = header.data;
+        if data_off > self.len {
+            return Err(format!(
+                "the data section starts at file offset {data_off}, past the end of the {}-byte file",
+                self.len
+            ));
+        }
+        let mut features = header.features.clone();
+        let table_fits = data_off
+            .checked_add(data_size)
+            .is_some_and(|end| self.fits(end, FEATURE_ENTRY_SIZE * features.len() as u64));
+        if data_size == 0 || !self.fits(data_off, data_size) {
+            let present = self.len - data_off;
+            // Read up to the last whole record: anything after it is a record cut in two, or
+            // feature sections, not records.
+            let (whole, bad) = walk_records(self.path, data_off, present);
+            if let Some(b) = bad.filter(|b| b.oversized_trace) {
+                self.warnings.push(format!("{}; reading the records before it", b.why));
+            }
+            self.warnings.push(format!(
+                "the data section (header offset 48) claims {data_size} bytes but the file holds {present} after offset {data_off}: the recording was cut short; reading what is there ({whole} bytes of whole records)"
+            ));
+            data_size = whole;
+            self.patches.push((DATA_SIZE_AT, data_size.to_le_bytes().to_vec()));
+            features.clear();
+        } else if !table_fits {
+            self.warnings.push(format!(
+                "the feature sections after the data (file offset {}) are missing: the recording was cut short; reading the records only",
+                data_off + data_size
+            ));
+            features.clear();
+        }
+        if features.is_empty() {
+            self.patches.push((FEATURES_AT, vec![0; 32]));
+        }
+        Ok(((data_off, data_size), features))
+    }
+
+    /// Each feature section must fit in the file, and the counts inside the sections that the
+    /// reader sizes allocations by must fit in the section; the others are dropped from the
+    /// header's bitmap and from the table at `table_at`.
+    fn check_features(&mut self, table_at: u64, features: &[u32]) -> Result<(), String> {
+        const ENTRY: usize = FEATURE_ENTRY_SIZE as usize;
+        let mut table = vec![0u8; ENTRY * features.len()];
+        if !table.is_empty() {
+            read_at(&self.file, table_at, &mut table).map_err(|e| e.to_string())?;
+        }
+        let mut keep = Vec::new();
+        for (i, feat) in features.iter().enumerate() {
+            let (off, size) = (u64_at(&table, ENTRY * i), u64_at(&table, ENTRY * i + 8));
+            let entry_at = table_at + FEATURE_ENTRY_SIZE * i as u64;
+            let problem = if !self.fits(off, size) {
+                Some(format!("claims {size} bytes at offset {off}, past the end of the file"))
+            } else {
+                section_problem(&self.file, *feat, off, size)
+            };
+            match problem {
+                Some(why) => self.warnings.push(format!(
+                    "feature section {feat} (table entry at file offset {entry_at}) {why}; ignored"
+                )),
+                None => keep.push(i),
             }
         }
+        if keep.len() != features.len() {
+            let mut new_table = Vec::with_capacity(table.len());
+            let kept: Vec<u32> = keep.iter().map(|&i| features[i]).collect();
+            let bitmap = crate::header::feature_bitmap(&kept).to_vec();
+            for &i in &keep {
+                new_table.extend_from_slice(&table[ENTRY * i..ENTRY * (i + 1)]);
+            }
+            self.patches.push((FEATURES_AT, bitmap));
+            self.patches.push((table_at, new_table));
+        }
+        Ok(())
     }
-    let inner = Window::new(file, len);
-    Ok((PatchedFile { inner, patches, pos: 0 }, (data_off, data_size), warnings))
+
+    /// Entries of `entry` bytes in the `size` bytes at `off`, each with the (offset, size) of an
+    /// id list at byte `at`: lists past the end of the file are emptied, each said.
+    fn check_id_lists(&mut self, off: u64, size: u64, entry: u64, at: u64, what: &str) -> Result<(), String> {
+        if entry == 0 {
+            return Ok(());
+        }
+        let mut bytes = vec![0u8; size as usize];
+        read_at(&self.file, off, &mut bytes).map_err(|e| e.to_string())?;
+        for (k, e) in bytes.chunks_exact(entry as usize).enumerate() {
+            let (ids_off, ids_size) = (u64_at(e, at as usize), u64_at(e, at as usize + 8));
+            if !self.fits(ids_off, ids_size) {
+                let field = off + k as u64 * entry + at;
+                self.warnings.push(format!(
+                    "the id list of {what} {k} (file offset {field}) claims {ids_size} bytes at offset {ids_off}, past the end of the file; ignored"
+                ));
+                self.patches.push((field, vec![0; 16]));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Reads `buf.len()` bytes of `file` at `off`.
