@@ -1,29 +1,27 @@
 //! An open recording: its events, ring buffers and targets. Opening follows the plan;
 //! processes are attached, their threads followed and their state synthesized from /proc.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use rperf_symbols::{buildid, kallsyms};
 
-use crate::attr::{make_attr, regs_count};
+use crate::attr::make_attr;
 use crate::buffers::{map_halving, CpuBuffer};
 use crate::control::Control;
 use crate::error::open_remedy;
 use crate::event::EventSpec;
-use crate::jit_debug::JitDebugReader;
 use crate::launch::{self, Launched};
-use crate::options::{CallGraph, RecordOptions};
+use crate::options::{CallGraph, Rate, RecordOptions};
 use crate::plan::Plan;
-use crate::post_unwind::PostUnwinder;
 use crate::procfs;
 use crate::records::{RecordBuilder, SampleId};
 use crate::ring::RingBuffer;
-use crate::sink::{Sink, StackEnds};
+use crate::sink::Sink;
 use crate::sys::{self, perf_event_attr, record_type};
 use crate::target::{self, Target};
-use crate::writer::{FileAttr, PerfDataWriter};
+use crate::writer::FileAttr;
 use crate::Error;
 
 pub(crate) struct OpenEvent {
@@ -96,80 +94,13 @@ impl Session {
         let Plan { opts, specs, rate, sample_type, cpus, data_pages, side_pages, notes } =
             Plan::new(opts, note)?;
         let opts = &opts;
-        let launch_cmd = matches!(opts.target, Target::Command(_));
-        let mut events: Vec<OpenEvent> = specs
-            .iter()
-            .map(|spec| OpenEvent {
-                spec: spec.clone(),
-                attr: make_attr(
-                    spec,
-                    rate,
-                    opts,
-                    false,
-                    sample_type,
-                    data_pages,
-                    launch_cmd && opts.delay.is_none(),
-                ),
-                ids: Vec::new(),
-                sideband: false,
-            })
-            .collect();
-        let dummy = EventSpec {
-            name: "dummy".into(),
-            type_: sys::attr_type::SOFTWARE,
-            config: sys::SW_DUMMY,
-            exclude_kernel: false,
-            exclude_user: false,
-            modifier: String::new(),
-        };
-        let mut side_attr = make_attr(&dummy, rate, opts, true, sample_type, side_pages, launch_cmd);
-        // The dummy event never fires; it exists for the records its flags ask for.
-        side_attr.set_freq(0);
-        side_attr.__bindgen_anon_1.sample_period = 1;
-        events.push(OpenEvent { spec: dummy, attr: side_attr, ids: Vec::new(), sideband: true });
-
+        let events = open_events(&specs, rate, opts, sample_type, (data_pages, side_pages));
         let child = match &opts.target {
             Target::Command(argv) => Some(Launched::prepare(argv)?),
             _ => None,
         };
         let builder = RecordBuilder { sample_type };
-        let writer = match opts.out_fd {
-            Some(fd) => {
-                use std::os::fd::FromRawFd;
-                // SAFETY: the fd was handed to this process for the recording (`--out-fd`);
-                // nothing else in it uses that number.
-                let file = unsafe { std::fs::File::from_raw_fd(fd) };
-                PerfDataWriter::create_in(file, &opts.output, &[])?
-            }
-            None => PerfDataWriter::create(&opts.output, &[])?,
-        };
-        let mut sink = Sink {
-            writer,
-            sample_types: HashMap::new(),
-            regs_count: regs_count(),
-            samples: 0,
-            lost: 0,
-            lost_sideband: 0,
-            cut_stacks: 0,
-            pressure: false,
-            kernel_hits: BTreeSet::new(),
-            pids: BTreeMap::new(),
-            jitdumps: BTreeMap::new(),
-            jit: JitDebugReader::new(opts.jit_interface, opts.jit_limits),
-            post: (opts.post_unwind && matches!(opts.call_graph, CallGraph::Dwarf { .. }))
-                .then(PostUnwinder::new),
-            dsos: BTreeMap::new(),
-            trim: matches!(opts.call_graph, CallGraph::Dwarf { .. }),
-            stacks: StackEnds::default(),
-            error: None,
-            exclude_pid: opts.exclude_perf.then(std::process::id),
-            forked_tids: Default::default(),
-            synthesizing: false,
-        };
-        if sink.post.is_some() {
-            // The unwinder is handed each new symbol file (its CFI unwinds JIT code).
-            sink.jit.store.keep_fresh();
-        }
+        let sink = Sink::new(opts)?;
         let mut s = Session {
             stop: Default::default(),
             opts: opts.clone(),
@@ -210,6 +141,15 @@ impl Session {
             }
         }
         s.write_kernel_mmap()?;
+        s.open_targets(note)?;
+        s.sync_attrs()?;
+        Ok(s)
+    }
+
+    /// Opens the events of the targets (attaching to processes already running, synthesizing
+    /// their records from /proc).
+    fn open_targets(&mut self, note: &mut dyn FnMut(&str)) -> Result<(), Error> {
+        let s = self;
         match s.opts.target.clone() {
             Target::Command(_) => {
                 let pid = s.child.as_ref().expect("launched").pid;
@@ -246,8 +186,7 @@ impl Session {
                 }
             }
         }
-        s.sync_attrs()?;
-        Ok(s)
+        Ok(())
     }
 
     pub(crate) fn write_kernel_mmap(&mut self) -> Result<(), Error> {
@@ -497,6 +436,42 @@ impl Session {
             post.end_of_drain();
         }
     }
+}
+
+/// The events of a plan, and the side-band event: a dummy software event that never samples,
+/// opened for the mmap, comm and task records its flags ask for.
+fn open_events(
+    specs: &[EventSpec],
+    rate: Option<Rate>,
+    opts: &RecordOptions,
+    sample_type: u64,
+    (data_pages, side_pages): (usize, usize),
+) -> Vec<OpenEvent> {
+    let launch_cmd = matches!(opts.target, Target::Command(_));
+    let on_exec = launch_cmd && opts.delay.is_none();
+    let mut events: Vec<OpenEvent> = specs
+        .iter()
+        .map(|spec| OpenEvent {
+            spec: spec.clone(),
+            attr: make_attr(spec, rate, opts, false, sample_type, data_pages, on_exec),
+            ids: Vec::new(),
+            sideband: false,
+        })
+        .collect();
+    let dummy = EventSpec {
+        name: "dummy".into(),
+        type_: sys::attr_type::SOFTWARE,
+        config: sys::SW_DUMMY,
+        exclude_kernel: false,
+        exclude_user: false,
+        modifier: String::new(),
+    };
+    let mut side_attr = make_attr(&dummy, rate, opts, true, sample_type, side_pages, launch_cmd);
+    // The dummy event never fires; it exists for the records its flags ask for.
+    side_attr.set_freq(0);
+    side_attr.__bindgen_anon_1.sample_period = 1;
+    events.push(OpenEvent { spec: dummy, attr: side_attr, ids: Vec::new(), sideband: true });
+    events
 }
 
 fn describe(pid: i32, cpu: u32) -> String {

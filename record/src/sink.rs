@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use rperf_perfdata::bytes::{u32_at, u64_at};
 
+use crate::attr::regs_count;
 use crate::jit_debug::JitDebugReader;
+use crate::options::{CallGraph, RecordOptions};
 use crate::post_unwind::PostUnwinder;
 use crate::procfs;
 use crate::sample as sample_fields;
@@ -89,6 +91,49 @@ impl StackEnds {
 }
 
 impl Sink {
+    /// A sink writing the recording `opts` asks for: to `--out-fd` when given, else a new
+    /// file at the output path.
+    pub(crate) fn new(opts: &RecordOptions) -> Result<Sink, Error> {
+        let writer = match opts.out_fd {
+            Some(fd) => {
+                use std::os::fd::FromRawFd;
+                // SAFETY: the fd was handed to this process for the recording (`--out-fd`);
+                // nothing else in it uses that number.
+                let file = unsafe { std::fs::File::from_raw_fd(fd) };
+                PerfDataWriter::create_in(file, &opts.output, &[])?
+            }
+            None => PerfDataWriter::create(&opts.output, &[])?,
+        };
+        let dwarf = matches!(opts.call_graph, CallGraph::Dwarf { .. });
+        let mut sink = Sink {
+            writer,
+            sample_types: HashMap::new(),
+            regs_count: regs_count(),
+            samples: 0,
+            lost: 0,
+            lost_sideband: 0,
+            cut_stacks: 0,
+            pressure: false,
+            kernel_hits: BTreeSet::new(),
+            pids: BTreeMap::new(),
+            jitdumps: BTreeMap::new(),
+            jit: JitDebugReader::new(opts.jit_interface, opts.jit_limits),
+            post: (opts.post_unwind && dwarf).then(PostUnwinder::new),
+            dsos: BTreeMap::new(),
+            trim: dwarf,
+            stacks: StackEnds::default(),
+            error: None,
+            exclude_pid: opts.exclude_perf.then(std::process::id),
+            forked_tids: Default::default(),
+            synthesizing: false,
+        };
+        if sink.post.is_some() {
+            // The unwinder is handed each new symbol file (its CFI unwinds JIT code).
+            sink.jit.store.keep_fresh();
+        }
+        Ok(sink)
+    }
+
     /// Handles a record from a side-band ring buffer.
     pub(crate) fn handle_sideband(&mut self, rec: &[u8]) {
         if u32::from_le_bytes(rec[0..4].try_into().expect("8-byte header")) == record_type::LOST {
@@ -101,105 +146,108 @@ impl Sink {
         if self.error.is_some() {
             return;
         }
-        let type_ = u32::from_le_bytes(rec[0..4].try_into().expect("8-byte header"));
+        let type_ = u32_at(rec, 0).expect("an 8-byte header");
         let misc_bits = u16::from_le_bytes([rec[4], rec[5]]);
         let mut trimmed = None;
         match type_ {
-            record_type::SAMPLE => {
-                let id = rec.get(8..16).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
-                let st = self.sample_types.get(&id).copied().unwrap_or(0);
-                let parsed = sample_fields::parse(rec, st, self.regs_count);
-                let unwinding = st & sample::STACK_USER != 0 && self.post.is_some();
-                if unwinding && parsed.is_none() {
-                    // Its attribute says "no stack": a sample that can't be unwound is left out.
-                    return;
-                }
-                if let Some(v) = parsed {
-                    if Some(v.pid) == self.exclude_pid {
-                        return;
-                    }
-                    self.samples += 1;
-                    self.note_kernel_addresses(misc_bits, &v);
-                    // Code no binary or symbol file describes may be JIT code registered since
-                    // the interface was last read.
-                    let ip = v.user_reg(sys::IP_REG_INDEX);
-                    if let (Some(post), Some(ip)) = (self.post.as_ref().filter(|_| unwinding), ip) {
-                        if !post.covers(v.pid, ip) && self.jit.watches(v.pid) {
-                            self.jit.poll_now(v.pid);
-                            self.sync_jit();
-                        }
-                    }
-                    if let Some(post) = self.post.as_mut().filter(|_| unwinding) {
-                        match post.rewrite(&v, st, sys::USER_REGS_MASK) {
-                            Some(out) => trimmed = Some(out),
-                            None => return,
-                        }
-                    } else if self.trim {
-                        let sp_index = (sys::USER_REGS_MASK & ((1u64 << sys::SP_REG_BIT) - 1)).count_ones();
-                        let mut limit = v
-                            .user_reg(sp_index as usize)
-                            .and_then(|sp| Some(self.stacks.end_of(v.pid, sp)? - sp));
-                        if self.pressure {
-                            // Counted as cut only when the stack held more than is kept.
-                            let filled =
-                                v.stack_at.and_then(|at| sample_fields::stack_sizes(rec, at)).map(|s| s.1);
-                            let needed = filled.unwrap_or(0).min(limit.unwrap_or(u64::MAX));
-                            if needed > CUT_STACK_BYTES {
-                                self.cut_stacks += 1;
-                            }
-                            limit = Some(limit.map_or(CUT_STACK_BYTES, |l| l.min(CUT_STACK_BYTES)));
-                        }
-                        trimmed = v.stack_at.and_then(|at| sample_fields::trim_stack(rec, at, limit));
-                    }
-                }
-            }
-            record_type::LOST => {
-                self.lost += rec.get(16..24).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
-            }
-            record_type::LOST_SAMPLES => {
-                self.lost += rec.get(8..16).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
-            }
+            record_type::SAMPLE => match self.handle_sample(rec, misc_bits) {
+                Some(rewritten) => trimmed = rewritten,
+                None => return,
+            },
+            record_type::LOST => self.lost += u64_at(rec, 16).unwrap_or(0),
+            record_type::LOST_SAMPLES => self.lost += u64_at(rec, 8).unwrap_or(0),
             record_type::MMAP2 | record_type::MMAP => self.note_mmap(type_, misc_bits, rec),
-            record_type::FORK => {
-                if let Some(tid) = rec.get(16..20).filter(|_| !self.synthesizing) {
-                    self.forked_tids.insert(u32::from_le_bytes(tid.try_into().unwrap()));
-                }
-                if let (Some(pid), Some(ppid), Some(post)) =
-                    (rec.get(8..12), rec.get(12..16), self.post.as_mut())
-                {
-                    let pid = u32::from_le_bytes(pid.try_into().unwrap());
-                    post.fork(u32::from_le_bytes(ppid.try_into().unwrap()), pid);
-                }
-            }
-            record_type::COMM => {
-                if let Some(pid) = rec.get(8..12) {
-                    let pid = u32::from_le_bytes(pid.try_into().unwrap());
-                    self.pids.entry(pid).or_insert_with(|| procfs::uid_of(pid as i32));
-                    if misc_bits & misc::COMM_EXEC != 0 {
-                        self.jit.exec(pid);
-                        if let Some(post) = self.post.as_mut() {
-                            post.exec(pid);
-                        }
-                    }
-                }
-            }
-            record_type::EXIT => {
-                if let (Some(pid), Some(tid)) = (rec.get(8..12), rec.get(16..20)) {
-                    let pid = u32::from_le_bytes(pid.try_into().unwrap());
-                    self.stacks.forget(pid);
-                    if *tid == pid.to_le_bytes() {
-                        self.jit.exit(pid);
-                        if let Some(post) = self.post.as_mut() {
-                            post.exit(pid);
-                        }
-                    }
-                }
+            record_type::FORK | record_type::COMM | record_type::EXIT => {
+                self.note_task(type_, misc_bits, rec)
             }
             _ => {}
         }
         let out = trimmed.as_deref().unwrap_or(rec);
         if let Err(e) = self.writer.write_record(out) {
             self.error = Some(e);
+        }
+    }
+
+    /// Counts a sample and unwinds or trims its stack copy: the record to write instead of it
+    /// (`Some(None)`: as it is), or None to leave it out (rperf's own with --exclude-perf, or
+    /// one that cannot be unwound).
+    fn handle_sample(&mut self, rec: &[u8], misc_bits: u16) -> Option<Option<Vec<u8>>> {
+        let id = u64_at(rec, 8).unwrap_or(0);
+        let st = self.sample_types.get(&id).copied().unwrap_or(0);
+        let parsed = sample_fields::parse(rec, st, self.regs_count);
+        let unwinding = st & sample::STACK_USER != 0 && self.post.is_some();
+        let Some(v) = parsed else {
+            // Its attribute says "no stack": a sample that can't be unwound is left out.
+            return (!unwinding).then_some(None);
+        };
+        if Some(v.pid) == self.exclude_pid {
+            return None;
+        }
+        self.samples += 1;
+        self.note_kernel_addresses(misc_bits, &v);
+        // Code no binary or symbol file describes may be JIT code registered since the
+        // interface was last read.
+        let ip = v.user_reg(sys::IP_REG_INDEX);
+        if let (Some(post), Some(ip)) = (self.post.as_ref().filter(|_| unwinding), ip) {
+            if !post.covers(v.pid, ip) && self.jit.watches(v.pid) {
+                self.jit.poll_now(v.pid);
+                self.sync_jit();
+            }
+        }
+        if let Some(post) = self.post.as_mut().filter(|_| unwinding) {
+            return post.rewrite(&v, st, sys::USER_REGS_MASK).map(Some);
+        }
+        if !self.trim {
+            return Some(None);
+        }
+        let sp_index = (sys::USER_REGS_MASK & ((1u64 << sys::SP_REG_BIT) - 1)).count_ones();
+        let mut limit =
+            v.user_reg(sp_index as usize).and_then(|sp| Some(self.stacks.end_of(v.pid, sp)? - sp));
+        if self.pressure {
+            // Counted as cut only when the stack held more than is kept.
+            let filled = v.stack_at.and_then(|at| sample_fields::stack_sizes(rec, at)).map(|s| s.1);
+            let needed = filled.unwrap_or(0).min(limit.unwrap_or(u64::MAX));
+            if needed > CUT_STACK_BYTES {
+                self.cut_stacks += 1;
+            }
+            limit = Some(limit.map_or(CUT_STACK_BYTES, |l| l.min(CUT_STACK_BYTES)));
+        }
+        Some(v.stack_at.and_then(|at| sample_fields::trim_stack(rec, at, limit)))
+    }
+
+    /// Follows processes and threads: forks (for the unwinder, and threads that inherited
+    /// their events), names and execs, exits.
+    fn note_task(&mut self, type_: u32, misc_bits: u16, rec: &[u8]) {
+        let pid = u32_at(rec, 8);
+        match type_ {
+            record_type::FORK => {
+                if let Some(tid) = u32_at(rec, 16).filter(|_| !self.synthesizing) {
+                    self.forked_tids.insert(tid);
+                }
+                if let (Some(pid), Some(ppid), Some(post)) = (pid, u32_at(rec, 12), self.post.as_mut()) {
+                    post.fork(ppid, pid);
+                }
+            }
+            record_type::COMM => {
+                let Some(pid) = pid else { return };
+                self.pids.entry(pid).or_insert_with(|| procfs::uid_of(pid as i32));
+                if misc_bits & misc::COMM_EXEC != 0 {
+                    self.jit.exec(pid);
+                    if let Some(post) = self.post.as_mut() {
+                        post.exec(pid);
+                    }
+                }
+            }
+            _ => {
+                let (Some(pid), Some(tid)) = (pid, u32_at(rec, 16)) else { return };
+                self.stacks.forget(pid);
+                if tid == pid {
+                    self.jit.exit(pid);
+                    if let Some(post) = self.post.as_mut() {
+                        post.exit(pid);
+                    }
+                }
+            }
         }
     }
 
