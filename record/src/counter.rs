@@ -122,6 +122,117 @@ fn unsupported(e: &std::io::Error) -> bool {
     )
 }
 
+/// The (task, cpu) pairs to open each event on, and whether counters are inherited by new
+/// threads.
+fn places(opts: &CountOptions, child: Option<&Launched>) -> Result<(Vec<(i32, i32)>, bool), Error> {
+    let mut places: Vec<(i32, i32)> = Vec::new();
+    let cpus: Vec<i32> = match &opts.cpus {
+        Some(list) => list.iter().map(|c| *c as i32).collect(),
+        None => vec![-1],
+    };
+    let mut on_threads = |tids: Vec<i32>| {
+        for tid in tids {
+            places.extend(cpus.iter().map(|&c| (tid, c)));
+        }
+    };
+    let mut inherit = opts.inherit;
+    match &opts.target {
+        Target::Command(_) => on_threads(vec![child.expect("launched").pid]),
+        Target::Processes(pids) => {
+            // Without --per-thread, one counter on each thread: later threads inherit the
+            // leader's. With it, nothing is inherited.
+            inherit &= !opts.per_thread;
+            for &pid in pids {
+                on_threads(procfs::threads_of(pid));
+            }
+        }
+        Target::Threads(tids) => {
+            inherit = false;
+            on_threads(tids.clone());
+        }
+        Target::SystemWide => {
+            let all: Vec<i32> = match &opts.cpus {
+                Some(l) => l.iter().map(|c| *c as i32).collect(),
+                None => sys::online_cpus().into_iter().map(|c| c as i32).collect(),
+            };
+            inherit = false;
+            places.extend(all.into_iter().map(|c| (-1, c)));
+        }
+        Target::App(name) => {
+            let pids = target::app_processes(name);
+            if pids.is_empty() {
+                return Err(Error::NoTarget(format!(
+                    "no running process of app '{name}'; start it first, or use `rperf stat -- CMD`"
+                )));
+            }
+            for pid in pids {
+                on_threads(procfs::threads_of(pid));
+            }
+        }
+    }
+    Ok((places, inherit))
+}
+
+/// Whether the kernel refused for want of permission.
+fn denied(e: &std::io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM))
+}
+
+/// Opens one counter on (task, cpu). Where counting the kernel is not allowed, counts user
+/// space only, as perf does; the first time, `user_only` gets the note that says so.
+fn open_counter(
+    spec: &EventSpec,
+    attr: &mut perf_event_attr,
+    (tid, cpu): (i32, i32),
+    group_fd: i32,
+    user_only: &mut Option<String>,
+) -> std::io::Result<OwnedFd> {
+    let modified = spec.exclude_kernel || spec.exclude_user;
+    if user_only.is_some() && !modified {
+        attr.set_exclude_kernel(1);
+        attr.set_exclude_hv(1);
+    }
+    let opened = sys::perf_event_open(attr, tid, cpu, group_fd);
+    let Err(e) = &opened else { return opened };
+    let foreign = crate::error::foreign_owner(tid).is_some();
+    if !(denied(e) && tid != -1 && !modified && attr.exclude_kernel() == 0 && !foreign) {
+        return opened;
+    }
+    attr.set_exclude_kernel(1);
+    attr.set_exclude_hv(1);
+    let opened = sys::perf_event_open(attr, tid, cpu, group_fd);
+    if opened.is_ok() && user_only.is_none() {
+        *user_only = Some(format!(
+            "not allowed to count the kernel (perf_event_paranoid={}); counting user space \
+             only; run as root (or with CAP_PERFMON) or set `sysctl \
+             kernel.perf_event_paranoid=1` to count the kernel too",
+            crate::error::paranoid_level().map_or("?".into(), |l| l.to_string())
+        ));
+    }
+    opened
+}
+
+/// The error of a counter the kernel refused, with what to do about it.
+fn open_error(spec: &EventSpec, attr: &perf_event_attr, (tid, cpu): (i32, i32), e: std::io::Error) -> Error {
+    let modified = spec.exclude_kernel || spec.exclude_user;
+    Error::Open {
+        event: spec.display_name(),
+        target: if tid == -1 { format!("cpu {cpu}") } else { format!("tid {tid}") },
+        remedy: if attr.exclude_kernel() != 0 && !modified && denied(&e) {
+            // User space alone was refused too: not a kernel-sample matter.
+            format!(
+                "counting even user space only was refused (perf_event_paranoid is {}); \
+                 set it to 2 or lower, or run as root or with CAP_PERFMON \
+                 (a container may refuse perf_event_open altogether)",
+                crate::error::paranoid_level().map_or("?".into(), |l| l.to_string())
+            )
+        } else {
+            open_remedy(&e, spec.is_hardware(), tid == -1, tid)
+        },
+        source: e,
+    }
+}
+
 impl Counters {
     /// Opens every event for the target. Events the machine cannot count are kept and marked
     /// unsupported; other failures (permissions, no such process) are errors.
@@ -131,69 +242,12 @@ impl Counters {
             _ => None,
         };
         let enable_on_exec = child.is_some();
-        // (task, cpu) pairs to open each event on.
-        let mut places: Vec<(i32, i32)> = Vec::new();
-        let cpus: Vec<i32> = match &opts.cpus {
-            Some(list) => list.iter().map(|c| *c as i32).collect(),
-            None => vec![-1],
-        };
-        let mut inherit = opts.inherit;
-        match &opts.target {
-            Target::Command(_) => {
-                let pid = child.as_ref().expect("launched").pid;
-                places.extend(cpus.iter().map(|&c| (pid, c)));
-            }
-            Target::Processes(pids) => {
-                for &pid in pids {
-                    let tids = if opts.per_thread { procfs::threads_of(pid) } else { vec![pid] };
-                    if !opts.per_thread {
-                        // One counter on the process leader follows threads it creates later;
-                        // threads that already exist need their own.
-                        for tid in procfs::threads_of(pid) {
-                            places.extend(cpus.iter().map(|&c| (tid, c)));
-                        }
-                        continue;
-                    }
-                    inherit = false;
-                    for tid in tids {
-                        places.extend(cpus.iter().map(|&c| (tid, c)));
-                    }
-                }
-            }
-            Target::Threads(tids) => {
-                inherit = false;
-                for &tid in tids {
-                    places.extend(cpus.iter().map(|&c| (tid, c)));
-                }
-            }
-            Target::SystemWide => {
-                let all: Vec<i32> = match &opts.cpus {
-                    Some(l) => l.iter().map(|c| *c as i32).collect(),
-                    None => sys::online_cpus().into_iter().map(|c| c as i32).collect(),
-                };
-                inherit = false;
-                places.extend(all.into_iter().map(|c| (-1, c)));
-            }
-            Target::App(name) => {
-                let pids = target::app_processes(name);
-                if pids.is_empty() {
-                    return Err(Error::NoTarget(format!(
-                        "no running process of app '{name}'; start it first, or use `rperf stat -- CMD`"
-                    )));
-                }
-                for pid in pids {
-                    for tid in procfs::threads_of(pid) {
-                        places.extend(cpus.iter().map(|&c| (tid, c)));
-                    }
-                }
-            }
-        }
+        let (places, inherit) = places(opts, child.as_ref())?;
         let mut events = Vec::new();
         let mut fds = Vec::new();
-        let mut notes = Vec::new();
         // Without the right to count the kernel (perf_event_paranoid 2), count user space, as
         // perf does; said once.
-        let mut user_only = false;
+        let mut user_only = None;
         for group in &opts.groups {
             let first = events.len();
             for spec in group {
@@ -207,12 +261,6 @@ impl Counters {
                         continue;
                     }
                     let mut attr = base_attr(spec, inherit && group.len() == 1, enable_on_exec);
-                    let modified = spec.exclude_kernel || spec.exclude_user;
-                    if user_only && !modified {
-                        attr.set_exclude_kernel(1);
-                        attr.set_exclude_hv(1);
-                    }
-                    let group_fd = leader.unwrap_or(-1);
                     if group.len() > 1 && leader.is_none() {
                         // A group leader starts the whole group.
                         attr.set_disabled(1);
@@ -220,28 +268,7 @@ impl Counters {
                         attr.set_disabled(0);
                         attr.set_enable_on_exec(0);
                     }
-                    let mut opened = sys::perf_event_open(&mut attr, tid, cpu, group_fd);
-                    let denied = |e: &std::io::Error| {
-                        matches!(e.raw_os_error(), Some(libc::EACCES) | Some(libc::EPERM))
-                    };
-                    if let Err(e) = &opened {
-                        let foreign = crate::error::foreign_owner(tid).is_some();
-                        if denied(e) && tid != -1 && !modified && attr.exclude_kernel() == 0 && !foreign {
-                            attr.set_exclude_kernel(1);
-                            attr.set_exclude_hv(1);
-                            opened = sys::perf_event_open(&mut attr, tid, cpu, group_fd);
-                            if opened.is_ok() && !user_only {
-                                user_only = true;
-                                notes.push(format!(
-                                    "not allowed to count the kernel (perf_event_paranoid={}); counting user space \
-                                     only; run as root (or with CAP_PERFMON) or set `sysctl \
-                                     kernel.perf_event_paranoid=1` to count the kernel too",
-                                    crate::error::paranoid_level().map_or("?".into(), |l| l.to_string())
-                                ));
-                            }
-                        }
-                    }
-                    match opened {
+                    match open_counter(spec, &mut attr, (tid, cpu), leader.unwrap_or(-1), &mut user_only) {
                         Ok(fd) => {
                             if group.len() > 1 && leader.is_none() {
                                 leader = Some(fd.as_raw_fd());
@@ -253,28 +280,12 @@ impl Counters {
                             events[ei].supported = false;
                             events[ei].reason = Some(e.to_string());
                         }
-                        Err(e) => {
-                            return Err(Error::Open {
-                                event: spec.display_name(),
-                                target: if tid == -1 { format!("cpu {cpu}") } else { format!("tid {tid}") },
-                                remedy: if attr.exclude_kernel() != 0 && !modified && denied(&e) {
-                                    // User space alone was refused too: not a kernel-sample matter.
-                                    format!(
-                                        "counting even user space only was refused (perf_event_paranoid is {}); \
-                                         set it to 2 or lower, or run as root or with CAP_PERFMON \
-                                         (a container may refuse perf_event_open altogether)",
-                                        crate::error::paranoid_level().map_or("?".into(), |l| l.to_string())
-                                    )
-                                } else {
-                                    open_remedy(&e, spec.is_hardware(), tid == -1, tid)
-                                },
-                                source: e,
-                            });
-                        }
+                        Err(e) => return Err(open_error(spec, &attr, (tid, cpu), e)),
                     }
                 }
             }
         }
+        let notes = user_only.into_iter().collect();
         Ok(Counters { events, fds, child, notes, enable_on_start: !enable_on_exec })
     }
 
