@@ -72,7 +72,6 @@ fn no_source_file_over_600_lines() {
 }
 
 #[test]
-#[ignore = "the refactor is under way"]
 fn no_function_over_80_lines_outside_tests() {
     let mut long = Vec::new();
     for dir in CRATES {

@@ -35,7 +35,9 @@ use rperf_perfdata::bytes::{u32_at, u64_at};
 use rperf_perfdata::{JitReads, JitSymfile, SymfileKind};
 use rperf_symbols::mapping_vaddr;
 
-use crate::jit_layout::{code_range, exports_of, monotonic_ns, Descriptor, Entry, Exports, List, Memory};
+use crate::jit_layout::{
+    code_range, exports_of, monotonic_ns, Descriptor, Entry, Exports, List, Memory, Read,
+};
 use crate::jit_store::{JitLimits, JitStore};
 
 /// How often a descriptor is read (simpleperf reads every 100 ms): a symbol file seen new was
@@ -268,23 +270,9 @@ impl JitDebugReader {
             if attempt > 0 {
                 std::thread::sleep(Duration::from_micros(200));
             }
-            let before = match self.descriptor(&mem, w.addr) {
+            let before = match self.read_descriptor(&mem, w.addr) {
                 Ok(d) => d,
-                // Not mapped yet (the loader maps a library's data after its code): next poll.
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EFAULT) | Some(libc::EIO)) => {
-                    return Read::Busy
-                }
-                Err(e) => {
-                    if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
-                        && self.refused.insert(pid)
-                    {
-                        self.notes.push(format!(
-                            "cannot read the JIT interface of pid {pid} ({e}); its JIT code stays unnamed \
-                             (reading another user's process needs root or CAP_SYS_PTRACE, as perf_event_open does)"
-                        ));
-                    }
-                    return Read::Gone;
-                }
+                Err(read) => return read,
             };
             if before.locked() {
                 continue;
@@ -321,17 +309,7 @@ impl JitDebugReader {
             }
             let now = monotonic_ns();
             if full {
-                let seen: HashSet<Entry> = entries.iter().copied().collect();
-                w.live.retain(|e, i| {
-                    let keep = seen.contains(e);
-                    if !keep {
-                        self.store.removed(*i, now);
-                    }
-                    keep
-                });
-                w.pending.retain(|(e, _)| seen.contains(e));
-                w.queued.retain(|e| seen.contains(e));
-                w.last_full_ns = now;
+                self.forget_removed(w, &entries, now);
             }
             // The walk goes newest first; the queue is copied oldest first.
             queue(w, &entries, w.last_read_ns);
@@ -344,6 +322,42 @@ impl JitDebugReader {
             return Read::Changed;
         }
         Read::Busy
+    }
+
+    /// The descriptor at `addr`, or what that means for this read: not mapped yet (the loader
+    /// maps a library's data after its code: next poll), or not readable (said once).
+    fn read_descriptor(&mut self, mem: &Memory, addr: u64) -> Result<Descriptor, Read> {
+        let pid = mem.pid;
+        match self.descriptor(mem, addr) {
+            Ok(d) => Ok(d),
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EFAULT) | Some(libc::EIO)) => Err(Read::Busy),
+            Err(e) => {
+                if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
+                    && self.refused.insert(pid)
+                {
+                    self.notes.push(format!(
+                        "cannot read the JIT interface of pid {pid} ({e}); its JIT code stays unnamed \
+                         (reading another user's process needs root or CAP_SYS_PTRACE, as perf_event_open does)"
+                    ));
+                }
+                Err(Read::Gone)
+            }
+        }
+    }
+
+    /// After a walk of the whole list: entries no longer on it were removed at `now`.
+    fn forget_removed(&mut self, w: &mut Watched, entries: &[Entry], now: u64) {
+        let seen: HashSet<Entry> = entries.iter().copied().collect();
+        w.live.retain(|e, i| {
+            let keep = seen.contains(e);
+            if !keep {
+                self.store.removed(*i, now);
+            }
+            keep
+        });
+        w.pending.retain(|(e, _)| seen.contains(e));
+        w.queued.retain(|e| seen.contains(e));
+        w.last_full_ns = now;
     }
 
     /// Goes on with walks cut short, up to this poll's share of entries; what they find is
@@ -486,17 +500,6 @@ fn queue(w: &mut Watched, entries: &[Entry], seen_after: u64) {
             w.pending.push_back((*e, seen_after));
         }
     }
-}
-
-/// What one read of a list found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Read {
-    Changed,
-    Unchanged,
-    /// No consistent read (the lock held odd, the list changing under the walk): next poll.
-    Busy,
-    /// The process's memory can't be read (exited, not permitted, descriptor unmapped).
-    Gone,
 }
 
 #[cfg(test)]

@@ -155,6 +155,17 @@ pub(crate) fn code_range(image: &[u8]) -> (u64, u64) {
     }
 }
 
+/// What one read of a list found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Read {
+    Changed,
+    Unchanged,
+    /// No consistent read (the lock held odd, the list changing under the walk): next poll.
+    Busy,
+    /// The process's memory can't be read (exited, not permitted, descriptor unmapped).
+    Gone,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
