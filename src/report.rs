@@ -180,7 +180,7 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
     };
     let format = match (&a.format, &a.output) {
         (Some(f), _) => {
-            Format::parse(f).with_context(|| format!("unknown --format '{f}': use {}", Format::NAMES))?
+            Format::parse(f).with_context(|| format!("unknown --format '{f}': use {}", Format::names()))?
         }
         (None, Some(o)) => Format::from_extension(o).unwrap_or(Format::Text),
         (None, None) => Format::Text,
@@ -191,8 +191,8 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         Some("tid") => StackPrefix::Tid,
         Some(p) => bail!("--prefix {p}: use pid or tid"),
     };
-    if a.diff.is_some() && !matches!(format, Format::Text | Format::Folded | Format::Svg | Format::Html) {
-        bail!("--diff compares two recordings in text, folded, svg or html output, not {format:?}");
+    if a.diff.is_some() && !format.compares() {
+        bail!("--diff compares two recordings in text, folded, svg or html output, not {}", format.name());
     }
     if a.csv_separator.is_empty() || a.csv_separator.contains(['\n', '"']) {
         bail!(

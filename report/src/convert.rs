@@ -39,7 +39,7 @@ pub struct Converter {
 /// Reads every record of `rec` and returns the profile.
 pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Error> {
     let path = &opts.input;
-    let profile = ProfileBuilder::new(&rec.events, rec.off_cpu, opts, opts.format.shows_samples())
+    let profile = ProfileBuilder::new(&rec.events, rec.off_cpu, opts, opts.format.needs().samples)
         .map_err(Error::Usage)?;
     let mut c = Converter::new(&mut rec, opts, profile)?;
     let mut warnings = std::mem::take(&mut rec.warnings);
@@ -102,7 +102,7 @@ impl Converter {
             trust_any_owner: opts.force,
             show_ip: opts.show_ip,
             want_srclines: opts.sort.contains(&crate::SortKey::Srcline),
-            want_lines: opts.format.shows_lines(),
+            want_lines: opts.format.needs().lines,
         };
         let mut jit = JitSources::default();
         if let Some(d) = section(rperf_perfdata::feature::RPERF_JIT_SYMFILES) {

@@ -42,7 +42,9 @@ pub use annotate::{annotate, AnnotateOptions, FunctionCode};
 pub use dump::dump;
 pub use error::Error;
 pub use load::binaries;
-pub use options::{CallOrder, Filters, Format, OffCpuMode, ReportOptions, SortKey, StackPrefix, TimeBound};
+pub use options::{
+    CallOrder, Filters, Format, Needs, OffCpuMode, ReportOptions, SortKey, StackPrefix, TimeBound,
+};
 pub use profile::Profile;
 
 /// Reads a recording into a profile: load, convert, symbolize.

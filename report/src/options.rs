@@ -161,57 +161,111 @@ pub enum Format {
     Script,
 }
 
+/// What loading must keep for a format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Needs {
+    /// The format shows samples one by one, so the profile keeps every sample.
+    pub samples: bool,
+    /// The format shows each frame's source file and line.
+    pub lines: bool,
+}
+
+/// What rperf knows of a format besides how to render it (`output`): its name, the file
+/// name endings that imply it, what it needs from loading, and whether it compares two
+/// recordings (`--diff`). Adding a format: a variant above, a row here, and its module in
+/// `output/`.
+struct FormatInfo {
+    format: Format,
+    name: &'static str,
+    endings: &'static [&'static str],
+    needs: Needs,
+    compares: bool,
+}
+
+const NONE: Needs = Needs { samples: false, lines: false };
+const FORMATS: [FormatInfo; 8] = [
+    FormatInfo { format: Format::Text, name: "text", endings: &[".txt"], needs: NONE, compares: true },
+    FormatInfo { format: Format::Folded, name: "folded", endings: &[".folded"], needs: NONE, compares: true },
+    FormatInfo { format: Format::Svg, name: "svg", endings: &[".svg"], needs: NONE, compares: true },
+    FormatInfo {
+        format: Format::Html,
+        name: "html",
+        endings: &[".html", ".htm"],
+        needs: Needs { samples: true, lines: false },
+        compares: true,
+    },
+    FormatInfo {
+        format: Format::Pprof,
+        name: "pprof",
+        endings: &[".pb.gz", ".pprof", ".pb"],
+        needs: Needs { samples: false, lines: true },
+        compares: false,
+    },
+    FormatInfo {
+        format: Format::Gecko,
+        name: "gecko",
+        endings: &[".gecko.json", ".gecko"],
+        needs: Needs { samples: true, lines: false },
+        compares: false,
+    },
+    FormatInfo {
+        format: Format::Json,
+        name: "json",
+        endings: &[".json", ".jsonl"],
+        needs: Needs { samples: true, lines: true },
+        compares: false,
+    },
+    FormatInfo {
+        format: Format::Script,
+        name: "script",
+        endings: &[],
+        needs: Needs { samples: true, lines: false },
+        compares: false,
+    },
+];
+
 impl Format {
-    /// Every format name, for messages.
-    pub const NAMES: &'static str = "text, folded, svg, html, pprof, gecko, json or script";
+    fn info(self) -> &'static FormatInfo {
+        FORMATS.iter().find(|f| f.format == self).expect("every format has a row")
+    }
+
+    /// Every format name, for messages: `text, folded, ... or script`.
+    pub fn names() -> String {
+        let names: Vec<&str> = FORMATS.iter().map(|f| f.name).collect();
+        let (last, rest) = names.split_last().expect("formats");
+        format!("{} or {last}", rest.join(", "))
+    }
 
     /// Parses a format name.
     pub fn parse(s: &str) -> Option<Format> {
-        Some(match s {
-            "text" => Format::Text,
-            "folded" => Format::Folded,
-            "svg" => Format::Svg,
-            "html" => Format::Html,
-            "pprof" => Format::Pprof,
-            "gecko" => Format::Gecko,
-            "json" => Format::Json,
-            "script" => Format::Script,
-            _ => return None,
-        })
+        FORMATS.iter().find(|f| f.name == s).map(|f| f.format)
     }
 
     /// The format an output file name implies: `.folded`, `.svg`, `.html`, `.pb.gz`/`.pprof`,
-    /// `.gecko.json` (Firefox Profiler), `.json`, `.txt`.
+    /// `.gecko.json` (Firefox Profiler), `.json`, `.txt`; the longest ending that matches.
     pub fn from_extension(path: &std::path::Path) -> Option<Format> {
         let name = path.file_name()?.to_str()?.to_ascii_lowercase();
-        let ends = |e: &str| name.ends_with(e);
-        Some(if ends(".folded") {
-            Format::Folded
-        } else if ends(".svg") {
-            Format::Svg
-        } else if ends(".html") || ends(".htm") {
-            Format::Html
-        } else if ends(".pb.gz") || ends(".pprof") || ends(".pb") {
-            Format::Pprof
-        } else if ends(".gecko.json") || ends(".gecko") {
-            Format::Gecko
-        } else if ends(".json") || ends(".jsonl") {
-            Format::Json
-        } else if ends(".txt") {
-            Format::Text
-        } else {
-            return None;
-        })
+        FORMATS
+            .iter()
+            .flat_map(|f| f.endings.iter().map(move |e| (e.len(), f.format, *e)))
+            .filter(|(_, _, e)| name.ends_with(e))
+            .max_by_key(|(len, _, _)| *len)
+            .map(|(_, f, _)| f)
     }
 
-    /// Formats that show samples one by one, so the profile keeps every sample.
-    pub fn shows_samples(&self) -> bool {
-        matches!(self, Format::Gecko | Format::Json | Format::Script | Format::Html)
+    /// What loading must keep for this format.
+    pub fn needs(self) -> Needs {
+        self.info().needs
     }
 
-    /// Formats that show each frame's source file and line.
-    pub fn shows_lines(&self) -> bool {
-        matches!(self, Format::Pprof | Format::Json)
+    /// Whether the format compares two recordings (`--diff`).
+    pub fn compares(self) -> bool {
+        self.info().compares
+    }
+
+    /// The format's name.
+    pub fn name(self) -> &'static str {
+        self.info().name
     }
 }
 
