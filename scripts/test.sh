@@ -5,7 +5,7 @@
 # permission tests, Go's pprof and headless Chromium to check the pprof and HTML outputs, an
 # aarch64 cross-compiler and qemu user-mode emulation for the device builds, GNU time for the
 # recorder's peak memory, tmux to drive
-# rperf top in a terminal) and mounting
+# rperf top in a terminal, strace to see what a report opens) and mounting
 # tracefs for the tracepoint tests. The device binaries are built before the tests, which run
 # them.
 set -euo pipefail
@@ -25,6 +25,7 @@ command -v go >/dev/null 2>&1 || need+=(golang-go)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v qemu-aarch64-static >/dev/null 2>&1 || need+=(qemu-user-static)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
+command -v strace >/dev/null 2>&1 || need+=(strace)
 [ -x /usr/bin/time ] || need+=(time)
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu)
 if [ ${#need[@]} -gt 0 ]; then

@@ -367,3 +367,28 @@ fn compressed_recordings_are_read_whole() {
     }
     assert!(dso("libc.so.6") > 10.0, "{out}");
 }
+
+/// The recording is opened once, and never looked up by its path again: every read goes
+/// through that descriptor (the file the path names may change meanwhile). Checked with strace.
+#[test]
+fn the_recording_is_opened_once() {
+    let dir = scratch("opened_once");
+    let data = dir.join("in.data");
+    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/fp.data"), &data).unwrap();
+    let log = dir.join("strace.log");
+    let o = Command::new("strace")
+        .args(["-f", "-e", "trace=%file", "-o"])
+        .arg(&log)
+        .arg(env!("CARGO_BIN_EXE_rperf"))
+        .args(["report", "-i"])
+        .arg(&data)
+        .arg("--symfs")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden"))
+        .output()
+        .expect("strace runs (the test command installs it)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let log = std::fs::read_to_string(&log).unwrap();
+    let uses: Vec<&str> = log.lines().filter(|l| l.contains("in.data")).collect();
+    assert_eq!(uses.len(), 1, "the input's path is used once, to open it:\n{}", uses.join("\n"));
+    assert!(uses[0].contains("open"), "{}", uses[0]);
+}

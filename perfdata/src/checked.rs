@@ -4,7 +4,6 @@
 //! windowed mapping of the file, so that a large recording is never read whole into memory.
 
 use std::io::Read;
-use std::path::Path;
 
 use crate::encode::AUXTRACE;
 use crate::feature;
@@ -68,8 +67,7 @@ pub type Checked = (PatchedFile, (u64, u64), Vec<String>);
 /// or 0, as crashed recordings leave it, is read up to the end of the file; feature sections
 /// past the end are dropped), each with a warning; a header that cannot be made sense of is an
 /// error naming the field and its file offset.
-pub fn open_checked(path: &Path) -> Result<Checked, String> {
-    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+pub fn open_checked(file: std::fs::File) -> Result<Checked, String> {
     let len = file.metadata().map_err(|e| e.to_string())?.len();
     let mut head = [0u8; 104];
     {
@@ -79,7 +77,7 @@ pub fn open_checked(path: &Path) -> Result<Checked, String> {
             _ => format!("the file is {len} bytes, shorter than a perf.data header (104)"),
         })?;
     }
-    let mut r = Repair { path, file, len, warnings: Vec::new(), patches: Vec::new() };
+    let mut r = Repair { file, len, warnings: Vec::new(), patches: Vec::new() };
     let Some(header) = FileHeader::parse(&head) else {
         if &head[..8] != b"2ELIFREP" {
             return Err(format!(
@@ -128,15 +126,14 @@ pub fn open_checked(path: &Path) -> Result<Checked, String> {
 }
 
 /// What `open_checked` found and patched so far.
-struct Repair<'a> {
-    path: &'a Path,
+struct Repair {
     file: std::fs::File,
     len: u64,
     warnings: Vec<String>,
     patches: Vec<(u64, Vec<u8>)>,
 }
 
-impl Repair<'_> {
+impl Repair {
     /// Whether `size` bytes at `off` lie inside the file.
     fn fits(&self, off: u64, size: u64) -> bool {
         off.checked_add(size).is_some_and(|end| end <= self.len)
@@ -166,7 +163,7 @@ impl Repair<'_> {
             let present = self.len - data_off;
             // Read up to the last whole record: anything after it is a record cut in two, or
             // feature sections, not records.
-            let (whole, bad) = walk_records(self.path, data_off, present);
+            let (whole, bad) = walk_records(&self.file, data_off, present);
             if let Some(b) = bad.filter(|b| b.oversized_trace) {
                 self.warnings.push(format!("{}; reading the records before it", b.why));
             }
@@ -330,8 +327,8 @@ pub struct BadRecord {
 /// Walks record headers from `start` for at most `limit` bytes. Returns the length of the run
 /// of well-formed records, and the first malformed one, if any. AUXTRACE records are walked
 /// with the trace data that follows them.
-pub fn walk_records(path: &Path, start: u64, limit: u64) -> (u64, Option<BadRecord>) {
-    let Ok(file) = std::fs::File::open(path) else { return (0, None) };
+pub fn walk_records(file: &std::fs::File, start: u64, limit: u64) -> (u64, Option<BadRecord>) {
+    let Ok(file) = file.try_clone() else { return (0, None) };
     let Ok(len) = file.metadata().map(|m| m.len()) else { return (0, None) };
     let end = start.saturating_add(limit).min(len);
     let mut window = Window::new(file, len);

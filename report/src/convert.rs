@@ -55,7 +55,7 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
         input: path.clone(),
         cmdline: rec.cmdline.clone(),
         arch: rec.arch_name.clone(),
-        written: std::fs::metadata(path).and_then(|m| m.modified()).ok(),
+        written: rec.written,
         time_range: (0, 0),
         recorded: rec.recorded,
     };

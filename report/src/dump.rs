@@ -11,7 +11,8 @@ use crate::Error;
 /// Writes the dump of `path` to `out`.
 pub fn dump(path: &Path, out: &mut dyn Write) -> Result<(), Error> {
     let io = |e: std::io::Error| Error::Open { path: path.to_path_buf(), source: e };
-    let (perf_file, mut records, reading, repairs) = crate::load::open_reader(path)?;
+    let crate::load::Opened { perf_file, mut records, reading, warnings: repairs, .. } =
+        crate::load::open_reader(path)?;
     let w = &mut *out;
     writeln!(w, "file: {}", path.display()).map_err(io)?;
     for r in &repairs {

@@ -4,7 +4,6 @@
 //! rperf sections the file carries, and whether it is an off-CPU recording.
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::Path;
 
 use linux_perf_data::{Feature, PerfFile, PerfFileReader, SimpleperfFileRecord};
@@ -42,6 +41,8 @@ pub struct Recording {
     pub reading: Reading,
     /// The file's length.
     pub len: u64,
+    /// When the file was last written.
+    pub written: Option<std::time::SystemTime>,
     /// Repairs made and other problems of the header.
     pub warnings: Vec<String>,
     /// How long sampling was on, and how long the recording lasted (rperf's recordings).
@@ -58,7 +59,7 @@ pub struct Recording {
 /// The binaries a recording names with a build id (by path, as recorded), as `rperf android
 /// pull-binaries` fetches them; the kernel, the vDSO and other pseudo-files are left out.
 pub fn binaries(path: &Path) -> Result<Vec<(String, Vec<u8>)>, Error> {
-    let (perf_file, ..) = open_reader(path)?;
+    let perf_file = open_reader(path)?.perf_file;
     let mut out: Vec<(String, Vec<u8>)> = perf_file
         .build_ids()
         .map(|m| {
@@ -74,9 +75,8 @@ pub fn binaries(path: &Path) -> Result<Vec<(String, Vec<u8>)>, Error> {
 /// Opens `opts.input` and reads its header and metadata.
 pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
     let path = &opts.input;
-    let (perf_file, records, reading, warnings) = open_reader(path)?;
-    let len = std::fs::metadata(path).map_or(0, |m| m.len());
-    let (events, event_of_id) = events_of(&perf_file, path, len);
+    let Opened { perf_file, records, reading, warnings, input } = open_reader(path)?;
+    let (events, event_of_id) = events_of(&perf_file, &input);
     let arch_name = perf_file.arch().ok().flatten().map(str::to_string);
     let arch = arch_name.as_deref().and_then(Arch::from_name).unwrap_or(if cfg!(target_arch = "aarch64") {
         Arch::Aarch64
@@ -97,7 +97,7 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
     let off_cpu = is_off_cpu(&perf_file, rperf_info.as_ref(), cmdline.as_deref());
     let recorded = rperf_info.and_then(|i| Some((i.recorded_ns?, i.elapsed_ns?)));
     let mut warnings = warnings;
-    let cut_short_here = cut_short(path, &mut warnings);
+    let cut_short_here = cut_short(path, &input.file, &mut warnings);
     Ok(Recording {
         perf_file,
         records,
@@ -109,7 +109,8 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
         stored_symbols,
         off_cpu,
         reading,
-        len,
+        len: input.len,
+        written: input.written,
         warnings,
         event_of_id,
         recorded,
@@ -119,12 +120,12 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
 
 /// The file's events, and which event each sample id belongs to when the attributes do not
 /// list their ids (simpleperf's files list them in a section of their own).
-fn events_of(perf_file: &PerfFile, path: &Path, len: u64) -> (Vec<EventDesc>, Option<HashMap<u64, usize>>) {
-    let raw = raw_attrs(path);
+fn events_of(perf_file: &PerfFile, input: &Input) -> (Vec<EventDesc>, Option<HashMap<u64, usize>>) {
+    let raw = raw_attrs(&input.file);
     let attrs = perf_file.event_attributes();
     let event_of_id = (attrs.len() > 1 && attrs.iter().all(|a| a.event_ids.is_empty()))
         .then(|| {
-            let ids = attr_ids(path, len);
+            let ids = attr_ids(&input.file, input.len);
             let map: HashMap<u64, usize> =
                 ids.iter().enumerate().flat_map(|(i, ids)| ids.iter().map(move |&id| (id, i))).collect();
             Some(map).filter(|m| !m.is_empty())
@@ -167,14 +168,14 @@ fn is_off_cpu(
 /// A recording without feature sections was cut short: says so in `warnings`, and returns
 /// whether it was made on this machine since its last boot (kernel frames are then named
 /// from this kernel).
-fn cut_short(path: &Path, warnings: &mut Vec<String>) -> bool {
-    let header = file_header(path);
+fn cut_short(path: &Path, file: &std::fs::File, warnings: &mut Vec<String>) -> bool {
+    let header = file_header(file);
     if !header.as_ref().is_some_and(|h| h.features.is_empty()) {
         return false;
     }
     let here = header
         .as_ref()
-        .and_then(|h| recorded_kernel_text(path, h.data))
+        .and_then(|h| recorded_kernel_text(file, h.data))
         .is_some_and(|t| Some(t) == running_kernel_text());
     warnings.push(format!(
         "{} has no feature sections: its recording was cut short (the recorder was killed before it \
@@ -193,11 +194,10 @@ fn cut_short(path: &Path, warnings: &mut Vec<String>) -> bool {
 /// The address of `_text` that the first kernel mapping of the data section (`data`: offset
 /// and size) names: perf and rperf write a `[kernel.kallsyms]_text` mapping among the first
 /// records, its file offset being `_text`'s address.
-fn recorded_kernel_text(path: &Path, data: (u64, u64)) -> Option<u64> {
+fn recorded_kernel_text(f: &std::fs::File, data: (u64, u64)) -> Option<u64> {
     const MMAP: u32 = 1;
-    let f = std::fs::File::open(path).ok()?;
     let mut buf = vec![0u8; data.1.min(64 << 10) as usize];
-    read_at(&f, data.0, &mut buf).ok()?;
+    read_at(f, data.0, &mut buf).ok()?;
     let mut at = 0;
     while at + 8 <= buf.len() {
         let kind = u32::from_le_bytes(buf[at..at + 4].try_into().expect("4 bytes"));
@@ -234,8 +234,11 @@ fn running_kernel_text() -> Option<u64> {
 /// Opens a recording for reading, after checking it and repairing what can be repaired (the
 /// warnings say what): its metadata, and a reader of its records. `rperf report` and `rperf
 /// dump` both read through here.
-pub fn open_reader(path: &Path) -> Result<(PerfFile, RecordReader, Reading, Vec<String>), Error> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::Open { path: path.to_path_buf(), source: e })?;
+pub fn open_reader(path: &Path) -> Result<Opened, Error> {
+    let open_error = |e| Error::Open { path: path.to_path_buf(), source: e };
+    // Opened once: every later read is of this file, whatever happens to the path meanwhile.
+    let file = std::fs::File::open(path).map_err(open_error)?;
+    let meta = file.metadata().map_err(open_error)?;
     if meta.is_dir() {
         return Err(Error::Usage(format!(
             "{} is a directory, not a recording; give the perf.data file inside it with -i",
@@ -243,34 +246,58 @@ pub fn open_reader(path: &Path) -> Result<(PerfFile, RecordReader, Reading, Vec<
         )));
     }
     let format = |reason: String| Error::Format { path: path.to_path_buf(), reason };
-    let (patched, data, warnings) = open_checked(path).map_err(format)?;
+    let (patched, data, warnings) = open_checked(file.try_clone().map_err(open_error)?).map_err(format)?;
     let PerfFileReader { perf_file, .. } =
         PerfFileReader::parse_file(patched).map_err(|e| format(e.to_string()))?;
-    let file = std::fs::File::open(path).map_err(|e| Error::Open { path: path.to_path_buf(), source: e })?;
     let reading = Reading::default();
-    let records = RecordReader::new(file, data, &perf_file, reading.clone());
-    Ok((perf_file, records, reading, warnings))
+    let records = RecordReader::new(file.try_clone().map_err(open_error)?, data, &perf_file, reading.clone());
+    let input = Input { file, len: meta.len(), written: meta.modified().ok() };
+    Ok(Opened { perf_file, records, reading, warnings, input })
 }
 
-/// The header of the file at `path`, when it has one.
-pub fn file_header(path: &Path) -> Option<FileHeader> {
+/// The input file, opened once.
+pub struct Input {
+    /// The file.
+    pub file: std::fs::File,
+    /// Its length when opened.
+    pub len: u64,
+    /// When it was last written.
+    pub written: Option<std::time::SystemTime>,
+}
+
+/// A recording opened for reading: its metadata, a reader of its records, what the reader
+/// repaired so far, warnings about the header, and the file.
+pub struct Opened {
+    /// The metadata.
+    pub perf_file: PerfFile,
+    /// The records, in time order.
+    pub records: RecordReader,
+    /// The reader's progress and repairs.
+    pub reading: Reading,
+    /// What opening repaired or left out.
+    pub warnings: Vec<String>,
+    /// The file.
+    pub input: Input,
+}
+
+/// The header of `file`, when it has one.
+pub fn file_header(file: &std::fs::File) -> Option<FileHeader> {
     let mut head = [0u8; HEADER_SIZE as usize];
-    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+    read_at(file, 0, &mut head).ok()?;
     FileHeader::parse(&head)
 }
 
 /// The attribute section's bytes, with the file and the size of one entry; None when the
 /// header does not give a readable section of sane size.
-fn attr_section(path: &Path) -> Option<(std::fs::File, usize, Vec<u8>)> {
-    let h = file_header(path)?;
+fn attr_section(f: &std::fs::File) -> Option<(usize, Vec<u8>)> {
+    let h = file_header(f)?;
     let (off, size) = h.attrs;
     if h.attr_size < 16 || size > (1 << 24) {
         return None;
     }
-    let f = std::fs::File::open(path).ok()?;
     let mut buf = vec![0u8; size as usize];
-    read_at(&f, off, &mut buf).ok()?;
-    Some((f, h.attr_size as usize, buf))
+    read_at(f, off, &mut buf).ok()?;
+    Some((h.attr_size as usize, buf))
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {
@@ -278,8 +305,8 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
 }
 
 /// (type, config) of each attribute, in file order, read from the attribute section.
-fn raw_attrs(path: &Path) -> Vec<(u32, u64)> {
-    let Some((_, entry, buf)) = attr_section(path) else { return Vec::new() };
+fn raw_attrs(f: &std::fs::File) -> Vec<(u32, u64)> {
+    let Some((entry, buf)) = attr_section(f) else { return Vec::new() };
     buf.chunks(entry)
         .filter(|c| c.len() >= 16)
         .map(|c| (u32::from_le_bytes(c[0..4].try_into().expect("4 bytes")), u64_at(c, 8)))
@@ -288,8 +315,8 @@ fn raw_attrs(path: &Path) -> Vec<(u32, u64)> {
 
 /// The id list of each entry of the attribute section (each entry ends in the offset and size
 /// of its list); lists that do not fit in the file are empty.
-fn attr_ids(path: &Path, file_len: u64) -> Vec<Vec<u64>> {
-    let Some((f, entry, buf)) = attr_section(path).filter(|(_, entry, _)| *entry >= 32) else {
+fn attr_ids(f: &std::fs::File, file_len: u64) -> Vec<Vec<u64>> {
+    let Some((entry, buf)) = attr_section(f).filter(|(entry, _)| *entry >= 32) else {
         return Vec::new();
     };
     buf.chunks_exact(entry)
@@ -299,7 +326,7 @@ fn attr_ids(path: &Path, file_len: u64) -> Vec<Vec<u64>> {
             let fits =
                 ids_off.checked_add(ids_size).is_some_and(|end| end <= file_len) && ids_size <= 8 << 20;
             let mut ids = vec![0u8; if fits { ids_size as usize } else { 0 }];
-            if read_at(&f, ids_off, &mut ids).is_err() {
+            if read_at(f, ids_off, &mut ids).is_err() {
                 return Vec::new();
             }
             ids.chunks_exact(8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))).collect()
