@@ -24,7 +24,9 @@ timed too for the large recording ("empty cache").
 With --baseline BIN (an rperf binary built from an earlier commit), the same reports are timed
 with it too, for before/after checks.
 
-Usage: scripts/bench_report.py [--runs 5] [--min-mb 300] [--baseline BIN] [--keep DIR]
+With --only-rperf, only rperf and the baseline are timed (many runs, for before/after checks).
+
+Usage: scripts/bench_report.py [--runs 5] [--min-mb 300] [--baseline BIN] [--keep DIR] [--only-rperf]
 """
 import argparse
 import os
@@ -107,6 +109,8 @@ def main():
     ap.add_argument("--min-mb", type=float, default=300, help="size of the large DWARF recording")
     ap.add_argument("--baseline", help="another rperf binary to time on the same reports")
     ap.add_argument("--keep", help="a folder for the recordings, reused when they are there")
+    ap.add_argument("--only-rperf", action="store_true",
+                    help="time rperf (and --baseline) only: many runs for before/after checks")
     args = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
     rperf = os.path.join(ROOT, "target/release/rperf")
@@ -119,10 +123,12 @@ def main():
     runs = []  # (file name, command name, command)
     for name, data in files:
         print(f"{name}: {data}: {os.path.getsize(data) / 1e6:.1f} MB, {samples_of(data)} samples")
-        runs.append((name, "perf report --stdio", ["perf", "report", "--stdio", "-i", data]))
         runs.append((name, "rperf report -g", [rperf, "report", "-g", "-i", data]))
         if args.baseline:
             runs.append((name, "baseline rperf report -g", [args.baseline, "report", "-g", "-i", data]))
+        if args.only_rperf:
+            continue
+        runs.append((name, "perf report --stdio", ["perf", "report", "--stdio", "-i", data]))
         if name == "large DWARF":
             runs.append((name, "rperf report -g, empty cache",
                          ["env", f"RPERF_CACHE_DIR={empty_cache}", rperf, "report", "-g", "-i", data]))
@@ -148,6 +154,13 @@ def main():
         wall, rss = med[(f, n)]
         print(f"{f:20} {n:30} {wall:8.3f} s  {rss:8.1f} MiB peak RSS")
     print()
+    if args.baseline:
+        for f, _ in files:
+            bw, brss = med[(f, "baseline rperf report -g")]
+            nw, nrss = med[(f, "rperf report -g")]
+            print(f"{f}: against the baseline: {nw / bw:.2f}x its time, {nrss / brss:.2f}x its peak RSS")
+    if args.only_rperf:
+        return
     big = "large DWARF"
     rw, _ = med[(big, "rperf report -g")]
     cw, _ = med[(big, "cat")]
@@ -162,11 +175,6 @@ def main():
     sw, _ = med[("small frame-pointer", "rperf report -g")]
     pw, _ = med[("small frame-pointer", "perf report --stdio")]
     print(f"target: small frame-pointer file no slower than perf report: {sw:.3f} s vs {pw:.3f} s")
-    if args.baseline:
-        for f, _ in files:
-            bw, brss = med[(f, "baseline rperf report -g")]
-            nw, nrss = med[(f, "rperf report -g")]
-            print(f"{f}: against the baseline: {nw / bw:.2f}x its time, {nrss / brss:.2f}x its peak RSS")
 
 
 if __name__ == "__main__":
