@@ -1,18 +1,21 @@
 //! Launching the profiled command so that its counters start at exec, and handling the signals
 //! that stop a recording.
 
-use std::ffi::CString;
+use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use crate::Error;
 
-/// A forked child waiting for the go-ahead before it execs the command.
+/// A child waiting for the go-ahead before it execs the command: its counters are opened
+/// on it first, enabled at its exec.
 pub struct Launched {
     /// The child's pid.
     pub pid: i32,
     go: Option<OwnedFd>,
-    exec_err: OwnedFd,
+    /// std's spawn, which returns once the child has exec'd (or failed to), on a thread of its
+    /// own since the child waits for the go-ahead first.
+    spawned: Option<std::thread::JoinHandle<std::io::Result<std::process::Child>>>,
     command: String,
 }
 
@@ -41,71 +44,66 @@ fn find_program(name: &str) -> Option<String> {
 }
 
 impl Launched {
-    /// Forks a child that waits, then execs `argv`.
+    /// Starts a child (std's `Command`) that waits for the go-ahead, then execs `argv`.
     pub fn prepare(argv: &[String]) -> Result<Launched, Error> {
+        use std::os::unix::process::CommandExt;
         let command = argv.first().cloned().unwrap_or_default();
         let spawn_err = |e| Error::Spawn { command: command.clone(), source: e };
         let program = find_program(&command)
             .ok_or_else(|| spawn_err(std::io::Error::from(std::io::ErrorKind::NotFound)))?;
-        let cprog = CString::new(program).map_err(|_| spawn_err(std::io::ErrorKind::InvalidInput.into()))?;
-        let cargs: Vec<CString> = argv
-            .iter()
-            .map(|a| CString::new(a.as_str()))
-            .collect::<Result<_, _>>()
-            .map_err(|_| spawn_err(std::io::ErrorKind::InvalidInput.into()))?;
-        let mut argp: Vec<*const libc::c_char> = cargs.iter().map(|a| a.as_ptr()).collect();
-        argp.push(std::ptr::null());
         let (go_r, go_w) = pipe().map_err(spawn_err)?;
-        let (err_r, err_w) = pipe().map_err(spawn_err)?;
-        // SAFETY: after fork the child only calls async-signal-safe functions (read, execv,
-        // write, _exit) on data prepared before the fork.
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            return Err(spawn_err(std::io::Error::last_os_error()));
-        }
-        if pid == 0 {
-            // SAFETY: child side; see above.
-            unsafe {
-                // Only the parent may hold the write end: if it drops it without the
-                // go-ahead (recording failed to start), read sees EOF and the child exits.
-                libc::close(go_w.as_raw_fd());
+        let (pid_r, pid_w) = pipe().map_err(spawn_err)?;
+        let mut cmd = std::process::Command::new(program);
+        cmd.arg0(&command).args(&argv[1..]);
+        let (go_r_fd, go_w_fd, pid_w_fd) = (go_r.as_raw_fd(), go_w.as_raw_fd(), pid_w.as_raw_fd());
+        // SAFETY: between fork and exec the child only makes async-signal-safe calls (close,
+        // getpid, write, read, signal) on descriptors made before the fork.
+        unsafe {
+            cmd.pre_exec(move || {
+                // Only the parent may hold the write end: if it drops it without the go-ahead
+                // (recording failed to start), read sees EOF and the child exits.
+                libc::close(go_w_fd);
+                let pid = libc::getpid();
+                libc::write(pid_w_fd, (&pid as *const i32).cast(), 4);
+                libc::close(pid_w_fd);
                 let mut b = 0u8;
-                let n = libc::read(go_r.as_raw_fd(), &mut b as *mut u8 as *mut libc::c_void, 1);
-                if n != 1 {
-                    libc::_exit(127);
+                if libc::read(go_r_fd, (&mut b as *mut u8).cast(), 1) != 1 {
+                    return Err(std::io::Error::from_raw_os_error(libc::ECANCELED));
                 }
                 for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGCHLD] {
                     libc::signal(sig, libc::SIG_DFL);
                 }
-                libc::execv(cprog.as_ptr(), argp.as_ptr());
-                let errno = *libc::__errno_location();
-                libc::write(err_w.as_raw_fd(), &errno as *const i32 as *const libc::c_void, 4);
-                libc::_exit(127);
+                Ok(())
+            });
+        }
+        let spawned = std::thread::spawn(move || {
+            let child = cmd.spawn();
+            // The child has its copies (or was never made): the reader below sees EOF then.
+            drop((go_r, pid_w));
+            child
+        });
+        let mut pid = [0u8; 4];
+        match std::fs::File::from(pid_r).read_exact(&mut pid) {
+            Ok(()) => {
+                let pid = i32::from_ne_bytes(pid);
+                Ok(Launched { pid, go: Some(go_w), spawned: Some(spawned), command })
+            }
+            Err(_) => {
+                let e = spawned.join().ok().and_then(Result::err);
+                Err(spawn_err(e.unwrap_or_else(|| std::io::Error::other("the command did not start"))))
             }
         }
-        drop(go_r);
-        drop(err_w);
-        Ok(Launched { pid, go: Some(go_w), exec_err: err_r, command })
     }
 
     /// Lets the child exec; fails if exec failed.
     pub fn start(&mut self) -> Result<(), Error> {
         let go = self.go.take().expect("start called once");
-        // SAFETY: writing one byte from a local to a pipe we own.
-        unsafe { libc::write(go.as_raw_fd(), b"g".as_ptr() as *const libc::c_void, 1) };
-        drop(go);
-        let mut errno = 0i32;
-        // SAFETY: reading at most 4 bytes into a local i32.
-        let n =
-            unsafe { libc::read(self.exec_err.as_raw_fd(), &mut errno as *mut i32 as *mut libc::c_void, 4) };
-        if n == 4 {
-            self.wait();
-            return Err(Error::Spawn {
-                command: self.command.clone(),
-                source: std::io::Error::from_raw_os_error(errno),
-            });
+        std::fs::File::from(go).write_all(b"g").ok();
+        match self.spawned.take().map(|s| s.join()) {
+            // std reaps a child whose exec failed.
+            Some(Ok(Err(e))) => Err(Error::Spawn { command: self.command.clone(), source: e }),
+            _ => Ok(()),
         }
-        Ok(())
     }
 
     /// Non-blocking check: the exit code (128+signal for a killed child) once it has ended.
@@ -167,13 +165,13 @@ impl Launched {
 }
 
 impl Drop for Launched {
-    /// A child that never got the go-ahead exits when the pipe closes; reap it.
+    /// A child that never got the go-ahead exits when the pipe closes (std reaps it).
     fn drop(&mut self) {
         if let Some(go) = self.go.take() {
             drop(go);
-            let mut status = 0;
-            // SAFETY: waiting for our own child, which is exiting.
-            unsafe { libc::waitpid(self.pid, &mut status, 0) };
+            if let Some(s) = self.spawned.take() {
+                s.join().ok();
+            }
         }
     }
 }
