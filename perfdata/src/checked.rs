@@ -58,6 +58,55 @@ impl std::io::Seek for PatchedFile {
     }
 }
 
+/// Why a file cannot be read as perf.data: each names the header field or file offset at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// Nothing in the file.
+    #[error("the file is empty")]
+    Empty,
+    /// Shorter than a header.
+    #[error("the file is {len} bytes, shorter than a perf.data header (104)")]
+    TooShort {
+        /// The file's length.
+        len: u64,
+    },
+    /// Not a perf.data file.
+    #[error("it starts with {magic:02x?} where perf.data files start with PERFILE2")]
+    NotPerfData {
+        /// Its first bytes.
+        magic: [u8; 8],
+    },
+    /// The attribute section is not in the file.
+    #[error(
+        "the attribute section (header offset 24) claims {size} bytes at file offset {offset}, past the end of the {len}-byte file"
+    )]
+    AttrsPastEnd {
+        /// Where the header says it is.
+        offset: u64,
+        /// Its size as the header says.
+        size: u64,
+        /// The file's length.
+        len: u64,
+    },
+    /// The data section starts after the end of the file.
+    #[error("the data section starts at file offset {offset}, past the end of the {len}-byte file")]
+    DataPastEnd {
+        /// Where the header says it starts.
+        offset: u64,
+        /// The file's length.
+        len: u64,
+    },
+    /// An attribute size no perf_event_attr has.
+    #[error("the attribute size (header offset 16) is {size}; perf_event_attr is 64 to 4096 bytes")]
+    AttrSize {
+        /// The size the header gives.
+        size: u64,
+    },
+    /// Reading the file failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
 /// A file opened for its metadata, its data section's (offset, size), and warnings.
 pub type Checked = (PatchedFile, (u64, u64), Vec<String>);
 
@@ -67,23 +116,20 @@ pub type Checked = (PatchedFile, (u64, u64), Vec<String>);
 /// or 0, as crashed recordings leave it, is read up to the end of the file; feature sections
 /// past the end are dropped), each with a warning; a header that cannot be made sense of is an
 /// error naming the field and its file offset.
-pub fn open_checked(file: std::fs::File) -> Result<Checked, String> {
-    let len = file.metadata().map_err(|e| e.to_string())?.len();
+pub fn open_checked(file: std::fs::File) -> Result<Checked, FileError> {
+    let len = file.metadata()?.len();
     let mut head = [0u8; 104];
     {
         let mut f = &file;
         f.read_exact(&mut head).map_err(|_| match len {
-            0 => "the file is empty".to_string(),
-            _ => format!("the file is {len} bytes, shorter than a perf.data header (104)"),
+            0 => FileError::Empty,
+            _ => FileError::TooShort { len },
         })?;
     }
     let mut r = Repair { file, len, warnings: Vec::new(), patches: Vec::new() };
     let Some(header) = FileHeader::parse(&head) else {
         if &head[..8] != b"2ELIFREP" {
-            return Err(format!(
-                "it starts with {:02x?} where perf.data files start with PERFILE2",
-                &head[..8]
-            ));
+            return Err(FileError::NotPerfData { magic: head[..8].try_into().expect("8 bytes") });
         }
         // Big-endian recordings are left unrepaired to the readers, which know their layout.
         let be = |at: usize| u64::from_be_bytes(head[at..at + 8].try_into().expect("8 bytes"));
@@ -92,10 +138,7 @@ pub fn open_checked(file: std::fs::File) -> Result<Checked, String> {
     };
     let (attr_off, attr_len) = header.attrs;
     if !r.fits(attr_off, attr_len) {
-        return Err(format!(
-            "the attribute section (header offset 24) claims {attr_len} bytes at file offset {attr_off}, past the end of the {}-byte file",
-            r.len
-        ));
+        return Err(FileError::AttrsPastEnd { offset: attr_off, size: attr_len, len: r.len });
     }
     let (ev_off, ev_size) = header.event_types;
     if !r.fits(ev_off, ev_size) {
@@ -111,9 +154,7 @@ pub fn open_checked(file: std::fs::File) -> Result<Checked, String> {
     // allocated by their sizes.
     let attr_size = header.attr_size;
     if !(64..=4096).contains(&attr_size) {
-        return Err(format!(
-            "the attribute size (header offset 16) is {attr_size}; perf_event_attr is 64 to 4096 bytes"
-        ));
+        return Err(FileError::AttrSize { size: attr_size });
     }
     if ev_size > 0 && r.fits(ev_off, ev_size) {
         let entry = attr_size + 16;
@@ -147,13 +188,10 @@ impl Repair {
     /// The data section as it can be read, and the feature sections still to check. A data
     /// section cut short (its size never written, or the file ending early) is read up to its
     /// last whole record, without features.
-    fn check_data(&mut self, header: &FileHeader) -> Result<((u64, u64), Vec<u32>), String> {
+    fn check_data(&mut self, header: &FileHeader) -> Result<((u64, u64), Vec<u32>), FileError> {
         let (data_off, mut data_size) = header.data;
         if data_off > self.len {
-            return Err(format!(
-                "the data section starts at file offset {data_off}, past the end of the {}-byte file",
-                self.len
-            ));
+            return Err(FileError::DataPastEnd { offset: data_off, len: self.len });
         }
         let mut features = header.features.clone();
         let table_fits = data_off
@@ -189,11 +227,11 @@ impl Repair {
     /// Each feature section must fit in the file, and the counts inside the sections that the
     /// reader sizes allocations by must fit in the section; the others are dropped from the
     /// header's bitmap and from the table at `table_at`.
-    fn check_features(&mut self, table_at: u64, features: &[u32]) -> Result<(), String> {
+    fn check_features(&mut self, table_at: u64, features: &[u32]) -> Result<(), FileError> {
         const ENTRY: usize = FEATURE_ENTRY_SIZE as usize;
         let mut table = vec![0u8; ENTRY * features.len()];
         if !table.is_empty() {
-            read_at(&self.file, table_at, &mut table).map_err(|e| e.to_string())?;
+            read_at(&self.file, table_at, &mut table)?;
         }
         let mut keep = Vec::new();
         for (i, feat) in features.iter().enumerate() {
@@ -226,12 +264,19 @@ impl Repair {
 
     /// Entries of `entry` bytes in the `size` bytes at `off`, each with the (offset, size) of an
     /// id list at byte `at`: lists past the end of the file are emptied, each said.
-    fn check_id_lists(&mut self, off: u64, size: u64, entry: u64, at: u64, what: &str) -> Result<(), String> {
+    fn check_id_lists(
+        &mut self,
+        off: u64,
+        size: u64,
+        entry: u64,
+        at: u64,
+        what: &str,
+    ) -> Result<(), FileError> {
         if entry == 0 {
             return Ok(());
         }
         let mut bytes = vec![0u8; size as usize];
-        read_at(&self.file, off, &mut bytes).map_err(|e| e.to_string())?;
+        read_at(&self.file, off, &mut bytes)?;
         for (k, e) in bytes.chunks_exact(entry as usize).enumerate() {
             let (ids_off, ids_size) = (u64_at(e, at as usize), u64_at(e, at as usize + 8));
             if !self.fits(ids_off, ids_size) {

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 
+use crate::error::Error;
 use crate::model::{DsoKind, ExecType, Model};
 use crate::options::{OffCpuMode, ReportOptions};
 use crate::profile::{
@@ -72,16 +73,12 @@ impl ProfileBuilder {
         off_cpu_recording: bool,
         opts: &ReportOptions,
         keep_rows: bool,
-    ) -> Result<ProfileBuilder, String> {
+    ) -> Result<ProfileBuilder, Error> {
         let (sections, timing) = if off_cpu_recording {
             let (s, t) = time_sections(events, opts.trace_offcpu)?;
             (s, Some(t))
         } else if opts.trace_offcpu.is_some() {
-            return Err(
-                "--trace-offcpu needs a recording made for it: record it with `rperf record --trace-offcpu` \
-                 (or simpleperf's --trace-offcpu)"
-                    .into(),
-            );
+            return Err(Error::NotOffCpu);
         } else {
             (events.iter().map(|e| section(e.name.clone(), e.type_, e.config, Unit::Events)).collect(), None)
         };
@@ -90,11 +87,8 @@ impl ProfileBuilder {
             Some(e) => {
                 let of = |s: &Section| s.name == *e || s.name.split(" (").next() == Some(e.as_str());
                 if !sections.iter().any(of) {
-                    let names: Vec<&str> = sections.iter().map(|s| s.name.as_str()).collect();
-                    return Err(format!(
-                        "--event {e}: the recording has no such event; it has {}",
-                        names.join(", ")
-                    ));
+                    let events = sections.iter().map(|s| s.name.clone()).collect();
+                    return Err(Error::NoSuchEvent { event: e.clone(), events });
                 }
                 Some(sections.iter().map(of).collect())
             }
@@ -361,14 +355,14 @@ fn section(name: String, type_: u32, config: u64, unit: Unit) -> Section {
 fn time_sections(
     events: &[EventDesc],
     mode: Option<OffCpuMode>,
-) -> Result<(Vec<Section>, TimeRouting), String> {
+) -> Result<(Vec<Section>, TimeRouting), Error> {
     use OffCpuMode::*;
     let switch_attr = events.iter().position(|e| e.name == "sched:sched_switch");
     let on_attr = events.iter().position(|e| rperf_perfdata::events::counts_cpu_time(&e.name));
     let on_attr =
         on_attr.or_else(|| events.iter().position(|e| e.name != "sched:sched_switch" && e.name != "dummy"));
     let (Some(switch_attr), Some(on_attr)) = (switch_attr, on_attr) else {
-        return Err("this off-CPU recording lacks its sched:sched_switch or cpu-clock event".into());
+        return Err(Error::OffCpuEvents);
     };
     let mode = mode.unwrap_or(Mixed);
     let on = &events[on_attr];

@@ -39,8 +39,7 @@ pub struct Converter {
 /// Reads every record of `rec` and returns the profile.
 pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Error> {
     let path = &opts.input;
-    let profile = ProfileBuilder::new(&rec.events, rec.off_cpu, opts, opts.format.needs().samples)
-        .map_err(Error::Usage)?;
+    let profile = ProfileBuilder::new(&rec.events, rec.off_cpu, opts, opts.format.needs().samples)?;
     let mut c = Converter::new(&mut rec, opts, profile)?;
     let mut warnings = std::mem::take(&mut rec.warnings);
     let mut progress = crate::progress::Progress::new(rec.len, rec.reading.position.clone());
@@ -161,7 +160,7 @@ impl Converter {
             if let Some(Err(e)) = &batch.end {
                 let reason = e.clone();
                 if records == 0 {
-                    return Err(Error::Format { path: path.clone(), reason });
+                    return Err(Error::Format { path: path.clone(), reason: reason.into() });
                 }
                 warnings.push(format!(
                     "{}: stopped reading after {records} records: {reason}; the report shows what was readable",
@@ -535,12 +534,7 @@ fn kernel_symbols(
                 let source = std::io::Error::from(std::io::ErrorKind::NotFound);
                 return Err(Error::Open { path: p.clone(), source });
             }
-            Err(Refusal::Unsafe(why)) => {
-                return Err(Error::Usage(format!(
-                    "--kallsyms {}: the file {why}; give a copy of /proc/kallsyms",
-                    p.display()
-                )))
-            }
+            Err(Refusal::Unsafe(why)) => return Err(Error::Kallsyms { path: p.clone(), why }),
         };
         return Ok(KernelSource::Pending(Box::new(move |addrs| {
             (KernelSymbols::from_kallsyms_for(&text, addrs), None)

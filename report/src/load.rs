@@ -12,6 +12,7 @@ use rperf_perfdata::feature;
 use rperf_perfdata::header::{FileHeader, HEADER_SIZE};
 use rperf_unwind::Arch;
 
+use crate::error::Unreadable;
 use crate::options::ReportOptions;
 use crate::profile::EventDesc;
 use crate::records::{Reading, RecordReader};
@@ -240,15 +241,13 @@ pub fn open_reader(path: &Path) -> Result<Opened, Error> {
     let file = std::fs::File::open(path).map_err(open_error)?;
     let meta = file.metadata().map_err(open_error)?;
     if meta.is_dir() {
-        return Err(Error::Usage(format!(
-            "{} is a directory, not a recording; give the perf.data file inside it with -i",
-            path.display()
-        )));
+        return Err(Error::Directory { path: path.to_path_buf() });
     }
-    let format = |reason: String| Error::Format { path: path.to_path_buf(), reason };
-    let (patched, data, warnings) = open_checked(file.try_clone().map_err(open_error)?).map_err(format)?;
+    let format = |reason: Unreadable| Error::Format { path: path.to_path_buf(), reason };
+    let (patched, data, warnings) =
+        open_checked(file.try_clone().map_err(open_error)?).map_err(|e| format(e.into()))?;
     let PerfFileReader { perf_file, .. } =
-        PerfFileReader::parse_file(patched).map_err(|e| format(e.to_string()))?;
+        PerfFileReader::parse_file(patched).map_err(|e| format(Unreadable::Metadata(e.to_string())))?;
     let reading = Reading::default();
     let records = RecordReader::new(file.try_clone().map_err(open_error)?, data, &perf_file, reading.clone());
     let input = Input { file, len: meta.len(), written: meta.modified().ok() };

@@ -43,7 +43,7 @@ pub struct Batch {
     windows: Vec<Arc<Mapped>>,
     records: Vec<Record>,
     /// Set on the last batch: how reading ended (an error says why it stopped).
-    pub end: Option<Result<(), String>>,
+    pub end: Option<Result<(), RecordError>>,
 }
 
 impl Batch {
@@ -141,7 +141,7 @@ pub struct RecordReader {
     inflated: Vec<u8>,
     sorter: Sorter,
     reading: Reading,
-    failed: Option<String>,
+    failed: Option<RecordError>,
 }
 
 impl RecordReader {
@@ -266,26 +266,20 @@ impl RecordReader {
         self.reading.position.store(self.at, Ordering::Relaxed);
     }
 
-    fn read_round_as<T: ByteOrder>(&mut self) -> Result<(), String> {
+    fn read_round_as<T: ByteOrder>(&mut self) -> Result<(), RecordError> {
         while self.at < self.end {
             let at = self.at;
             if self.end - at < 8 {
-                return Err(format!(
-                    "the data section ends inside the record header at file offset {at} ({} bytes left)",
-                    self.end - at
-                ));
+                return Err(RecordError { offset: at, problem: Problem::HeaderCut { left: self.end - at } });
             }
             let (window, start) = self.bytes_at(at, 8)?;
             let (kind, misc, size) = header::<T>(&self.window(window).map[start..]);
             let size = size as u64;
             if size < 8 {
-                return Err(format!("the record header at file offset {at} has size {size}"));
+                return Err(RecordError { offset: at, problem: Problem::Size { size } });
             }
             if at + size > self.end {
-                return Err(format!(
-                    "the record at file offset {at} ({size} bytes) reaches past the end of the data section at {}",
-                    self.end
-                ));
+                return Err(RecordError { offset: at, problem: Problem::PastEnd { size, end: self.end } });
             }
             let (window, start) = self.bytes_at(at, size)?;
             let mut next = at + size;
@@ -384,8 +378,9 @@ impl RecordReader {
         start: usize,
         size: usize,
         kind: u32,
-    ) -> Result<bool, String> {
-        let bad = |why: &str| format!("the compressed record at file offset {at} {why}");
+    ) -> Result<bool, RecordError> {
+        let bad =
+            |why: &str| RecordError { offset: at, problem: Problem::Compressed { why: why.to_string() } };
         let held = self.window(window).clone();
         let record = &held.map[start..start + size];
         let mut data = &record[8..];
@@ -452,7 +447,7 @@ impl RecordReader {
 
     /// The window (its number) and the offset in it of `n` bytes at file offset `at`, mapping
     /// a new window when the current one does not hold them all.
-    fn bytes_at(&mut self, at: u64, n: u64) -> Result<(u32, usize), String> {
+    fn bytes_at(&mut self, at: u64, n: u64) -> Result<(u32, usize), RecordError> {
         if let Some(number) = self.current {
             let w = &self.window(number);
             if at >= w.start && at + n <= w.start + w.map.len() as u64 {
@@ -462,10 +457,8 @@ impl RecordReader {
         let page = 4096u64;
         let start = at / page * page;
         let len = WINDOW.max(at + n - start).min(self.file_len - start);
-        // SAFETY: the recording is mapped read-only and only read; a concurrent truncation
-        // could fault, the accepted risk of mapping input files.
         let map = rperf_perfdata::mapped::map_range(&self.file, start, len as usize, false)
-            .map_err(|e| format!("cannot map the file at offset {start}: {e}"))?;
+            .map_err(|e| RecordError { offset: start, problem: Problem::Map(Arc::new(e)) })?;
         // Its pages are put in the page table here, on the reader's thread, not where the
         // converter first reads each one: a read maps the page cache's pages around it, 64 KiB
         // (the kernel's fault-around) at a time.
@@ -567,6 +560,64 @@ pub fn read(mut reader: RecordReader) -> Batches {
         .spawn(reading)
         .expect("a thread to read records");
     Batches { next }
+}
+
+/// Why the records stop being readable at a file offset.
+#[derive(Debug, Clone)]
+pub struct RecordError {
+    /// Where the unreadable record starts.
+    pub offset: u64,
+    /// What is wrong there.
+    pub problem: Problem,
+}
+
+/// What is wrong with a record (each message names the offset).
+#[derive(Debug, Clone)]
+pub enum Problem {
+    /// The data section ends inside a record header.
+    HeaderCut {
+        /// Bytes left.
+        left: u64,
+    },
+    /// A record header whose size cannot be (under 8 bytes).
+    Size {
+        /// The size it gives.
+        size: u64,
+    },
+    /// A record reaching past the end of the data section.
+    PastEnd {
+        /// Its size.
+        size: u64,
+        /// Where the data section ends.
+        end: u64,
+    },
+    /// A compressed record that does not inflate.
+    Compressed {
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The file could not be mapped there.
+    Map(std::sync::Arc<std::io::Error>),
+}
+
+impl std::error::Error for RecordError {}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = self.offset;
+        match &self.problem {
+            Problem::HeaderCut { left } => {
+                write!(f, "the data section ends inside the record header at file offset {at} ({left} bytes left)")
+            }
+            Problem::Size { size } => write!(f, "the record header at file offset {at} has size {size}"),
+            Problem::PastEnd { size, end } => write!(
+                f,
+                "the record at file offset {at} ({size} bytes) reaches past the end of the data section at {end}"
+            ),
+            Problem::Compressed { why } => write!(f, "the compressed record at file offset {at} {why}"),
+            Problem::Map(e) => write!(f, "cannot map the file at offset {at}: {e}"),
+        }
+    }
 }
 
 /// What the reader does, as it goes: how far it is, and repairs made on the way.
