@@ -2,10 +2,9 @@
 //! says what to do. The CLI prints them (`src/exit.rs`).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use rperf_perfdata::checked::FileError;
-
-use crate::records::RecordError;
 
 /// Errors that stop a report.
 #[derive(Debug, thiserror::Error)]
@@ -70,4 +69,62 @@ pub enum Unreadable {
     /// Its first record.
     #[error(transparent)]
     Records(#[from] RecordError),
+}
+
+/// Why the records stop being readable at a file offset.
+#[derive(Debug, Clone)]
+pub struct RecordError {
+    /// Where the unreadable record starts.
+    pub offset: u64,
+    /// What is wrong there.
+    pub problem: Problem,
+}
+
+/// What is wrong with a record (each message names the offset).
+#[derive(Debug, Clone)]
+pub enum Problem {
+    /// The data section ends inside a record header.
+    HeaderCut {
+        /// Bytes left.
+        left: u64,
+    },
+    /// A record header whose size cannot be (under 8 bytes).
+    Size {
+        /// The size it gives.
+        size: u64,
+    },
+    /// A record reaching past the end of the data section.
+    PastEnd {
+        /// Its size.
+        size: u64,
+        /// Where the data section ends.
+        end: u64,
+    },
+    /// A compressed record that does not inflate.
+    Compressed {
+        /// What is wrong with it.
+        why: String,
+    },
+    /// The file could not be mapped there.
+    Map(Arc<std::io::Error>),
+}
+
+impl std::error::Error for RecordError {}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = self.offset;
+        match &self.problem {
+            Problem::HeaderCut { left } => {
+                write!(f, "the data section ends inside the record header at file offset {at} ({left} bytes left)")
+            }
+            Problem::Size { size } => write!(f, "the record header at file offset {at} has size {size}"),
+            Problem::PastEnd { size, end } => write!(
+                f,
+                "the record at file offset {at} ({size} bytes) reaches past the end of the data section at {end}"
+            ),
+            Problem::Compressed { why } => write!(f, "the compressed record at file offset {at} {why}"),
+            Problem::Map(e) => write!(f, "cannot map the file at offset {at}: {e}"),
+        }
+    }
 }
