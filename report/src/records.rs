@@ -22,9 +22,9 @@ use linux_perf_data::linux_perf_event_reader::{
 };
 use linux_perf_data::{PerfFile, PerfFileRecord, RawUserRecord, UserRecordType};
 use rperf_perfdata::encode::{AUXTRACE, FINISHED_ROUND};
+use rustc_hash::FxHashMap;
 
 use crate::error::{Problem, RecordError};
-use rustc_hash::FxHashMap;
 
 /// About this many bytes of records go in one batch.
 const BATCH_BYTES: usize = 1 << 20;
