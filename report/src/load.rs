@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use linux_perf_data::{Feature, PerfFile, PerfFileReader, SimpleperfFileRecord};
+use rperf_perfdata::bytes::{u16_at, u32_at, u64_at};
 use rperf_perfdata::checked::{open_checked, read_at};
 use rperf_perfdata::feature;
 use rperf_perfdata::header::{FileHeader, HEADER_SIZE};
@@ -201,19 +202,16 @@ fn recorded_kernel_text(f: &std::fs::File, data: (u64, u64)) -> Option<u64> {
     read_at(f, data.0, &mut buf).ok()?;
     let mut at = 0;
     while at + 8 <= buf.len() {
-        let kind = u32::from_le_bytes(buf[at..at + 4].try_into().expect("4 bytes"));
-        let size = u16::from_le_bytes([buf[at + 6], buf[at + 7]]) as usize;
+        let kind = u32_at(&buf, at)?;
+        let size = usize::from(u16_at(&buf, at + 6)?);
         if size < 8 || at + size > buf.len() {
             return None;
         }
         let rec = &buf[at..at + size];
-        if kind == MMAP
-            && size > 40
-            && u32::from_le_bytes(rec[8..12].try_into().expect("4 bytes")) == u32::MAX
-        {
+        if kind == MMAP && size > 40 && u32_at(rec, 8) == Some(u32::MAX) {
             let name = &rec[40..];
             if name.starts_with(b"[kernel.kallsyms]") {
-                return Some(u64_at(rec, 32)).filter(|&t| t != 0);
+                return u64_at(rec, 32).filter(|&t| t != 0);
             }
         }
         at += size;
@@ -299,17 +297,10 @@ fn attr_section(f: &std::fs::File) -> Option<(usize, Vec<u8>)> {
     Some((h.attr_size as usize, buf))
 }
 
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    rperf_perfdata::bytes::u64_at(b, at).unwrap_or(0)
-}
-
 /// (type, config) of each attribute, in file order, read from the attribute section.
 fn raw_attrs(f: &std::fs::File) -> Vec<(u32, u64)> {
     let Some((entry, buf)) = attr_section(f) else { return Vec::new() };
-    buf.chunks(entry)
-        .filter(|c| c.len() >= 16)
-        .map(|c| (u32::from_le_bytes(c[0..4].try_into().expect("4 bytes")), u64_at(c, 8)))
-        .collect()
+    buf.chunks(entry).filter_map(|c| Some((u32_at(c, 0)?, u64_at(c, 8)?))).collect()
 }
 
 /// The id list of each entry of the attribute section (each entry ends in the offset and size
@@ -321,7 +312,7 @@ fn attr_ids(f: &std::fs::File, file_len: u64) -> Vec<Vec<u64>> {
     buf.chunks_exact(entry)
         .map(|c| {
             let at = c.len() - 16;
-            let (ids_off, ids_size) = (u64_at(c, at), u64_at(c, at + 8));
+            let (ids_off, ids_size) = (u64_at(c, at).unwrap_or(0), u64_at(c, at + 8).unwrap_or(0));
             let fits =
                 ids_off.checked_add(ids_size).is_some_and(|end| end <= file_len) && ids_size <= 8 << 20;
             let mut ids = vec![0u8; if fits { ids_size as usize } else { 0 }];

@@ -184,12 +184,8 @@ pub fn crate_modules(dir: &Path) -> BTreeMap<Vec<String>, Source> {
         let mut segs: Vec<String> = rel.iter().map(|s| s.to_string_lossy().into_owned()).collect();
         let last = segs.pop().unwrap();
         match last.as_str() {
-            "lib.rs" | "main.rs" | "mod.rs" if segs.len() <= 1 || last == "mod.rs" => {
-                if last != "mod.rs" && !segs.is_empty() {
-                    // src/bin/x/main.rs and the like: not a module of this crate.
-                    continue;
-                }
-            }
+            "mod.rs" => {}
+            "lib.rs" | "main.rs" if segs.is_empty() => {}
             _ => segs.push(last.trim_end_matches(".rs").to_string()),
         }
         all.insert(segs, read_source(&path));
@@ -253,14 +249,8 @@ pub fn expand_use(tree: &str, prefix: &[String], out: &mut Vec<(Vec<String>, Str
 /// Every `use` in `code`, expanded.
 pub fn uses(code: &str) -> Vec<(Vec<String>, String)> {
     let mut out = Vec::new();
-    let b = code.as_bytes();
-    let mut from = 0;
-    while let Some(n) = code[from..].find("use ") {
-        let at = from + n;
-        from = at + 4;
-        if at > 0 && is_ident(b[at - 1] as char) {
-            continue;
-        }
+    for at in keyword("use ", code) {
+        let from = at + 4;
         let Some(end) = code[from..].find(';') else { break };
         let tree = &code[from..from + end];
         if tree.contains('(') || tree.contains('=') {
@@ -269,6 +259,13 @@ pub fn uses(code: &str) -> Vec<(Vec<String>, String)> {
         expand_use(tree, &[], &mut out);
     }
     out
+}
+
+/// Where `word` (a keyword and the space after it) starts in `code`, not inside a longer name.
+fn keyword<'a>(word: &'a str, code: &'a str) -> impl Iterator<Item = usize> + 'a {
+    code.match_indices(word)
+        .map(|(at, _)| at)
+        .filter(move |&at| at == 0 || !is_ident(code.as_bytes()[at - 1] as char))
 }
 
 /// The paths written as `a::b::c` in `code` (each as its segments).
@@ -472,13 +469,8 @@ pub fn module_name(m: &[String]) -> String {
 pub fn functions(code: &str) -> Vec<(String, usize, usize)> {
     let b = code.as_bytes();
     let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(n) = code[from..].find("fn ") {
-        let at = from + n;
-        from = at + 3;
-        if at > 0 && is_ident(b[at - 1] as char) {
-            continue;
-        }
+    for at in keyword("fn ", code) {
+        let from = at + 3;
         let name: String = code[from..].chars().take_while(|&c| is_ident(c)).collect();
         if name.is_empty() {
             continue;
