@@ -5,6 +5,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
+use rperf_perfdata::bytes::u32_at;
 use rperf_symbols::{buildid, kallsyms};
 
 use crate::attr::make_attr;
@@ -265,12 +266,12 @@ impl Session {
         for r in recs {
             if let Some(tid) = only_tid {
                 // COMM and FORK records of other threads are not wanted for a -t target.
-                let t = u32::from_le_bytes(r[0..4].try_into().unwrap());
-                let rtid = u32::from_le_bytes(r[12..16].try_into().unwrap());
-                if t == record_type::COMM && rtid as i32 != tid {
+                let t = u32_at(&r, 0);
+                let rtid = u32_at(&r, 12);
+                if t == Some(record_type::COMM) && rtid != Some(tid as u32) {
                     continue;
                 }
-                if t == record_type::FORK {
+                if t == Some(record_type::FORK) {
                     continue;
                 }
             }

@@ -136,8 +136,8 @@ impl Sink {
 
     /// Handles a record from a side-band ring buffer.
     pub(crate) fn handle_sideband(&mut self, rec: &[u8]) {
-        if u32::from_le_bytes(rec[0..4].try_into().expect("8-byte header")) == record_type::LOST {
-            self.lost_sideband += rec.get(16..24).map_or(0, |b| u64::from_le_bytes(b.try_into().unwrap()));
+        if u32_at(rec, 0) == Some(record_type::LOST) {
+            self.lost_sideband += u64_at(rec, 16).unwrap_or(0);
         }
         self.handle(rec);
     }
@@ -279,10 +279,10 @@ impl Sink {
             return;
         }
         // pid, tid, addr, len, pgoff: the same place in MMAP and MMAP2.
-        let u64_at = |at: usize| u64_at(rec, at);
-        let pid = rec.get(8..12).map(|b| u32::from_le_bytes(b.try_into().unwrap()));
+        let pid = u32_at(rec, 8);
+        let (addr, pgoff) = (u64_at(rec, 16), u64_at(rec, 32));
         if let (Some(post), Some(pid), Some(addr), Some(len), Some(pgoff)) =
-            (self.post.as_mut(), pid, u64_at(16), u64_at(24), u64_at(32))
+            (self.post.as_mut(), pid, addr, u64_at(rec, 24), pgoff)
         {
             if let Some(path) = code_path(type_, misc_bits, rec) {
                 post.mmap(pid, addr, len, pgoff, &path);
@@ -293,7 +293,7 @@ impl Sink {
                 self.jitdumps.entry(path).or_insert_with(|| procfs::uid_of(pid));
                 return;
             }
-            if let (Some(pid), Some(addr), Some(pgoff)) = (pid, u64_at(16), u64_at(32)) {
+            if let (Some(pid), Some(addr), Some(pgoff)) = (pid, addr, pgoff) {
                 self.jit.note_mapping(pid, addr, pgoff, &path);
                 self.sync_jit();
             }
@@ -322,7 +322,6 @@ fn code_path(type_: u32, misc_bits: u16, rec: &[u8]) -> Option<String> {
 /// maj/min/ino/generation or (with MMAP_BUILD_ID) a size byte, 3 reserved and 20 id bytes,
 /// then prot, flags (u32) and the file name at byte 72.
 fn exec_mapping(type_: u32, misc_bits: u16, rec: &[u8]) -> Option<(String, Option<Vec<u8>>)> {
-    let u32_at = |at: usize| u32_at(rec, at);
     let (exec, name_at, build_id) = if type_ == record_type::MMAP2 {
         let bid = if misc_bits & misc::MMAP_BUILD_ID != 0 {
             let n = (*rec.get(40)?).min(20) as usize;
@@ -330,7 +329,7 @@ fn exec_mapping(type_: u32, misc_bits: u16, rec: &[u8]) -> Option<(String, Optio
         } else {
             None
         };
-        (u32_at(64)? & 4 != 0, 72, bid)
+        (u32_at(rec, 64)? & 4 != 0, 72, bid)
     } else {
         // MMAP: pid, tid, addr, len, pgoff, then the name at byte 40; data maps are marked.
         (misc_bits & (1 << 13) == 0, 40, None)
