@@ -96,10 +96,13 @@ pub struct ReportArgs {
     /// The separator of --csv output.
     #[arg(long = "csv-separator", value_name = "SEP", default_value = ",")]
     csv_separator: String,
-    /// Name C++ functions with their parameters (`func2(int, int)`), as simpleperf does; by
-    /// default they are named without (`func2`), as perf does.
-    #[arg(long = "full-names")]
+    /// Name C++ functions with their parameters (`func2(int, int)`), as simpleperf does (the
+    /// default).
+    #[arg(long = "full-names", overrides_with = "short_names")]
     full_names: bool,
+    /// Name C++ functions without their parameters (`func2`), as perf does.
+    #[arg(long = "short-names", overrides_with = "full_names")]
+    short_names: bool,
     /// Show ART's frames (interpreter, trampolines, JIT plumbing) around Java and Kotlin
     /// methods; by default they are hidden, so Java stacks read as methods.
     #[arg(long = "show-art-frames")]
@@ -213,7 +216,7 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         full_callgraph: a.full_callgraph,
         event: a.event.clone(),
         csv_separator: a.csv_separator.clone(),
-        full_names: a.full_names,
+        full_names: !a.short_names,
         show_art_frames: a.show_art_frames,
         filters: filters(a)?,
         show_samples: a.show_samples,

@@ -243,11 +243,11 @@ fn sample_counts(data: &Path, args: &[&str]) -> Vec<(String, u64)> {
 #[test]
 fn names_with_or_without_parameters() {
     let data = record_fp("android_overload", &programs().overload, &["1"]);
-    let short = sample_counts(&data, &["--sort", "symbol"]);
+    let short = sample_counts(&data, &["--sort", "symbol", "--short-names"]);
     // Named as perf names them, the overloads are two entries of one name.
     let spin: u64 = short.iter().filter(|(n, _)| n == "work::spin").map(|r| r.1).sum();
     assert_eq!(short.iter().filter(|(n, _)| n == "work::spin").count(), 2, "{short:?}");
-    let full = sample_counts(&data, &["--sort", "symbol", "--full-names"]);
+    let full = sample_counts(&data, &["--sort", "symbol"]);
     let count = |rows: &[(String, u64)], name: &str| rows.iter().find(|(n, _)| n == name).map_or(0, |r| r.1);
     let (long, double) = (count(&full, "work::spin(long)"), count(&full, "work::spin(double)"));
     assert_eq!(long + double, spin, "{full:?}");
@@ -255,7 +255,7 @@ fn names_with_or_without_parameters() {
     assert!(!full.iter().any(|(n, _)| n == "work::spin"), "{full:?}");
     // --symbols matches either form, whichever form is shown.
     for (filter, want) in [("work::spin(long)", long), ("work::spin(double)", double), ("work::spin", spin)] {
-        for names in [&[][..], &["--full-names"][..]] {
+        for names in [&[][..], &["--short-names"][..]] {
             let mut args = vec!["--sort", "comm", "--symbols", filter];
             args.extend_from_slice(names);
             let o = run(rperf().args(["report", "-n", "-i"]).arg(&data).args(&args));

@@ -385,8 +385,9 @@ fn time_sections(
     if mode == Mixed {
         on_section = Some(0);
         off_section = Some(0);
+        // Named as simpleperf names it: the on-CPU event (its header says the weights are time).
         sections.push(section(
-            format!("{} + sched:sched_switch (on- and off-cpu time)", on.name),
+            on.name.clone(),
             on.type_,
             on.config,
             Unit::Nanoseconds,

@@ -53,7 +53,7 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
     let info = Info {
         input: path.clone(),
         cmdline: rec.cmdline.clone(),
-        arch: rec.arch_name.clone(),
+        arch: rec.arch_name.as_deref().map(arch_label),
         written: rec.written,
         time_range: (0, 0),
         recorded: rec.recorded,
@@ -334,6 +334,17 @@ const PREFETCH_AHEAD: usize = 2;
 fn prefetch(data: &RawData<'_>) {
     let RawData::Single(bytes) = data else { return };
     rperf_perfdata::mapped::prefetch(bytes, 1024);
+}
+
+/// An architecture as reports name it (simpleperf's names: `arm64`, `arm`, `x86`).
+fn arch_label(recorded: &str) -> String {
+    match recorded {
+        "aarch64" | "arm64" => "arm64",
+        a if a.starts_with("arm") => "arm",
+        "i386" | "i486" | "i586" | "i686" | "x86" => "x86",
+        a => a,
+    }
+    .to_string()
 }
 
 /// A sample decoded: what making its stack needs, and the stack unwound from its registers and

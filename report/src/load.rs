@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use linux_perf_data::linux_perf_event_reader::AttrFlags;
 use linux_perf_data::{Feature, PerfFile, PerfFileReader, SimpleperfFileRecord};
 use rperf_perfdata::bytes::{u16_at, u32_at, u64_at};
 use rperf_perfdata::checked::{open_checked, read_at};
@@ -138,10 +139,14 @@ fn events_of(perf_file: &PerfFile, input: &Input) -> (Vec<EventDesc>, Option<Has
         .enumerate()
         .map(|(i, a)| {
             let (type_, config) = raw.get(i).copied().unwrap_or((u32::MAX, 0));
-            let name = a
-                .name()
-                .map(str::to_string)
-                .unwrap_or_else(|| rperf_perfdata::events::name_of(type_, config));
+            let flags = a.attr.flags;
+            let name = rperf_perfdata::events::report_name(
+                type_,
+                config,
+                a.name(),
+                flags.contains(AttrFlags::EXCLUDE_USER),
+                flags.contains(AttrFlags::EXCLUDE_KERNEL),
+            );
             EventDesc { name, type_, config }
         })
         .collect();

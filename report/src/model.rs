@@ -307,7 +307,8 @@ impl Model {
         }
     }
 
-    /// The thread's name, or `:TID` when the recording never named it (as perf prints it).
+    /// The thread's name, else its process's; the idle task is `swapper` and a thread the
+    /// recording never named is `unknown`, as simpleperf names them.
     pub fn comm_of(&mut self, pid: i32, tid: i32) -> u32 {
         if let Some(t) = self.threads.get(&tid) {
             return t.comm;
@@ -315,7 +316,7 @@ impl Model {
         if let Some(t) = self.threads.get(&pid) {
             return t.comm;
         }
-        self.intern(&format!(":{tid}"))
+        self.intern(if tid == 0 { "swapper" } else { "unknown" })
     }
 }
 

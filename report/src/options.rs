@@ -363,7 +363,7 @@ pub struct ReportOptions {
     pub reverse: bool,
     /// Read JIT maps and jitdumps on this machine whatever their owner or type (`-f`).
     pub force: bool,
-    /// Name code without symbols by binary and offset (`libfoo.so[+0x1a2b]`), one entry per
+    /// Name code without symbols by binary and offset (`libfoo.so[+1a2b]`), one entry per
     /// address; off (`--no-show-ip`), all of a binary's unnamed code is `[unknown]`.
     pub show_ip: bool,
     /// Demangled names with their parameters (`func2(int, int)`), as simpleperf prints them;
@@ -408,7 +408,7 @@ impl Default for ReportOptions {
             diff_base: None,
             force: false,
             show_ip: true,
-            full_names: false,
+            full_names: true,
             show_art_frames: false,
         }
     }

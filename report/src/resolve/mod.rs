@@ -18,14 +18,14 @@ use std::sync::Arc;
 
 use linux_perf_data::SimpleperfFileRecord;
 use rperf_symbols::BinaryFinder;
-use rperf_unwind::{Arch, ChainFrame, Context, ProcessUnwinder};
+use rperf_unwind::{Arch, ChainFrame, CodeAddress, Context, ProcessUnwinder};
 
 use crate::model::{DsoId, DsoKind, Model};
 pub use binaries::is_kernel_address;
 use binaries::{file_offset, Binaries};
 use intern::Interner;
 pub use jit_sources::JitSources;
-use types::AddrKind;
+use types::{AddrKind, FrameAddr};
 pub use types::{AddrId, Func, FuncId, KernelSource, Symbolized};
 
 /// What the report asks of naming, set once from its options.
@@ -60,7 +60,7 @@ struct ResolvedChain {
     pid: i32,
     /// The process's mappings generation, its JIT code epoch, the kernel's mappings generation.
     state: (Option<u64>, usize, u64),
-    chain: Vec<(u64, Context)>,
+    chain: Vec<(CodeAddress, Context)>,
     frames: Vec<AddrId>,
 }
 
@@ -70,8 +70,8 @@ pub struct Resolver {
     binaries: Binaries,
     jit: JitSources,
     names: Interner,
-    addrs: Vec<(DsoId, u64, AddrKind)>,
-    addr_index: rustc_hash::FxHashMap<(DsoId, u64), AddrId>,
+    addrs: Vec<FrameAddr>,
+    addr_index: rustc_hash::FxHashMap<(DsoId, u64, bool), AddrId>,
     /// Each process's unwinder, with the mappings' generation and the JIT symbol files' epoch
     /// it was built for.
     unwinders: rustc_hash::FxHashMap<i32, ((u64, usize), Arc<ProcessUnwinder>)>,
@@ -144,7 +144,7 @@ impl Resolver {
         let mut h = rustc_hash::FxHasher::default();
         (pid, state).hash(&mut h);
         for f in chain {
-            (f.addr.lookup(), f.context).hash(&mut h);
+            (f.addr, f.context).hash(&mut h);
         }
         let key = h.finish();
         out.clear();
@@ -152,14 +152,14 @@ impl Resolver {
             let same = seen.pid == pid
                 && seen.state == state
                 && seen.chain.len() == chain.len()
-                && seen.chain.iter().zip(chain).all(|(a, b)| *a == (b.addr.lookup(), b.context));
+                && seen.chain.iter().zip(chain).all(|(a, b)| *a == (b.addr, b.context));
             if same {
                 out.extend_from_slice(&seen.frames);
                 return;
             }
         }
         for f in chain {
-            out.push(self.frame(model, pid, f.addr.lookup(), f.context, time));
+            out.push(self.frame(model, pid, f.addr, f.context, time));
         }
         // Bounded: a recording of ever new chains keeps only the recent ones.
         if self.chains.len() >= MAX_CHAINS {
@@ -168,62 +168,69 @@ impl Resolver {
         let seen = ResolvedChain {
             pid,
             state,
-            chain: chain.iter().map(|f| (f.addr.lookup(), f.context)).collect(),
+            chain: chain.iter().map(|f| (f.addr, f.context)).collect(),
             frames: out.clone(),
         };
         self.chains.insert(key, seen);
     }
 
-    /// The frame at `addr` (a lookup address: return addresses already minus one) in process
-    /// `pid` at `time`: which binary, and where in it. Cheap; names come later, from
-    /// `symbolize`.
-    pub fn frame(&mut self, model: &mut Model, pid: i32, addr: u64, ctx: Context, time: u64) -> AddrId {
+    /// The frame at `code` in process `pid` at `time`: which binary, and where in it. Cheap;
+    /// names come later, from `symbolize`. A return address is looked up one byte back, in
+    /// the call instruction, except in dex bytecode, where a caller's address is the dex pc of
+    /// its invoke instruction itself.
+    pub fn frame(&mut self, model: &mut Model, pid: i32, code: CodeAddress, ctx: Context, time: u64) -> AddrId {
+        let mut at = self.place(model, pid, code.lookup(), ctx, time);
+        at.returns = matches!(code, CodeAddress::ReturnAddress(_));
+        if at.returns && at.kind == AddrKind::File && model.dsos[at.dso as usize].kind == DsoKind::Dex {
+            at = self.place(model, pid, code.addr(), ctx, time);
+        }
+        let index = (at.dso, at.key, at.returns);
+        if let Some(&id) = self.addr_index.get(&index) {
+            return id;
+        }
+        let id = self.addrs.len() as AddrId;
+        self.addrs.push(at);
+        self.addr_index.insert(index, id);
+        id
+    }
+
+    /// Where `addr` (a lookup address) is in process `pid` at `time`.
+    fn place(&mut self, model: &mut Model, pid: i32, addr: u64, ctx: Context, time: u64) -> FrameAddr {
         let kernel = match ctx {
             Context::Kernel => true,
             Context::User => false,
             Context::Other => is_kernel_address(addr, self.arch),
         };
-        let (dso, key, kind) = if kernel {
+        let at = |dso, key, kind| FrameAddr { dso, key, kind, returns: false, in_map: key };
+        if kernel {
             let dso = match model.kernel.find(addr) {
                 Some(m) => m.dso,
                 None => self.binaries.kernel_dso(model),
             };
-            (dso, addr, AddrKind::Kernel)
-        } else {
-            let mapping = model.processes.get(&pid).and_then(|s| s.find(addr)).copied();
-            let anonymous = mapping.is_none_or(|m| model.dsos[m.dso as usize].kind == DsoKind::Anon);
-            let runtime_code = mapping.is_none_or(|m| model.dsos[m.dso as usize].kind.is_jit());
-            let symfile = if runtime_code { self.jit.symfiles.find(pid, addr, time) } else { None };
-            let jit = if anonymous && symfile.is_none() {
-                self.jit.perf_map(model, pid, addr, &mut self.warnings)
-            } else {
-                None
-            };
-            match (jit, mapping) {
-                _ if symfile.is_some() => (
-                    self.jit.symfile_dso(model, symfile.unwrap_or_default(), &mut self.binaries),
-                    addr,
-                    AddrKind::Symfile,
-                ),
-                (Some(jit), _) => (jit, addr, AddrKind::PerfMap),
-                (None, None) => (model.dso("[unknown]", None, DsoKind::Unknown), 0, AddrKind::Unknown),
-                // ART's JIT caches (simpleperf) store their symbols at the addresses the code ran at.
-                (None, Some(m)) if model.dsos[m.dso as usize].kind == DsoKind::Jit => {
-                    (m.dso, addr, AddrKind::Jit)
-                }
-                (None, Some(m)) => match file_offset(addr, &m) {
-                    Some(offset) => (m.dso, offset, AddrKind::File),
-                    None => (model.dso("[unknown]", None, DsoKind::Unknown), 0, AddrKind::Unknown),
-                },
-            }
-        };
-        if let Some(&id) = self.addr_index.get(&(dso, key)) {
-            return id;
+            return at(dso, addr, AddrKind::Kernel);
         }
-        let id = self.addrs.len() as AddrId;
-        self.addrs.push((dso, key, kind));
-        self.addr_index.insert((dso, key), id);
-        id
+        let mapping = model.processes.get(&pid).and_then(|s| s.find(addr)).copied();
+        let anonymous = mapping.is_none_or(|m| model.dsos[m.dso as usize].kind == DsoKind::Anon);
+        let runtime_code = mapping.is_none_or(|m| model.dsos[m.dso as usize].kind.is_jit());
+        let symfile = if runtime_code { self.jit.symfiles.find(pid, addr, time) } else { None };
+        if let Some(i) = symfile {
+            return at(self.jit.symfile_dso(model, i, &mut self.binaries), addr, AddrKind::Symfile);
+        }
+        if anonymous {
+            if let Some(jit) = self.jit.perf_map(model, pid, addr, &mut self.warnings) {
+                return at(jit, addr, AddrKind::PerfMap);
+            }
+        }
+        let unknown = |model: &mut Model| at(model.dso("[unknown]", None, DsoKind::Unknown), 0, AddrKind::Unknown);
+        match mapping {
+            None => unknown(model),
+            // ART's JIT caches (simpleperf) store their symbols at the addresses the code ran at.
+            Some(m) if model.dsos[m.dso as usize].kind == DsoKind::Jit => at(m.dso, addr, AddrKind::Jit),
+            Some(m) => match file_offset(addr, &m) {
+                Some(offset) => FrameAddr { in_map: addr - m.start, ..at(m.dso, offset, AddrKind::File) },
+                None => unknown(model),
+            },
+        }
     }
 
     /// Frees what unwinding keeps between samples, once every sample is in.

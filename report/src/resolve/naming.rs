@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::binaries::{load_binary, stored_vaddr, Binary};
 use super::intern::Place;
-use super::types::{AddrKind, Func, KernelSource, Symbolized};
+use super::types::{AddrKind, FrameAddr, Func, KernelSource, Symbolized};
 use super::Resolver;
 use crate::model::{DsoId, DsoKind, Model};
 
@@ -44,23 +44,23 @@ impl Resolver {
         let model = &*model;
         let this = &*self;
         let names: Vec<Named> =
-            this.addrs.par_iter().map(|&(dso, key, kind)| this.name_of(model, dso, key, kind)).collect();
+            this.addrs.par_iter().map(|a| this.name_of(model, a.dso, a.key, a.kind)).collect();
         self.intern_names(model, names, &cache_of)
     }
 
     /// Loads what naming reads (kernel symbols, binaries, their symbol tables and DWARF) and
     /// returns the DSO each JIT cache's functions belong to.
     fn prepare(&mut self, model: &mut Model) -> HashMap<DsoId, DsoId> {
-        if self.addrs.iter().any(|a| a.2 == AddrKind::Kernel) {
+        if self.addrs.iter().any(|a| a.kind == AddrKind::Kernel) {
             let addrs = &self.addrs;
-            let kernel_addrs = || addrs.iter().filter(|a| a.2 == AddrKind::Kernel).map(|a| a.1).collect();
+            let kernel_addrs = || addrs.iter().filter(|a| a.kind == AddrKind::Kernel).map(|a| a.key).collect();
             self.binaries.kernel(kernel_addrs, &mut self.warnings);
             self.assign_modules(model);
         }
         // ART keeps JIT-compiled methods in many symbol files of one cache; a method is one
         // function of the cache (`[JIT app cache]`) whichever file holds it.
         let mut cache_of: HashMap<DsoId, DsoId> = self.jit.symfile_func_dso.clone();
-        for &(dso, _, kind) in &self.addrs {
+        for &FrameAddr { dso, kind, .. } in &self.addrs {
             if kind != AddrKind::Jit || cache_of.contains_key(&dso) {
                 continue;
             }
@@ -83,8 +83,8 @@ impl Resolver {
             let mut v: Vec<DsoId> = self
                 .addrs
                 .iter()
-                .filter(|a| a.2 == AddrKind::File && !self.binaries.loaded.contains_key(&a.0))
-                .map(|a| a.0)
+                .filter(|a| a.kind == AddrKind::File && !self.binaries.loaded.contains_key(&a.dso))
+                .map(|a| a.dso)
                 .collect();
             v.sort_unstable();
             v.dedup();
@@ -106,7 +106,7 @@ impl Resolver {
         // first.
         let named: Vec<&Arc<Binary>> = {
             let mut dsos: Vec<DsoId> =
-                self.addrs.iter().filter(|a| a.2 == AddrKind::File).map(|a| a.0).collect();
+                self.addrs.iter().filter(|a| a.kind == AddrKind::File).map(|a| a.dso).collect();
             dsos.sort_unstable();
             dsos.dedup();
             let mut named: Vec<&Arc<Binary>> =
@@ -129,16 +129,20 @@ impl Resolver {
     ) -> Symbolized {
         let addrs = std::mem::take(&mut self.addrs);
         let mut out = Symbolized {
-            locations: addrs.iter().map(|&(dso, key, _)| (dso, key)).collect(),
+            locations: addrs.iter().map(|a| (a.dso, a.key)).collect(),
             spans: Vec::new(),
             flat: Vec::new(),
             places: Vec::new(),
             srcline: Vec::new(),
             vaddrs: Vec::with_capacity(addrs.len()),
         };
-        for (&(dso, key, kind), named) in addrs.iter().zip(names) {
+        for (a, named) in addrs.iter().zip(names) {
+            let (dso, kind) = (a.dso, a.kind);
             let start = out.flat.len() as u32;
-            out.vaddrs.push(named.vaddr.unwrap_or(key));
+            // The frame's own address in its binary, as simpleperf names code without a
+            // symbol: the ELF address where the binary tells it, else the place in the mapping.
+            let own = a.own(named.vaddr.unwrap_or(a.in_map));
+            out.vaddrs.push(own);
             let func_dso = cache_of.get(&dso).copied().unwrap_or(dso);
             for (name, system, place) in &named.inlined {
                 out.flat.push(self.names.func(func_dso, name, system.as_deref(), true));
@@ -147,15 +151,16 @@ impl Resolver {
                     out.places.push(p);
                 }
             }
-            // Code without a symbol is named by its place (`libfoo.so[+0x1a2b]`: the offset in
-            // the file, or the address for kernel and JIT code), one entry per address as
-            // simpleperf and perf report it, unless --no-show-ip merges them into [unknown].
+            // Code without a symbol is named by its place (`libfoo.so[+1a2b]`, kernel code
+            // `[kernel.kallsyms][+ffffffff8109981c]` whichever module holds it), one entry per
+            // address as simpleperf reports it, unless --no-show-ip merges them into [unknown].
             let unnamed = match kind {
                 AddrKind::Unknown => None,
                 _ if !self.config.show_ip => None,
+                AddrKind::Kernel => Some(format!("[kernel.kallsyms][+{own:x}]")),
                 _ => {
                     let path = model.dsos[func_dso as usize].display_name();
-                    Some(format!("{}[+{key:#x}]", path.rsplit('/').next().unwrap_or(path)))
+                    Some(format!("{}[+{own:x}]", path.rsplit('/').next().unwrap_or(path)))
                 }
             };
             let function = named.function.as_deref().or(unnamed.as_deref()).unwrap_or("[unknown]");
@@ -171,7 +176,7 @@ impl Resolver {
             out.spans.push((start, out.flat.len() as u32 - start));
             let line = named.srcline.unwrap_or_else(|| {
                 let path = model.dsos[func_dso as usize].display_name();
-                format!("{}[+{key:x}]", path.rsplit('/').next().unwrap_or(path))
+                format!("{}[+{own:x}]", path.rsplit('/').next().unwrap_or(path))
             });
             out.srcline.push(if self.config.want_srclines { self.names.srcline(line) } else { 0 });
         }
@@ -184,7 +189,7 @@ impl Resolver {
     fn load_debug_info(&mut self) {
         use rayon::prelude::*;
         let mut by_binary: HashMap<DsoId, Vec<u64>> = HashMap::new();
-        for &(dso, key, kind) in &self.addrs {
+        for &FrameAddr { dso, key, kind, .. } in &self.addrs {
             if kind != AddrKind::File {
                 continue;
             }
@@ -207,12 +212,12 @@ impl Resolver {
     /// snapshot names for their address (`[ext4]`), as perf shows them.
     fn assign_modules(&mut self, model: &mut Model) {
         let KernelSource::Ready(k) = &self.binaries.kernel else { return };
-        for (dso, key, kind) in self.addrs.iter_mut() {
-            if *kind != AddrKind::Kernel || model.dsos[*dso as usize].path != "[kernel.kallsyms]" {
+        for a in self.addrs.iter_mut() {
+            if a.kind != AddrKind::Kernel || model.dsos[a.dso as usize].path != "[kernel.kallsyms]" {
                 continue;
             }
-            if let Some(m) = k.module_of(*key) {
-                *dso = model.dso(&format!("[{m}]"), None, DsoKind::Kernel);
+            if let Some(m) = k.module_of(a.key) {
+                a.dso = model.dso(&format!("[{m}]"), None, DsoKind::Kernel);
             }
         }
     }

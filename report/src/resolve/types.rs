@@ -41,6 +41,29 @@ pub(super) enum AddrKind {
     Unknown,
 }
 
+/// A frame address to name: its binary and the place in it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FrameAddr {
+    pub dso: DsoId,
+    /// Where to look it up: a file offset for binaries, the address itself for kernel and JIT
+    /// code (for a return address, one byte back, in the call).
+    pub key: u64,
+    pub kind: AddrKind,
+    /// A return address, looked up one byte back.
+    pub returns: bool,
+    /// The lookup address less its mapping's start, for binaries (the place simpleperf names
+    /// code by when the binary is not at hand); `key` for the rest.
+    pub in_map: u64,
+}
+
+impl FrameAddr {
+    /// `at` (a place found from the lookup address) as the frame's own address: one byte on
+    /// for a return address.
+    pub fn own(&self, at: u64) -> u64 {
+        at.wrapping_add(self.returns as u64)
+    }
+}
+
 /// A function: its binary and its name.
 #[derive(Clone, Debug)]
 pub struct Func {

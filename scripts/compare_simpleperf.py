@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""Holds rperf's text report against Android's simpleperf, row for row.
+
+For every recording given (default: the simpleperf corpus) and every option set (default, then
+`--children`, `--sort dso,symbol`, `--sort comm,tid`), both tools report with the same options;
+each of simpleperf's rows at or above --min-percent is looked for, character for character
+(whitespace runs folded to one space), among rperf's rows of the same event section.
+
+    scripts/compare_simpleperf.py [--corpus DIR] [--rperf BIN] [--simpleperf BIN]
+                                  [--files a.data,b.data] [--show N] [--json]
+
+Prints one line per recording and option set (identical / simpleperf's rows), then the rows
+that differ, each with the rperf row that comes closest; with --json, one JSON object.
+"""
+import argparse
+import difflib
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+OPTION_SETS = [[], ["--children"], ["--sort", "dso,symbol"], ["--sort", "comm,tid"]]
+
+# Files that are not profiles to report: refused by both tools, or branch stacks that simpleperf
+# reports with its own -b table.
+SKIP = {"invalid_perf.data"}
+
+
+def sections(text):
+    """Event name -> list of rows (whitespace folded) of one report."""
+    out = {}
+    event = None
+    rows = None
+    for line in text.splitlines():
+        if line.startswith("Event: "):
+            event = line[len("Event: "):].split(" (type")[0]
+            rows = None
+            continue
+        if line.startswith("Overhead") or line.startswith("Children"):
+            rows = out.setdefault(event or "", [])
+            continue
+        if rows is None:
+            continue
+        if not line.strip():
+            rows = None
+            continue
+        if line.startswith(" ") or line.startswith("|") or line.lstrip().startswith("|"):
+            continue  # call-graph lines
+        rows.append(" ".join(line.split()))
+    return out
+
+
+def share(row):
+    first = row.split(" ", 1)[0]
+    try:
+        return float(first.rstrip("%"))
+    except ValueError:
+        return 0.0
+
+
+def nearest(row, rows):
+    """The row of rows most like row, judged on its columns after the first (the shares)."""
+    key = row.split(" ", 1)[-1]
+    tail = key.split(" ")[-1]
+    pool = [r for r in rows if tail in r] or rows
+    near = difflib.get_close_matches(row, pool[:200], n=1, cutoff=0.0)
+    return near[0] if near else None
+
+
+def report(cmd):
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       errors="replace")
+    return p.returncode, p.stdout, p.stderr
+
+
+def compare(args, data, opts):
+    base = ["report", "-i", data, "--symfs", args.corpus] + opts
+    src, sout, serr = report([args.simpleperf] + base)
+    if src != 0:
+        return None
+    _, rout, rerr = report([args.rperf] + base)
+    theirs = sections(sout)
+    ours = sections(rout)
+    total = same = 0
+    misses = []
+    for event, rows in theirs.items():
+        have = Counter(ours.get(event, []))
+        for row in rows:
+            if share(row) < args.min_percent:
+                continue
+            total += 1
+            if have[row] > 0:
+                have[row] -= 1
+                same += 1
+            else:
+                misses.append({"event": event, "simpleperf": row,
+                               "rperf": nearest(row, ours.get(event, []))})
+    return {"file": os.path.basename(data), "options": " ".join(opts) or "(default)",
+            "rows": total, "identical": same, "misses": misses,
+            "rperf_error": rerr.strip().splitlines()[-1] if not rout and rerr.strip() else None}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--corpus", default=os.environ.get("RPERF_SIMPLEPERF_TESTDATA",
+                                                       os.path.join(ROOT, "..", "shared",
+                                                                    "testdata", "simpleperf")))
+    ap.add_argument("--rperf", default=os.path.join(ROOT, "target", "release", "rperf"))
+    ap.add_argument("--simpleperf", default=os.path.join(ROOT, "..", "shared", "simpleperf",
+                                                         "bin", "simpleperf"))
+    ap.add_argument("--files", help="comma-separated recordings (default: every .data file)")
+    ap.add_argument("--min-percent", type=float, default=0.5)
+    ap.add_argument("--show", type=int, default=20, help="differing rows to print per file")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    args.corpus = os.path.abspath(args.corpus)
+    for what, path in (("corpus", args.corpus), ("rperf", args.rperf),
+                       ("simpleperf", args.simpleperf)):
+        if not os.path.exists(path):
+            sys.exit(f"compare_simpleperf: {what} not found at {path}")
+    if args.files:
+        files = [f if os.path.isabs(f) else os.path.join(args.corpus, f)
+                 for f in args.files.split(",")]
+    else:
+        files = sorted(os.path.join(args.corpus, f) for f in os.listdir(args.corpus)
+                       if f.endswith(".data") and f not in SKIP)
+    results = []
+    for data in files:
+        for opts in OPTION_SETS:
+            r = compare(args, data, opts)
+            if r is not None:
+                results.append(r)
+    rows = sum(r["rows"] for r in results)
+    same = sum(r["identical"] for r in results)
+    if args.json:
+        json.dump({"rows": rows, "identical": same, "results": results}, sys.stdout, indent=1)
+        print()
+        return
+    for r in results:
+        mark = "" if r["identical"] == r["rows"] else "  <-"
+        print(f"{r['identical']:4}/{r['rows']:<4} {r['file']} {r['options']}{mark}")
+        if r["rperf_error"]:
+            print(f"      rperf: {r['rperf_error']}")
+        for m in r["misses"][:args.show]:
+            print(f"      simpleperf: {m['simpleperf']}")
+            print(f"      rperf:      {m['rperf']}")
+    pct = 100.0 * same / max(rows, 1)
+    print(f"identical rows: {same} of {rows} ({pct:.2f}%)")
+
+
+if __name__ == "__main__":
+    main()
