@@ -50,31 +50,32 @@ pub struct ReportArgs {
     /// graph of an entry that its only caller's graph already shows is skipped.
     #[arg(long = "full-callgraph")]
     full_callgraph: bool,
-    /// Only these commands (`;`-separated).
-    #[arg(long = "comms")]
-    comms: Option<String>,
-    /// Only these processes (`;`- or `,`-separated).
-    #[arg(long = "pids")]
-    pids: Option<String>,
-    /// Only these threads.
-    #[arg(long = "tids")]
-    tids: Option<String>,
-    /// Only samples in these shared objects (path or file name, `;`-separated). With
-    /// --children, samples that have them anywhere in the call chain.
-    #[arg(long = "dsos")]
-    dsos: Option<String>,
-    /// Only samples in these functions (`;`-separated), named with or without C++ parameters.
-    /// With --children, samples that have them anywhere in the call chain.
-    #[arg(long = "symbols")]
-    symbols: Option<String>,
+    /// Only these commands (`,`- or `;`-separated; may be repeated).
+    #[arg(long = "comms", action = clap::ArgAction::Append)]
+    comms: Vec<String>,
+    /// Only these processes (`,`- or `;`-separated; may be repeated).
+    #[arg(long = "pids", action = clap::ArgAction::Append)]
+    pids: Vec<String>,
+    /// Only these threads (`,`- or `;`-separated; may be repeated).
+    #[arg(long = "tids", action = clap::ArgAction::Append)]
+    tids: Vec<String>,
+    /// Only samples in these shared objects (path or file name, `,`- or `;`-separated; may be
+    /// repeated). With --children, samples that have them anywhere in the call chain.
+    #[arg(long = "dsos", action = clap::ArgAction::Append)]
+    dsos: Vec<String>,
+    /// Only samples in these functions (`;`-separated, as C++ names hold commas; may be
+    /// repeated), named with or without C++ parameters. With --children, samples that have
+    /// them anywhere in the call chain.
+    #[arg(long = "symbols", action = clap::ArgAction::Append)]
+    symbols: Vec<String>,
     /// Only samples taken in START,END: seconds after the recording's first sample (`2.5,4`),
     /// or timestamps of the recording's clock in nanoseconds (`683802777472700ns,…`, as JSON
     /// output and simpleperf's filter files give them); either end may be left out (`2.5,`).
     #[arg(long = "time", value_name = "START,END")]
     time: Option<String>,
-    /// Only samples taken on these CPUs (e.g. 0-3,6).
-    #[arg(long = "cpu")]
-    cpu: Option<String>,
+    /// Only samples taken on these CPUs (e.g. 0-3,6; may be repeated).
+    #[arg(long = "cpu", action = clap::ArgAction::Append)]
+    cpu: Vec<String>,
     /// Look binaries up here first: by recorded path, by file name, and through build_id_list.
     #[arg(long = "symfs", value_name = "DIR")]
     symfs: Option<PathBuf>,
@@ -104,9 +105,13 @@ pub struct ReportArgs {
     #[arg(long = "short-names", overrides_with = "full_names")]
     short_names: bool,
     /// Show ART's frames (interpreter, trampolines, JIT plumbing) around Java and Kotlin
-    /// methods; by default they are hidden, so Java stacks read as methods.
-    #[arg(long = "show-art-frames")]
+    /// methods. The text report shows them by default, as `simpleperf report` does; stack
+    /// outputs hide them, as simpleperf's scripts do, so Java stacks read as methods.
+    #[arg(long = "show-art-frames", overrides_with = "hide_art_frames")]
     show_art_frames: bool,
+    /// Hide ART's frames around Java and Kotlin methods, in the text report too.
+    #[arg(long = "hide-art-frames", overrides_with = "show_art_frames")]
+    hide_art_frames: bool,
     /// Only this event (as the report names it, e.g. cpu-clock or sched:sched_switch), in
     /// every output; by default the text report shows every event and stack outputs the first
     /// with samples.
@@ -160,14 +165,18 @@ pub struct ReportArgs {
     diff: Option<PathBuf>,
 }
 
-fn split_list(s: &Option<String>) -> Vec<String> {
-    s.as_deref()
-        .map(|s| s.split([';', ',']).map(str::trim).filter(|x| !x.is_empty()).map(String::from).collect())
-        .unwrap_or_default()
+/// The items of a list option given once or more, split at `seps`.
+fn split_list(s: &[String], seps: &[char]) -> Vec<String> {
+    s.iter()
+        .flat_map(|s| s.split(seps))
+        .map(str::trim)
+        .filter(|x| !x.is_empty())
+        .map(String::from)
+        .collect()
 }
 
-fn ids(s: &Option<String>, what: &str) -> anyhow::Result<Vec<i32>> {
-    split_list(s)
+fn ids(s: &[String], what: &str) -> anyhow::Result<Vec<i32>> {
+    split_list(s, &[';', ','])
         .iter()
         .map(|x| x.parse().with_context(|| format!("--{what}: '{x}' is not a number")))
         .collect()
@@ -217,7 +226,7 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         event: a.event.clone(),
         csv_separator: a.csv_separator.clone(),
         full_names: !a.short_names,
-        show_art_frames: a.show_art_frames,
+        show_art_frames: a.show_art_frames || (format == Format::Text && !a.hide_art_frames),
         filters: filters(a)?,
         show_samples: a.show_samples,
         raw_period: a.raw_period,
@@ -255,16 +264,14 @@ fn sort_keys(keys: &str) -> anyhow::Result<Vec<SortKey>> {
 
 /// The sample filters of `--comms`, `--pids`, `--tids`, `--dsos`, `--symbols`, `--cpu`, `--time`.
 fn filters(a: &ReportArgs) -> anyhow::Result<Filters> {
-    let names = |s: &Option<String>| {
-        s.as_deref().map(|s| s.split(';').map(String::from).collect()).unwrap_or_default()
-    };
+    let cpus = if a.cpu.is_empty() { Vec::new() } else { parse_cpus(&a.cpu.join(","))? };
     Ok(Filters {
-        comms: names(&a.comms),
+        comms: split_list(&a.comms, &[';', ',']),
         pids: ids(&a.pids, "pids")?,
         tids: ids(&a.tids, "tids")?,
-        dsos: names(&a.dsos),
-        symbols: names(&a.symbols),
-        cpus: a.cpu.as_deref().map(parse_cpus).transpose()?.unwrap_or_default(),
+        dsos: split_list(&a.dsos, &[';', ',']),
+        symbols: split_list(&a.symbols, &[';']),
+        cpus,
         time: a.time.as_deref().map(crate::target_args::parse_time_window).transpose()?,
     })
 }

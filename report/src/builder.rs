@@ -20,7 +20,6 @@ use crate::resolve::{AddrId, Func, FuncId, Symbolized};
 struct TimeRouting {
     switch_attr: usize,
     on_attr: usize,
-    on_is_time: bool,
     on_section: Option<usize>,
     off_section: Option<usize>,
 }
@@ -32,7 +31,6 @@ struct Pending {
     thread: Thread,
     cpu: u32,
     stack: StackId,
-    period: u64,
 }
 
 #[derive(Default)]
@@ -47,7 +45,6 @@ pub struct ProfileBuilder {
     counts: Vec<SectionCounts>,
     timing: Option<TimeRouting>,
     pending: HashMap<i32, Pending>,
-    end_time: u64,
     time_range: (u64, u64),
     stacks: Vec<Vec<AddrId>>,
     stack_index: rustc_hash::FxHashMap<Vec<AddrId>, StackId>,
@@ -99,7 +96,6 @@ impl ProfileBuilder {
             counts,
             timing,
             pending: HashMap::new(),
-            end_time: 0,
             time_range: (u64::MAX, 0),
             stacks: Vec::new(),
             stack_index: Default::default(),
@@ -138,8 +134,7 @@ impl ProfileBuilder {
         if let Some(sec) = if switch { tr.off_section } else { tr.on_section } {
             self.sections[sec].truncated += u64::from(s.truncated);
         }
-        self.end_time = self.end_time.max(s.time);
-        let this = Pending { time: s.time, switch, thread: s.thread, cpu: s.cpu, stack, period: s.period };
+        let this = Pending { time: s.time, switch, thread: s.thread, cpu: s.cpu, stack };
         if let Some(prev) = self.pending.insert(s.thread.tid, this) {
             self.settle(model, prev, s.time);
         }
@@ -151,7 +146,6 @@ impl ProfileBuilder {
             return;
         }
         if let Some(prev) = self.pending.remove(&tid) {
-            self.end_time = self.end_time.max(time);
             self.settle(model, prev, time);
         }
     }
@@ -233,7 +227,7 @@ impl ProfileBuilder {
         info: Info,
         warnings: Vec<String>,
     ) -> Profile {
-        self.settle_last_samples(&model);
+        self.settle_last_samples();
         let (symbols, mut funcs, srclines, files) = symbolize(&mut model);
         let any_off_cpu = self.counts.iter().any(|c| c.counts.keys().any(|k| k.2));
         let off_cpu_marker = any_off_cpu.then(|| {
@@ -296,17 +290,12 @@ impl ProfileBuilder {
 }
 
 impl ProfileBuilder {
-    /// Gives the samples still waiting for their weight (each thread's last) theirs.
-    fn settle_last_samples(&mut self, model: &Model) {
-        let Some(tr) = &self.timing else { return };
-        let on_is_time = tr.on_is_time;
-        let pending: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
-        for p in pending {
-            // A last switch-out lasts until the recording ends; a last clock sample for its
-            // period.
-            let end = if p.switch || !on_is_time { self.end_time } else { p.time.saturating_add(p.period) };
-            self.settle(model, p, end);
-        }
+    /// Drops the samples still waiting for their weight (each thread's last, with no sample
+    /// or exit after it): how long they lasted is not known, and a last switch-out weighed to
+    /// the end of the recording would make a thread that slept through it its hottest.
+    /// simpleperf leaves them out too.
+    fn settle_last_samples(&mut self) {
+        self.pending.clear();
     }
 }
 
@@ -393,8 +382,7 @@ fn time_sections(
             Unit::Nanoseconds,
         ));
     }
-    let on_is_time = rperf_perfdata::events::counts_cpu_time(&on.name);
-    Ok((sections, TimeRouting { switch_attr, on_attr, on_is_time, on_section, off_section }))
+    Ok((sections, TimeRouting { switch_attr, on_attr, on_section, off_section }))
 }
 
 #[cfg(test)]
@@ -445,6 +433,9 @@ mod tests {
         b.add_sample(&model, &sample(1, 11_000, &[1]));
         b.add_sample(&model, &sample(0, 51_000, &[0]));
         b.thread_exit(&model, 1, 52_000);
+        // A thread's last switch-out, with nothing after it, has no known length: left out.
+        let idle = Thread { comm, pid: 2, tid: 2 };
+        b.add_sample(&model, &Sample { thread: idle, ..sample(1, 20_000, &[1]) });
         let p = finish(b, model);
         assert_eq!(p.sections.len(), 1);
         let s = &p.sections[0];
