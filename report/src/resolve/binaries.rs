@@ -46,14 +46,9 @@ impl Binaries {
         let stored = stored
             .into_iter()
             .map(|r| {
+                // u64::MAX is simpleperf's "not recorded" (see `name_of`).
                 let file_offset_of_min_vaddr = match &r.type_specific_msg {
-                    // u64::MAX is simpleperf's "not recorded": file offsets then count from
-                    // min_vaddr, as simpleperf reads such files.
-                    Some(SimpleperfTypeSpecificInfo::ElfFile(e))
-                        if e.file_offset_of_min_vaddr != u64::MAX =>
-                    {
-                        e.file_offset_of_min_vaddr
-                    }
+                    Some(SimpleperfTypeSpecificInfo::ElfFile(e)) => e.file_offset_of_min_vaddr,
                     _ => 0,
                 };
                 let raw = r.symbol.iter().map(|s| (s.vaddr, s.len as u64, s.name.clone())).collect();

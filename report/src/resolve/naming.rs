@@ -44,7 +44,7 @@ impl Resolver {
         let model = &*model;
         let this = &*self;
         let names: Vec<Named> =
-            this.addrs.par_iter().map(|a| this.name_of(model, a.dso, a.key, a.kind)).collect();
+            this.addrs.par_iter().map(|a| this.name_of(model, a)).collect();
         self.intern_names(model, names, &cache_of)
     }
 
@@ -236,7 +236,8 @@ impl Resolver {
         Named { function: Some(self.demangle(&s.name)), system: Some(s.name.clone()), ..Default::default() }
     }
 
-    fn name_of(&self, model: &Model, dso: DsoId, key: u64, kind: AddrKind) -> Named {
+    fn name_of(&self, model: &Model, at: &FrameAddr) -> Named {
+        let (dso, key, kind) = (at.dso, at.key, at.kind);
         let plain = |function: Option<String>| Named { function, ..Default::default() };
         match kind {
             AddrKind::Kernel => match &self.binaries.kernel {
@@ -292,9 +293,14 @@ impl Resolver {
                 let Some(t) = self.binaries.stored.get(&model.dsos[dso as usize].path) else {
                     return plain(None);
                 };
-                let Some(vaddr) = stored_vaddr(key, t.min_vaddr, t.file_offset_of_min_vaddr) else {
-                    return plain(None);
+                // u64::MAX is simpleperf's "not recorded" (ART's oat files): the mapping then
+                // starts at min_vaddr, as simpleperf reads such files.
+                let vaddr = if t.file_offset_of_min_vaddr == u64::MAX {
+                    at.in_map.checked_add(t.min_vaddr)
+                } else {
+                    stored_vaddr(key, t.min_vaddr, t.file_offset_of_min_vaddr)
                 };
+                let Some(vaddr) = vaddr else { return plain(None) };
                 let named = t.table.lookup(vaddr).map(|s| self.symbol_names(&s)).unwrap_or_default();
                 Named { vaddr: Some(vaddr), ..named }
             }
