@@ -136,6 +136,9 @@ impl ProfileBuilder {
         }
         let this = Pending { time: s.time, switch, thread: s.thread, cpu: s.cpu, stack };
         if let Some(prev) = self.pending.insert(s.thread.tid, this) {
+            // Counted under the thread's name when its time ends, as simpleperf counts it: time
+            // that ran into an exec is the new program's.
+            let prev = Pending { thread: s.thread, ..prev };
             self.settle(model, prev, s.time);
         }
     }

@@ -30,7 +30,7 @@ fn demangle_plain(name: &str, params: bool) -> String {
             let opts = cpp_demangle::DemangleOptions::new();
             let opts = if params { opts } else { opts.no_params() };
             if let Ok(s) = sym.demangle(&opts) {
-                return s;
+                return llvm_style(&s);
             }
         }
         // What the full demangler can't parse (some template expressions) still reads as its
@@ -40,6 +40,126 @@ fn demangle_plain(name: &str, params: bool) -> String {
         }
     }
     name.to_string()
+}
+
+/// A demangled name as LLVM's demangler writes it (simpleperf and Android's tools use that
+/// one), where the GNU-style output differs: clone suffixes (`(.llvm.123)`, not
+/// `[clone .llvm.123]`), integer template arguments (`8ul`, not `(unsigned long)8`),
+/// lambdas (`'lambda'(int)`, `'lambda0'(int)`; not `{lambda(int)#1}`, `{lambda(int)#2}`) and
+/// unnamed types (`'unnamed'`, not `{unnamed type#1}`).
+fn llvm_style(gnu: &str) -> String {
+    const LITERALS: [(&str, &str); 7] = [
+        ("(unsigned long long)", "ull"),
+        ("(long long)", "ll"),
+        ("(unsigned long)", "ul"),
+        ("(long)", "l"),
+        ("(unsigned int)", "u"),
+        ("(unsigned char)", ""),
+        ("(int)", ""),
+    ];
+    let mut out = String::with_capacity(gnu.len());
+    let mut rest = gnu;
+    'scan: while let Some(c) = rest.chars().next() {
+        if let Some(after) = rest.strip_prefix(" [clone ") {
+            if let Some(end) = after.find(']') {
+                out.push_str(" (");
+                out.push_str(&after[..end]);
+                out.push(')');
+                rest = &after[end + 1..];
+                continue;
+            }
+        }
+        for (ty, suffix) in LITERALS {
+            if let Some(after) = rest.strip_prefix(ty) {
+                let digits = after.strip_prefix('-').unwrap_or(after);
+                let n = digits.bytes().take_while(u8::is_ascii_digit).count();
+                if n > 0 {
+                    let len = after.len() - digits.len() + n;
+                    out.push_str(&after[..len]);
+                    out.push_str(suffix);
+                    rest = &after[len..];
+                    continue 'scan;
+                }
+            }
+        }
+        if let Some(after) = rest.strip_prefix("{virtual override thunk(") {
+            if let Some((kind, target, tail)) = thunk(after) {
+                out.push_str(kind);
+                out.push_str(&llvm_style(target));
+                rest = tail;
+                continue;
+            }
+        }
+        if let Some(after) = rest.strip_prefix("{lambda(") {
+            if let Some((args, n, tail)) = closing(after) {
+                out.push_str(&format!("'lambda{}'({})", discriminator(n), llvm_style(args)));
+                rest = tail;
+                continue;
+            }
+        }
+        if let Some(after) = rest.strip_prefix("{unnamed type#") {
+            let n = after.bytes().take_while(u8::is_ascii_digit).count();
+            if let (Ok(k), Some(tail)) = (after[..n].parse::<u32>(), after[n..].strip_prefix('}')) {
+                out.push_str(&format!("'unnamed{}'", discriminator(k)));
+                rest = tail;
+                continue;
+            }
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// `{offset(-8)}, f())}rest` (what follows `{virtual override thunk(`): LLVM's words for the
+/// thunk, its target and the rest.
+fn thunk(s: &str) -> Option<(&'static str, &str, &str)> {
+    let kind = if s.starts_with("{offset(") {
+        "non-virtual thunk to "
+    } else if s.starts_with("{virtual offset(") {
+        "virtual thunk to "
+    } else {
+        return None;
+    };
+    let target = &s[s.find("}, ")? + 3..];
+    let mut depth = 0usize;
+    for (i, c) in target.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth > 0 => depth -= 1,
+            ')' => return Some((kind, &target[..i], target[i + 1..].strip_prefix('}')?)),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// LLVM numbers the second of a kind 0, the third 1, ...; the first has no number.
+fn discriminator(n: u32) -> String {
+    if n >= 2 {
+        (n - 2).to_string()
+    } else {
+        String::new()
+    }
+}
+
+/// `args)#N}rest` (what follows `{lambda(`): the arguments, N and the rest.
+fn closing(s: &str) -> Option<(&str, u32, &str)> {
+    let mut depth = 0usize;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' if depth > 0 => depth -= 1,
+            ')' => {
+                let after = s[i + 1..].strip_prefix('#')?;
+                let n = after.bytes().take_while(u8::is_ascii_digit).count();
+                let k = after[..n].parse().ok()?;
+                return Some((&s[..i], k, after[n..].strip_prefix('}')?));
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The qualified name of an Itanium-mangled function without template arguments or
@@ -223,6 +343,25 @@ mod tests {
         assert_eq!(super::demangle_full("_Z5func2ii"), "func2(int, int)");
         assert_eq!(super::demangle("_Z5func2ii"), "func2");
         assert_eq!(super::demangle_full("main"), "main");
+    }
+
+    #[test]
+    fn names_as_llvm_writes_them() {
+        use super::llvm_style;
+        assert_eq!(llvm_style("f(int, bool) [clone .llvm.378]"), "f(int, bool) (.llvm.378)");
+        assert_eq!(llvm_style("A<(unsigned long)8>::f(B<(int)-3>)"), "A<8ul>::f(B<-3>)");
+        assert_eq!(
+            llvm_style("F<g()::{lambda(std::function<bool (int)>&)#1}, h()::{lambda(int)#3}>"),
+            "F<g()::'lambda'(std::function<bool (int)>&), h()::'lambda1'(int)>"
+        );
+        assert_eq!(llvm_style("a::{unnamed type#2}::f"), "a::'unnamed0'::f");
+        assert_eq!(super::demangle_full("_ZThn8_N3foo3barEv"), "non-virtual thunk to foo::bar()");
+        assert_eq!(super::demangle_full("_ZTv0_n24_N3foo3barEv"), "virtual thunk to foo::bar()");
+        assert_eq!(llvm_style("(long)x [clone"), "(long)x [clone");
+        assert_eq!(
+            super::demangle_full("_ZN3art11interpreter7ExecuteEPNS_6ThreadEb.llvm.42"),
+            "art::interpreter::Execute(art::Thread*, bool) (.llvm.42)"
+        );
     }
 
     #[test]
