@@ -124,6 +124,12 @@ pub struct ReportArgs {
     /// Do not show inlined calls as frames of their own (they are read from DWARF otherwise).
     #[arg(long = "no-inline")]
     no_inline: bool,
+    /// In the table, inlined functions are entries of their own, with the self time of the
+    /// code inlined into their callers; by default self time is the function that contains
+    /// the sampled address, as simpleperf and perf count it (call graphs and stack outputs
+    /// show inlined calls either way).
+    #[arg(long = "inline", conflicts_with = "no_inline")]
+    inline: bool,
     /// For recordings made with --trace-offcpu: on-cpu, off-cpu, on-off-cpu (two events) or
     /// mixed-on-off-cpu (one event of wall-clock time; the default for such recordings).
     #[arg(long = "trace-offcpu", value_name = "MODE")]
@@ -218,6 +224,7 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         kallsyms: a.kallsyms.clone(),
         sort,
         inline: !a.no_inline,
+        inline_entries: a.inline,
         children: a.children || (call_graph.is_some() && !a.no_children),
         call_graph,
         max_stack: a.max_stack.unwrap_or(usize::MAX),

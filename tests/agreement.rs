@@ -45,10 +45,13 @@ fn comparable(name: &str) -> bool {
     !name.starts_with("[unknown]") && name != "[off-cpu]"
 }
 
-/// Every format, with functions named in full: C++ overloads are entries of their own in the
-/// text report, and their shares are compared by name.
+/// Every format, with functions named in full (C++ overloads are entries of their own in the
+/// text report, and their shares are compared by name) and ART's frames hidden, as stack
+/// outputs hide them by default.
 fn report(data: &Path, args: &[&str], extra: &[&str]) -> std::process::Output {
-    let o = run(rperf().arg("report").arg("--full-names").arg("-i").arg(data).args(args).args(extra));
+    let o = run(
+        rperf().args(["report", "--full-names", "--hide-art-frames", "-i"]).arg(data).args(args).args(extra),
+    );
     assert!(o.status.success(), "{args:?} {extra:?}: {}", stderr(&o));
     o
 }

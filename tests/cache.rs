@@ -11,7 +11,8 @@ use common::*;
 
 /// The report of `data` sorted by `sort`, with rperf's cache in `cache`.
 fn report(data: &Path, cache: &Path, sort: &str) -> String {
-    let o = run(rperf().env("RPERF_CACHE_DIR", cache).args(["report", "--sort", sort, "-i"]).arg(data));
+    // Inlined functions as entries of their own: the tests look for their names.
+    let o = run(rperf().env("RPERF_CACHE_DIR", cache).args(["report", "--inline", "--sort", sort, "-i"]).arg(data));
     assert!(o.status.success(), "{}", stderr(&o));
     stdout(&o)
 }

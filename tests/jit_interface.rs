@@ -171,7 +171,7 @@ fn relocatable_object_with_dwarf_has_lines_inline_frames_and_unwinds() {
         &["-g", "dwarf"],
         &[jitrt().to_str().unwrap(), "object", obj.to_str().unwrap(), "1"],
     );
-    let text = report(&data, &["--sort", "symbol,srcline"]);
+    let text = report(&data, &["--inline", "--sort", "symbol,srcline"]);
     let mix = text
         .lines()
         .filter(|l| l.contains("mix (inlined)") && l.ends_with(&format!("jitcode.c:{mix_line}")))

@@ -13,8 +13,15 @@ fn record(name: &str, program: &Path) -> PathBuf {
     record_fp(name, program, &["1"])
 }
 
-/// `(percent, name)` rows of a one-key text report.
+/// `(percent, name)` rows of a one-key text report, inlined functions as entries of their own
+/// (`--inline`) unless `--no-inline` is given.
 fn rows(data: &Path, args: &[&str]) -> Vec<(f64, String)> {
+    let split: &[&str] = if args.contains(&"--no-inline") { &[] } else { &["--inline"] };
+    table(data, &[split, args].concat())
+}
+
+/// `(percent, name)` rows of a one-key text report with these options.
+fn table(data: &Path, args: &[&str]) -> Vec<(f64, String)> {
     let o = run(rperf().arg("report").args(args).arg("-i").arg(data));
     assert!(o.status.success(), "{}", stderr(&o));
     stdout(&o)
@@ -62,6 +69,13 @@ fn check_inline_frames(data: &Path, inner: &str) {
     let plain = rows(data, &["--sort", "symbol", "--no-inline"]);
     assert!(!plain.iter().any(|(_, n)| n.ends_with("(inlined)")), "{plain:?}");
     assert!(share(&plain, "outer_caller") >= 80.0, "{plain:?}");
+    // Without --inline the table gives the self time to the function that contains the
+    // address, as simpleperf and perf do; --children still counts the inlined call.
+    let default = table(data, &["--sort", "symbol"]);
+    assert!(!default.iter().any(|(_, n)| n.ends_with("(inlined)")), "{default:?}");
+    assert!((share(&default, "outer_caller") - share(&plain, "outer_caller")).abs() < 0.02, "{default:?}");
+    let children = stdout(&run(rperf().args(["report", "--children", "--sort", "symbol", "-i"]).arg(data)));
+    assert!(children.contains(&format!("{inner} (inlined)")), "{children}");
 }
 
 #[test]

@@ -351,6 +351,10 @@ pub struct ReportOptions {
     pub event_counts: bool,
     /// Inlined calls as frames of their own, from DWARF (`--no-inline` turns it off).
     pub inline: bool,
+    /// In the text report's table, inlined functions are entries of their own, with the self
+    /// time of the addresses inlined into their callers (`--inline`); off, a sample's self
+    /// time is the function that contains its address, as simpleperf and perf count it.
+    pub inline_entries: bool,
     /// Folded stacks and flamegraphs: what the root frame names.
     pub prefix: StackPrefix,
     /// Folded stacks and flamegraphs: kernel frames end in `_[k]`, JIT frames in `_[j]`.
@@ -400,6 +404,7 @@ impl Default for ReportOptions {
             event_counts: false,
             event: None,
             inline: true,
+            inline_entries: false,
             prefix: StackPrefix::Comm,
             annotate: false,
             title: None,

@@ -148,6 +148,10 @@ pub struct AggregateConfig {
     keys: [bool; 7],
     children: bool,
     call_graph: Option<CallOrder>,
+    /// Inlined functions are entries of their own, their self time split out of the
+    /// function they were inlined into (`--inline`); by default a sample's self time is the
+    /// containing function's, as simpleperf and perf count it.
+    split_inline: bool,
 }
 
 impl AggregateConfig {
@@ -166,7 +170,17 @@ impl AggregateConfig {
             ],
             children: opts.children,
             call_graph: opts.call_graph,
+            split_inline: opts.inline_entries,
         }
+    }
+
+    /// The frame a sample's self time goes to: the sampled function, or the function that
+    /// contains the sampled address when inlined calls are not entries of their own.
+    fn self_frame(&self, s: &ResolvedSample<'_>, funcs: &[Func]) -> usize {
+        if self.split_inline {
+            return 0;
+        }
+        s.frames.iter().position(|&f| !funcs.get(f as usize).is_some_and(|f| f.inlined)).unwrap_or(0)
     }
 
     /// Whether entries are told apart by address.
@@ -183,8 +197,9 @@ impl AggregateConfig {
             tid: if t { s.tid } else { 0 },
             dso: if d { funcs[func as usize].dso } else { 0 },
             func: if f { func } else { 0 },
-            // The source line belongs to the sampled address, so only the leaf has one.
-            srcline: if l && func == s.frames[0] { s.srcline + 1 } else { 0 },
+            // The source line belongs to the sampled address, so only the entry that gets the
+            // sample's self time has one.
+            srcline: if l && i == self.self_frame(s, funcs) { s.srcline + 1 } else { 0 },
             vaddr: if v { s.vaddrs.get(i).copied().unwrap_or(0) } else { 0 },
         }
     }
@@ -232,18 +247,21 @@ impl EventAggregate {
         funcs: &[Func],
         selected: Option<&[bool]>,
     ) {
-        let Some(&leaf) = s.frames.first() else { return };
+        if s.frames.is_empty() {
+            return;
+        }
+        let at = cfg.self_frame(s, funcs);
         let is_selected = |f: FuncId| selected.is_none_or(|sel| sel.get(f as usize).copied().unwrap_or(true));
         self.samples = self.samples.saturating_add(s.samples);
         self.period = self.period.saturating_add(s.period);
-        if is_selected(leaf) {
-            let key = cfg.key(s, 0, funcs);
+        if is_selected(s.frames[at]) {
+            let key = cfg.key(s, at, funcs);
             let e = self.entries.entry(key).or_default();
             e.samples = e.samples.saturating_add(s.samples);
             e.period = e.period.saturating_add(s.period);
         }
         if !cfg.children {
-            let key = cfg.key(s, 0, funcs);
+            let key = cfg.key(s, at, funcs);
             let e = self.entries.entry(key).or_default();
             match cfg.call_graph {
                 Some(CallOrder::Callee) => e.tree.add_path(s.frames.iter().copied(), s.period),
