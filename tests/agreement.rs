@@ -133,7 +133,11 @@ fn svg_shares(data: &Path, args: &[&str], dir: &Path) -> Shares {
         let Some((name, rest)) = t.rsplit_once(" (") else { continue };
         let n: f64 = rest.split(' ').next().unwrap().replace(',', "").parse().unwrap();
         let name =
-            name.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").replace("&quot;", "\"");
+            name.replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&apos;", "'")
+                .replace("&quot;", "\"")
+                .replace("&amp;", "&");
         if name == "all" {
             s.total = n;
         } else {
@@ -204,12 +208,14 @@ fn pprof_shares(data: &Path, args: &[&str], dir: &Path) -> Shares {
                 }
                 let first = t[0].strip_suffix(':').filter(|id| id.chars().all(|c| c.is_ascii_digit()));
                 // pprof prints C++ names shortened, then `s=0(FULL NAME)` where the name it was
-                // given differs from what it prints (or the mangled system name).
+                // given differs from what it prints (or the system name: mangled, or with its
+                // symbol version).
                 let line = l.trim_start();
                 let full = line.find(" s=").and_then(|at| {
                     let rest = &line[at + 3..];
                     let open = rest.find('(')?;
-                    Some(rest[open + 1..rest.len() - 1].to_string()).filter(|n| !n.starts_with("_Z"))
+                    Some(rest[open + 1..rest.len() - 1].to_string())
+                        .filter(|n| !n.starts_with("_Z") && !n.contains('@'))
                 });
                 let (id, name) = match first {
                     Some(id) if t.len() >= 5 => (id.to_string(), t[3..t.len() - 2].join(" ")),

@@ -15,10 +15,25 @@ pub fn demangle_full(name: &str) -> String {
 }
 
 fn demangle_with(name: &str, params: bool) -> String {
+    let name = unversioned(name);
     if let Some(inner) = name.strip_prefix("__dl_").filter(|n| !n.is_empty()) {
         return format!("[linker]{}", demangle_plain(inner, params));
     }
     demangle_plain(name, params)
+}
+
+/// A symbol without its version (`exp@@GLIBC_2.29` is `exp`, as .dynsym and simpleperf name
+/// it).
+fn unversioned(name: &str) -> &str {
+    let Some(at) = name.find('@').filter(|&i| i > 0) else { return name };
+    let version = name[at..].trim_start_matches('@');
+    let plain = !version.is_empty()
+        && version.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    if plain {
+        &name[..at]
+    } else {
+        name
+    }
 }
 
 fn demangle_plain(name: &str, params: bool) -> String {
@@ -340,6 +355,9 @@ mod tests {
             "[linker]LinkerLogger::ResetState"
         );
         assert_eq!(super::demangle("__dl___linker_init"), "[linker]__linker_init");
+        assert_eq!(super::demangle("exp@@GLIBC_2.29"), "exp");
+        assert_eq!(super::demangle_full("_ZNSt6chrono3_V212system_clock3nowEv@@GLIBCXX_3.4.19"), "std::chrono::_V2::system_clock::now()");
+        assert_eq!(super::demangle("a@b c"), "a@b c");
         assert_eq!(super::demangle_full("_Z5func2ii"), "func2(int, int)");
         assert_eq!(super::demangle("_Z5func2ii"), "func2");
         assert_eq!(super::demangle_full("main"), "main");
