@@ -7,10 +7,13 @@ each of simpleperf's rows at or above --min-percent is looked for, character for
 (whitespace runs folded to one space), among rperf's rows of the same event section.
 
     scripts/compare_simpleperf.py [--corpus DIR] [--rperf BIN] [--simpleperf BIN]
-                                  [--files a.data,b.data] [--show N] [--json]
+                                  [--files a.data,b.data] [--symfs DIR] [--named-only]
+                                  [--show N] [--json]
 
 Prints one line per recording and option set (identical / simpleperf's rows), then the rows
 that differ, each with the rperf row that comes closest; with --json, one JSON object.
+--named-only looks only for the rows where simpleperf names a function (not `lib.so[+addr]`):
+rperf may name more code than simpleperf (debug files simpleperf does not read).
 """
 import argparse
 import difflib
@@ -78,7 +81,7 @@ def report(cmd):
 
 
 def compare(args, data, opts):
-    base = ["report", "-i", data, "--symfs", args.corpus] + opts
+    base = ["report", "-i", data] + (["--symfs", args.symfs] if args.symfs else []) + opts
     src, sout, serr = report([args.simpleperf] + base)
     if src != 0:
         return None
@@ -91,6 +94,8 @@ def compare(args, data, opts):
         have = Counter(ours.get(event, []))
         for row in rows:
             if share(row) < args.min_percent:
+                continue
+            if args.named_only and "[+" in row.rsplit(" ", 1)[-1]:
                 continue
             total += 1
             if have[row] > 0:
@@ -113,11 +118,15 @@ def main():
     ap.add_argument("--simpleperf", default=os.path.join(ROOT, "..", "shared", "simpleperf",
                                                          "bin", "simpleperf"))
     ap.add_argument("--files", help="comma-separated recordings (default: every .data file)")
+    ap.add_argument("--symfs", help="symbol folder for both tools (default: the corpus; '' for none)")
+    ap.add_argument("--named-only", action="store_true")
     ap.add_argument("--min-percent", type=float, default=0.5)
     ap.add_argument("--show", type=int, default=20, help="differing rows to print per file")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     args.corpus = os.path.abspath(args.corpus)
+    if args.symfs is None:
+        args.symfs = args.corpus
     for what, path in (("corpus", args.corpus), ("rperf", args.rperf),
                        ("simpleperf", args.simpleperf)):
         if not os.path.exists(path):

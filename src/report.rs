@@ -173,12 +173,7 @@ pub struct ReportArgs {
 
 /// The items of a list option given once or more, split at `seps`.
 fn split_list(s: &[String], seps: &[char]) -> Vec<String> {
-    s.iter()
-        .flat_map(|s| s.split(seps))
-        .map(str::trim)
-        .filter(|x| !x.is_empty())
-        .map(String::from)
-        .collect()
+    s.iter().flat_map(|s| s.split(seps)).map(str::trim).filter(|x| !x.is_empty()).map(String::from).collect()
 }
 
 fn ids(s: &[String], what: &str) -> anyhow::Result<Vec<i32>> {

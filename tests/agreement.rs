@@ -49,9 +49,11 @@ fn comparable(name: &str) -> bool {
 /// text report, and their shares are compared by name) and ART's frames hidden, as stack
 /// outputs hide them by default.
 fn report(data: &Path, args: &[&str], extra: &[&str]) -> std::process::Output {
-    let o = run(
-        rperf().args(["report", "--full-names", "--hide-art-frames", "-i"]).arg(data).args(args).args(extra),
-    );
+    let o = run(rperf()
+        .args(["report", "--full-names", "--hide-art-frames", "-i"])
+        .arg(data)
+        .args(args)
+        .args(extra));
     assert!(o.status.success(), "{args:?} {extra:?}: {}", stderr(&o));
     o
 }
@@ -132,12 +134,12 @@ fn svg_shares(data: &Path, args: &[&str], dir: &Path) -> Shares {
         let t = &t[..t.find("</title>").unwrap()];
         let Some((name, rest)) = t.rsplit_once(" (") else { continue };
         let n: f64 = rest.split(' ').next().unwrap().replace(',', "").parse().unwrap();
-        let name =
-            name.replace("&lt;", "<")
-                .replace("&gt;", ">")
-                .replace("&apos;", "'")
-                .replace("&quot;", "\"")
-                .replace("&amp;", "&");
+        let name = name
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&apos;", "'")
+            .replace("&quot;", "\"")
+            .replace("&amp;", "&");
         if name == "all" {
             s.total = n;
         } else {

@@ -152,7 +152,8 @@ fn art_frames_are_hidden_unless_asked_for() {
         // The text report shows them, as `simpleperf report` does, unless told not to.
         let text = report("perf_with_jit_symbol.data", &["--sort", "symbol", "--children"]);
         assert!(text.contains(plumbing), "{plumbing} missing in the text report");
-        let text = report("perf_with_jit_symbol.data", &["--sort", "symbol", "--children", "--hide-art-frames"]);
+        let text =
+            report("perf_with_jit_symbol.data", &["--sort", "symbol", "--children", "--hide-art-frames"]);
         assert!(!text.contains(plumbing), "{plumbing} in the text report with --hide-art-frames");
         let shown = report("perf_with_jit_symbol.data", &["--format", "folded", "--show-art-frames"]);
         assert!(shown.contains(plumbing), "{plumbing} missing with --show-art-frames");

@@ -102,7 +102,8 @@ fn the_startup_of_an_app_is_recorded_and_recording_stops_when_it_exits() {
     let missed = (attached_after - before_main).max(0.0);
     assert!(missed < startup_work, "attached after {missed:.3} s of the {startup_work:.3} s startup: {seen}");
     let work_share = (startup_work - missed) / (startup_work + steady_work - missed);
-    let o = run(rperf().args(["report", "--sort", "symbol", "--short-names", "-n", "--csv", "-i"]).arg(&data));
+    let o =
+        run(rperf().args(["report", "--sort", "symbol", "--short-names", "-n", "--csv", "-i"]).arg(&data));
     let rows = csv_rows(&stdout(&o), ',');
     let n =
         |f: &str| rows.iter().find(|r| r["Symbol"] == f).map_or(0.0, |r| r["Sample"].parse::<f64>().unwrap());

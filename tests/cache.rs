@@ -12,7 +12,10 @@ use common::*;
 /// The report of `data` sorted by `sort`, with rperf's cache in `cache`.
 fn report(data: &Path, cache: &Path, sort: &str) -> String {
     // Inlined functions as entries of their own: the tests look for their names.
-    let o = run(rperf().env("RPERF_CACHE_DIR", cache).args(["report", "--inline", "--sort", sort, "-i"]).arg(data));
+    let o = run(rperf()
+        .env("RPERF_CACHE_DIR", cache)
+        .args(["report", "--inline", "--sort", sort, "-i"])
+        .arg(data));
     assert!(o.status.success(), "{}", stderr(&o));
     stdout(&o)
 }

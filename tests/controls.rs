@@ -88,7 +88,8 @@ fn delay_starts_sampling_late() {
         .arg(&programs().startup)
         .args(["0.4", "0.8"]));
     assert!(o.status.success(), "{}", stderr(&o));
-    let o = run(rperf().args(["report", "--sort", "symbol", "--short-names", "--csv", "-n", "-i"]).arg(&data));
+    let o =
+        run(rperf().args(["report", "--sort", "symbol", "--short-names", "--csv", "-n", "-i"]).arg(&data));
     let rows = csv_rows(&stdout(&o), ',');
     let n =
         |f: &str| rows.iter().find(|r| r["Symbol"] == f).map_or(0, |r| r["Sample"].parse::<u64>().unwrap());

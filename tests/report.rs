@@ -48,9 +48,9 @@ fn rperf_overheads(data: &Path) -> HashMap<(String, String), f64> {
     // perf report names the containing function; rperf, like perf with --inline, would name
     // the inlined call.
     // Named as perf names them: without parameters (--short-names).
-    let o = run(
-        rperf().args(["report", "--no-inline", "--short-names", "--sort", "dso,symbol", "--csv", "-i"]).arg(data),
-    );
+    let o = run(rperf()
+        .args(["report", "--no-inline", "--short-names", "--sort", "dso,symbol", "--csv", "-i"])
+        .arg(data));
     assert!(o.status.success(), "{}", stderr(&o));
     let mut out = HashMap::new();
     for r in csv_rows(&stdout(&o), ',') {

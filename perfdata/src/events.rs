@@ -54,7 +54,13 @@ pub fn name_of(type_: u32, config: u64) -> String {
 /// software event (perf's `cycles` is `cpu-cycles`), else the name the file stores, else
 /// `name_of`; then `:u` when the event left the kernel out, `:k` when it left user space out
 /// (tracepoints keep their `system:name`).
-pub fn report_name(type_: u32, config: u64, stored: Option<&str>, exclude_user: bool, exclude_kernel: bool) -> String {
+pub fn report_name(
+    type_: u32,
+    config: u64,
+    stored: Option<&str>,
+    exclude_user: bool,
+    exclude_kernel: bool,
+) -> String {
     let generic = match type_ {
         TYPE_HARDWARE => HARDWARE.get(config as usize),
         TYPE_SOFTWARE => SOFTWARE.get(config as usize),
@@ -100,6 +106,9 @@ mod tests {
         assert_eq!(report_name(0, 0, None, false, true), "cpu-cycles:u");
         assert_eq!(report_name(1, 0, Some("cpu-clock"), true, false), "cpu-clock:k");
         assert_eq!(report_name(2, 47, Some("sched:sched_switch"), false, false), "sched:sched_switch");
-        assert_eq!(report_name(3, 0x10000, Some("L1-dcache-load-misses:u"), false, true), "L1-dcache-load-misses:u");
+        assert_eq!(
+            report_name(3, 0x10000, Some("L1-dcache-load-misses:u"), false, true),
+            "L1-dcache-load-misses:u"
+        );
     }
 }

@@ -30,6 +30,29 @@ pub struct SampleView<'a> {
 
 use rperf_perfdata::bytes::{u32_at, u64_at};
 
+/// The time of a record of an event with `PERF_SAMPLE_IDENTIFIER` in its sample type (every
+/// event rperf opens), whose sample type `sample_type_of` gives by id: a sample's `TIME` field,
+/// else its `sample_id_all` trailer's. None without one.
+pub fn time_of(record: &[u8], sample_type_of: impl Fn(u64) -> Option<u64>) -> Option<u64> {
+    const SAMPLE: u32 = 9;
+    if record.len() < 16 {
+        return None;
+    }
+    if u32_at(record, 0)? == SAMPLE {
+        let t = sample_type_of(u64_at(record, 8)?)?;
+        let before = [sample::IP, sample::TID].iter().filter(|&&b| t & b != 0).count();
+        return (t & sample::TIME != 0).then(|| u64_at(record, 16 + 8 * before)).flatten();
+    }
+    let t = sample_type_of(u64_at(record, record.len() - 8)?)?;
+    if t & sample::TIME == 0 {
+        return None;
+    }
+    let trailer = [sample::TID, sample::TIME, sample::ID, sample::STREAM_ID, sample::CPU, sample::IDENTIFIER];
+    let len = 8 * trailer.iter().filter(|&&b| t & b != 0).count();
+    let tid = usize::from(t & sample::TID != 0) * 8;
+    u64_at(record, record.len().checked_sub(len)? + tid)
+}
+
 /// Parses a `PERF_RECORD_SAMPLE` laid out for `sample_type` with `regs_count` user registers.
 /// Returns None for a record too short for its declared fields.
 pub fn parse(record: &[u8], sample_type: u64, regs_count: usize) -> Option<SampleView<'_>> {
@@ -173,6 +196,23 @@ mod tests {
         let v2 = parse(&out, t, 0).unwrap();
         assert_eq!(u64_at(&out, v2.stack_at.unwrap()), Some(24));
         assert_eq!(u64_at(&out, out.len() - 8), Some(24));
+    }
+
+    #[test]
+    fn times_of_samples_and_side_band_records() {
+        use crate::records::{RecordBuilder, SampleId};
+        let t = sample::IDENTIFIER | sample::IP | sample::TID | sample::TIME | sample::CPU;
+        let mut rec = vec![9, 0, 0, 0, 0, 0, 48, 0];
+        for v in [7u64, 0x1000, 5 | 5 << 32, 1234, 0] {
+            rec.extend_from_slice(&v.to_le_bytes());
+        }
+        assert_eq!(super::time_of(&rec, |id| (id == 7).then_some(t)), Some(1234));
+        assert_eq!(super::time_of(&rec, |_| None), None);
+        let b = RecordBuilder { sample_type: sample::IDENTIFIER | sample::TID | sample::TIME };
+        let comm =
+            b.comm(5, 5, "x", false, &SampleId { pid: 5, tid: 5, time: 99, id: 3, ..Default::default() });
+        let st = sample::IDENTIFIER | sample::TID | sample::TIME;
+        assert_eq!(super::time_of(&comm, |id| (id == 3).then_some(st)), Some(99));
     }
 
     #[test]

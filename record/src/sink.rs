@@ -163,7 +163,8 @@ impl Sink {
             _ => {}
         }
         let out = trimmed.as_deref().unwrap_or(rec);
-        if let Err(e) = self.writer.write_record(out) {
+        let time = sample_fields::time_of(out, |id| self.sample_types.get(&id).copied());
+        if let Err(e) = self.writer.write_record_at(out, time) {
             self.error = Some(e);
         }
     }

@@ -70,6 +70,13 @@ pub struct PerfDataWriter {
     attrs_at_front: Option<(u64, u64)>,
     /// Records were written since the last round marker.
     in_round: bool,
+    /// The records of this round, and their times, start and length in it: written in time
+    /// order when the round ends, so that readers that do not sort (simpleperf) see a
+    /// process's mappings before its samples and its exit after them.
+    round: Vec<u8>,
+    round_index: Vec<(u64, usize, usize)>,
+    /// The time of the round's latest record, given to records without one.
+    round_time: u64,
 }
 
 impl PerfDataWriter {
@@ -136,6 +143,9 @@ impl PerfDataWriter {
             buf: Vec::with_capacity(FLUSH_AT * 2),
             attrs_at_front: None,
             in_round: false,
+            round: Vec::new(),
+            round_index: Vec::new(),
+            round_time: 0,
         };
         w.write_front_attrs(attrs)?;
         w.write_header(&[])?;
@@ -178,15 +188,51 @@ impl PerfDataWriter {
         Ok(())
     }
 
-    /// Appends one record (header included).
+    /// Appends one record (header included) at the place of the latest one.
     pub fn write_record(&mut self, record: &[u8]) -> Result<(), Error> {
+        self.write_record_at(record, None)
+    }
+
+    /// Appends one record (header included) taken at `time`: written in time order with the
+    /// rest of its round.
+    pub fn write_record_at(&mut self, record: &[u8], time: Option<u64>) -> Result<(), Error> {
         self.in_round = true;
-        self.buf.extend_from_slice(record);
-        self.buffered_samples += u64::from(is_sample(record));
-        if self.buf.len() >= FLUSH_AT {
-            self.flush()?;
+        let time = time.unwrap_or(self.round_time);
+        self.round_time = self.round_time.max(time);
+        self.round_index.push((time, self.round.len(), record.len()));
+        self.round.extend_from_slice(record);
+        // A round is one pass over the rings; past this size it is written in parts.
+        if self.round.len() >= 16 * FLUSH_AT {
+            self.write_round()?;
         }
         Ok(())
+    }
+
+    /// Moves the round's records, sorted by time (records of one time in the order they
+    /// came), into the output buffer.
+    fn write_round(&mut self) -> Result<(), Error> {
+        if self.round_index.is_empty() {
+            return Ok(());
+        }
+        let round = std::mem::take(&mut self.round);
+        let mut index = std::mem::take(&mut self.round_index);
+        index.sort_by_key(|r| r.0);
+        let mut result = Ok(());
+        for &(_, at, len) in &index {
+            let rec = &round[at..at + len];
+            self.buf.extend_from_slice(rec);
+            self.buffered_samples += u64::from(is_sample(rec));
+            if self.buf.len() >= FLUSH_AT {
+                result = self.write_buf();
+                if result.is_err() {
+                    break;
+                }
+            }
+        }
+        (self.round, self.round_index) = (round, index);
+        self.round.clear();
+        self.round_index.clear();
+        result
     }
 
     /// Appends a FINISHED_ROUND record, which tells readers that every record before it may be
@@ -197,15 +243,22 @@ impl PerfDataWriter {
         if !std::mem::take(&mut self.in_round) {
             return Ok(());
         }
+        self.write_round()?;
         let mut r = Vec::with_capacity(8);
         put_header(&mut r, rperf_perfdata::encode::FINISHED_ROUND, 0, 8);
-        self.write_record(&r)?;
+        self.buf.extend_from_slice(&r);
         self.in_round = false;
         self.flush()
     }
 
-    /// Writes buffered records and makes the header cover them.
+    /// Writes buffered records (the round's too) and makes the header cover them.
     pub fn flush(&mut self) -> Result<(), Error> {
+        self.write_round()?;
+        self.write_buf()
+    }
+
+    /// Writes the output buffer and makes the header cover it.
+    fn write_buf(&mut self) -> Result<(), Error> {
         if self.buf.is_empty() {
             return Ok(());
         }

@@ -378,12 +378,7 @@ fn time_sections(
         on_section = Some(0);
         off_section = Some(0);
         // Named as simpleperf names it: the on-CPU event (its header says the weights are time).
-        sections.push(section(
-            on.name.clone(),
-            on.type_,
-            on.config,
-            Unit::Nanoseconds,
-        ));
+        sections.push(section(on.name.clone(), on.type_, on.config, Unit::Nanoseconds));
     }
     Ok((sections, TimeRouting { switch_attr, on_attr, on_section, off_section }))
 }

@@ -27,8 +27,8 @@ fn demangle_with(name: &str, params: bool) -> String {
 fn unversioned(name: &str) -> &str {
     let Some(at) = name.find('@').filter(|&i| i > 0) else { return name };
     let version = name[at..].trim_start_matches('@');
-    let plain = !version.is_empty()
-        && version.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
+    let plain =
+        !version.is_empty() && version.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.');
     if plain {
         &name[..at]
     } else {
@@ -356,7 +356,10 @@ mod tests {
         );
         assert_eq!(super::demangle("__dl___linker_init"), "[linker]__linker_init");
         assert_eq!(super::demangle("exp@@GLIBC_2.29"), "exp");
-        assert_eq!(super::demangle_full("_ZNSt6chrono3_V212system_clock3nowEv@@GLIBCXX_3.4.19"), "std::chrono::_V2::system_clock::now()");
+        assert_eq!(
+            super::demangle_full("_ZNSt6chrono3_V212system_clock3nowEv@@GLIBCXX_3.4.19"),
+            "std::chrono::_V2::system_clock::now()"
+        );
         assert_eq!(super::demangle("a@b c"), "a@b c");
         assert_eq!(super::demangle_full("_Z5func2ii"), "func2(int, int)");
         assert_eq!(super::demangle("_Z5func2ii"), "func2");

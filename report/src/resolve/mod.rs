@@ -25,8 +25,8 @@ pub use binaries::is_kernel_address;
 use binaries::{file_offset, Binaries};
 use intern::Interner;
 pub use jit_sources::JitSources;
-use types::{AddrKind, FrameAddr};
 pub use types::{AddrId, Func, FuncId, KernelSource, Symbolized};
+use types::{AddrKind, FrameAddr};
 
 /// What the report asks of naming, set once from its options.
 #[derive(Clone, Copy, Debug)]
@@ -178,7 +178,14 @@ impl Resolver {
     /// names come later, from `symbolize`. A return address is looked up one byte back, in
     /// the call instruction, except in dex bytecode, where a caller's address is the dex pc of
     /// its invoke instruction itself.
-    pub fn frame(&mut self, model: &mut Model, pid: i32, code: CodeAddress, ctx: Context, time: u64) -> AddrId {
+    pub fn frame(
+        &mut self,
+        model: &mut Model,
+        pid: i32,
+        code: CodeAddress,
+        ctx: Context,
+        time: u64,
+    ) -> AddrId {
         let mut at = self.place(model, pid, code.lookup(), ctx, time);
         at.returns = matches!(code, CodeAddress::ReturnAddress(_));
         if at.returns && at.kind == AddrKind::File && model.dsos[at.dso as usize].kind == DsoKind::Dex {
@@ -221,7 +228,8 @@ impl Resolver {
                 return at(jit, addr, AddrKind::PerfMap);
             }
         }
-        let unknown = |model: &mut Model| at(model.dso("[unknown]", None, DsoKind::Unknown), 0, AddrKind::Unknown);
+        let unknown =
+            |model: &mut Model| at(model.dso("[unknown]", None, DsoKind::Unknown), 0, AddrKind::Unknown);
         match mapping {
             None => unknown(model),
             // ART's JIT caches (simpleperf) store their symbols at the addresses the code ran at.

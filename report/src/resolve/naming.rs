@@ -43,8 +43,7 @@ impl Resolver {
         let cache_of = self.prepare(model);
         let model = &*model;
         let this = &*self;
-        let names: Vec<Named> =
-            this.addrs.par_iter().map(|a| this.name_of(model, a)).collect();
+        let names: Vec<Named> = this.addrs.par_iter().map(|a| this.name_of(model, a)).collect();
         self.intern_names(model, names, &cache_of)
     }
 
@@ -53,7 +52,8 @@ impl Resolver {
     fn prepare(&mut self, model: &mut Model) -> HashMap<DsoId, DsoId> {
         if self.addrs.iter().any(|a| a.kind == AddrKind::Kernel) {
             let addrs = &self.addrs;
-            let kernel_addrs = || addrs.iter().filter(|a| a.kind == AddrKind::Kernel).map(|a| a.key).collect();
+            let kernel_addrs =
+                || addrs.iter().filter(|a| a.kind == AddrKind::Kernel).map(|a| a.key).collect();
             self.binaries.kernel(kernel_addrs, &mut self.warnings);
             self.assign_modules(model);
         }

@@ -1,0 +1,122 @@
+//! Android's real simpleperf as the oracle: rperf's text report says what simpleperf's says,
+//! row for row, on simpleperf's corpus and on recordings simpleperf makes here; and simpleperf
+//! reads rperf's recordings with every sample in a binary.
+//!
+//! The row comparison is `scripts/compare_simpleperf.py` (the same figures README quotes).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+/// simpleperf's x86_64 build: $RPERF_SIMPLEPERF, else ../shared/simpleperf/bin/simpleperf.
+fn simpleperf() -> PathBuf {
+    let p = std::env::var_os("RPERF_SIMPLEPERF")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/simpleperf/bin/simpleperf"));
+    assert!(p.is_file(), "simpleperf not found at {}: set RPERF_SIMPLEPERF", p.display());
+    p
+}
+
+/// (identical rows, simpleperf's rows, the rows that differ) of the comparison script.
+fn compare(args: &[&str]) -> (u64, u64, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/compare_simpleperf.py");
+    let o = run(Command::new("python3")
+        .arg(&script)
+        .args(["--json", "--rperf", env!("CARGO_BIN_EXE_rperf"), "--simpleperf"])
+        .arg(simpleperf())
+        .arg("--corpus")
+        .arg(simpleperf_testdata())
+        .args(args));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("the script's JSON");
+    let mut misses = String::new();
+    for r in v["results"].as_array().unwrap() {
+        for m in r["misses"].as_array().unwrap() {
+            misses += &format!(
+                "{} {}\n  simpleperf: {}\n  rperf:      {}\n",
+                r["file"], r["options"], m["simpleperf"], m["rperf"]
+            );
+        }
+    }
+    (v["identical"].as_u64().unwrap(), v["rows"].as_u64().unwrap(), misses)
+}
+
+#[test]
+fn corpus_reports_match_simpleperf_row_for_row() {
+    let (same, rows, misses) = compare(&[]);
+    assert!(rows > 3000, "simpleperf printed only {rows} rows");
+    assert!(same * 100 >= rows * 99, "{same} of {rows} rows identical; differing:\n{misses}");
+}
+
+/// Records `program` with simpleperf (`record` then `fix-meta.py`, as its README says).
+fn simpleperf_record(name: &str, call_graph: &str, program: &Path) -> PathBuf {
+    let dir = scratch(name);
+    let data = dir.join("perf.data");
+    let o = run(Command::new(simpleperf())
+        .args(["record", "-e", "cpu-clock", "--call-graph", call_graph, "-o"])
+        .arg(&data)
+        .arg(program)
+        .arg("1"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let fix = simpleperf().parent().unwrap().join("../fix-meta.py");
+    let o = run(Command::new("python3").arg(&fix).arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    data
+}
+
+#[test]
+fn fresh_simpleperf_recordings_match_on_every_row_simpleperf_names() {
+    let p = programs();
+    let fp = simpleperf_record("oracle_fp", "fp", &p.mixed_fp);
+    let dwarf = simpleperf_record("oracle_dwarf", "dwarf", &p.mixed);
+    let files = format!("{},{}", fp.display(), dwarf.display());
+    let (same, rows, misses) = compare(&["--files", &files, "--symfs", "", "--named-only"]);
+    assert!(rows >= 40, "simpleperf named only {rows} rows");
+    // One known difference: an alias at the same address (`log` and `logf64`), see README.
+    assert!(same * 100 >= rows * 95, "{same} of {rows} rows identical; differing:\n{misses}");
+}
+
+#[test]
+fn simpleperf_reads_rperf_recordings() {
+    let p = programs();
+    for (name, cg, program) in
+        [("oracle_rperf_fp", "fp", &p.mixed_fp), ("oracle_rperf_dwarf", "dwarf", &p.mixed)]
+    {
+        let data = scratch(name).join("perf.data");
+        let o = run(rperf()
+            .args(["record", "-e", "cpu-clock", "--call-graph", cg, "-o"])
+            .arg(&data)
+            .arg(program)
+            .arg("1"));
+        assert!(o.status.success(), "{}", stderr(&o));
+        let theirs = run(Command::new(simpleperf()).args(["report", "--sort", "dso", "-i"]).arg(&data));
+        assert!(theirs.status.success(), "{}", stderr(&theirs));
+        let text = stdout(&theirs);
+        // Every sample lands in a binary: simpleperf sees the mappings before the samples.
+        let unknown: f64 = text
+            .lines()
+            .filter(|l| l.split_whitespace().nth(1) == Some("unknown"))
+            .filter_map(|l| l.split_whitespace().next()?.trim_end_matches('%').parse::<f64>().ok())
+            .sum();
+        assert!(unknown < 0.5, "{cg}: simpleperf puts {unknown}% in unknown:\n{text}");
+        // And it sees the same binaries with the same shares as rperf.
+        let ours = stdout(&run(rperf().args(["report", "--sort", "dso", "-i"]).arg(&data)));
+        let rows = |t: &str| -> Vec<String> {
+            t.lines()
+                .skip_while(|l| !l.starts_with("Overhead"))
+                .skip(1)
+                .take_while(|l| !l.is_empty())
+                .filter(|l| {
+                    l.split_whitespace()
+                        .next()
+                        .is_some_and(|p| p.trim_end_matches('%').parse::<f64>().is_ok_and(|p| p >= 0.5))
+                })
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+                .collect()
+        };
+        assert_eq!(rows(&text), rows(&ours), "{cg}: simpleperf:\n{text}\nrperf:\n{ours}");
+    }
+}
