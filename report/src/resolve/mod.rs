@@ -208,7 +208,7 @@ impl Resolver {
             Context::User => false,
             Context::Other => is_kernel_address(addr, self.arch),
         };
-        let at = |dso, key, kind| FrameAddr { dso, key, kind, returns: false, in_map: key };
+        let at = |dso, key, kind| FrameAddr { dso, key, kind, returns: false, in_map: key, runtime: addr };
         if kernel {
             let dso = match model.kernel.find(addr) {
                 Some(m) => m.dso,

@@ -294,9 +294,15 @@ impl Resolver {
                     return plain(None);
                 };
                 // u64::MAX is simpleperf's "not recorded" (ART's oat files): the mapping then
-                // starts at min_vaddr, as simpleperf reads such files.
+                // starts at min_vaddr, as simpleperf reads such files; the in-memory files of
+                // ART's JIT and dex loading (`./TemporaryFile-*`) store run-time addresses.
                 let vaddr = if t.file_offset_of_min_vaddr == u64::MAX {
-                    at.in_map.checked_add(t.min_vaddr)
+                    let from_start = at.in_map.checked_add(t.min_vaddr);
+                    match from_start.filter(|v| t.table.lookup(*v).is_some()) {
+                        Some(v) => Some(v),
+                        None if t.table.lookup(at.runtime).is_some() => Some(at.runtime),
+                        None => from_start,
+                    }
                 } else {
                     stored_vaddr(key, t.min_vaddr, t.file_offset_of_min_vaddr)
                 };

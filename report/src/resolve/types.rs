@@ -54,6 +54,8 @@ pub(super) struct FrameAddr {
     /// The lookup address less its mapping's start, for binaries (the place simpleperf names
     /// code by when the binary is not at hand); `key` for the rest.
     pub in_map: u64,
+    /// The lookup address itself.
+    pub runtime: u64,
 }
 
 impl FrameAddr {
