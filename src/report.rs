@@ -161,7 +161,7 @@ pub struct ReportArgs {
     #[arg(short = 'f', long = "force")]
     force: bool,
     /// Merge code without symbols into one [unknown] entry per binary instead of one
-    /// `BINARY[+0xOFFSET]` entry per address.
+    /// `BINARY[+hex]` entry per address, as simpleperf names it.
     #[arg(long = "no-show-ip")]
     no_show_ip: bool,
     /// Compare -i against this base recording: text lists functions by the change of their

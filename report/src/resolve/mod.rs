@@ -33,7 +33,7 @@ use types::{AddrKind, FrameAddr};
 pub struct ResolveConfig {
     /// Read JIT maps and jitdumps on this machine whatever their owner (`--force`).
     pub trust_any_owner: bool,
-    /// Name code without symbols by its place (`libfoo.so[+0x1a2b]`); off: `[unknown]`.
+    /// Name code without symbols by its place (`libfoo.so[+1a2b]`); off: `[unknown]`.
     pub show_ip: bool,
     /// Demangled names with their parameters (`func2(int, int)`), as simpleperf prints them.
     pub full_names: bool,
