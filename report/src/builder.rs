@@ -230,7 +230,10 @@ impl ProfileBuilder {
         info: Info,
         warnings: Vec<String>,
     ) -> Profile {
-        self.settle_last_samples();
+        // Each thread's last sample, with no sample or exit after it, has no known length: it
+        // is left out, as simpleperf leaves it out (a last switch-out weighed to the end of
+        // the recording made a thread that slept through it the hottest).
+        self.pending.clear();
         let (symbols, mut funcs, srclines, files) = symbolize(&mut model);
         let any_off_cpu = self.counts.iter().any(|c| c.counts.keys().any(|k| k.2));
         let off_cpu_marker = any_off_cpu.then(|| {
@@ -289,16 +292,6 @@ impl ProfileBuilder {
             lost_sideband: self.lost_sideband,
             warnings,
         }
-    }
-}
-
-impl ProfileBuilder {
-    /// Drops the samples still waiting for their weight (each thread's last, with no sample
-    /// or exit after it): how long they lasted is not known, and a last switch-out weighed to
-    /// the end of the recording would make a thread that slept through it its hottest.
-    /// simpleperf leaves them out too.
-    fn settle_last_samples(&mut self) {
-        self.pending.clear();
     }
 }
 

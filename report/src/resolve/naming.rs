@@ -144,6 +144,10 @@ impl Resolver {
             let own = a.own(named.vaddr.unwrap_or(a.in_map));
             out.vaddrs.push(own);
             let func_dso = cache_of.get(&dso).copied().unwrap_or(dso);
+            let place_name = || {
+                let path = model.dsos[func_dso as usize].display_name();
+                format!("{}[+{own:x}]", path.rsplit('/').next().unwrap_or(path))
+            };
             for (name, system, place) in &named.inlined {
                 out.flat.push(self.names.func(func_dso, name, system.as_deref(), true));
                 if self.config.want_lines {
@@ -158,10 +162,7 @@ impl Resolver {
                 AddrKind::Unknown => None,
                 _ if !self.config.show_ip => None,
                 AddrKind::Kernel => Some(format!("[kernel.kallsyms][+{own:x}]")),
-                _ => {
-                    let path = model.dsos[func_dso as usize].display_name();
-                    Some(format!("{}[+{own:x}]", path.rsplit('/').next().unwrap_or(path)))
-                }
+                _ => Some(place_name()),
             };
             let function = named.function.as_deref().or(unnamed.as_deref()).unwrap_or("[unknown]");
             let id = self.names.func(func_dso, function, named.system.as_deref(), false);
@@ -174,10 +175,7 @@ impl Resolver {
                 out.places.push(p);
             }
             out.spans.push((start, out.flat.len() as u32 - start));
-            let line = named.srcline.unwrap_or_else(|| {
-                let path = model.dsos[func_dso as usize].display_name();
-                format!("{}[+{own:x}]", path.rsplit('/').next().unwrap_or(path))
-            });
+            let line = named.srcline.unwrap_or_else(place_name);
             out.srcline.push(if self.config.want_srclines { self.names.srcline(line) } else { 0 });
         }
         self.addrs = addrs;
@@ -296,19 +294,17 @@ impl Resolver {
                 // u64::MAX is simpleperf's "not recorded" (ART's oat files): the mapping then
                 // starts at min_vaddr, as simpleperf reads such files; the in-memory files of
                 // ART's JIT and dex loading (`./TemporaryFile-*`) store run-time addresses.
-                let vaddr = if t.file_offset_of_min_vaddr == u64::MAX {
-                    let from_start = at.in_map.checked_add(t.min_vaddr);
-                    match from_start.filter(|v| t.table.lookup(*v).is_some()) {
-                        Some(v) => Some(v),
-                        None if t.table.lookup(at.runtime).is_some() => Some(at.runtime),
-                        None => from_start,
-                    }
+                let candidates = if t.file_offset_of_min_vaddr == u64::MAX {
+                    [at.in_map.checked_add(t.min_vaddr), Some(at.runtime)]
                 } else {
-                    stored_vaddr(key, t.min_vaddr, t.file_offset_of_min_vaddr)
+                    [stored_vaddr(key, t.min_vaddr, t.file_offset_of_min_vaddr), None]
                 };
-                let Some(vaddr) = vaddr else { return plain(None) };
-                let named = t.table.lookup(vaddr).map(|s| self.symbol_names(&s)).unwrap_or_default();
-                Named { vaddr: Some(vaddr), ..named }
+                let Some(first) = candidates.into_iter().flatten().next() else { return plain(None) };
+                let found = candidates.into_iter().flatten().find_map(|v| Some((v, t.table.lookup(v)?)));
+                match found {
+                    Some((vaddr, s)) => Named { vaddr: Some(vaddr), ..self.symbol_names(&s) },
+                    None => Named { vaddr: Some(first), ..Default::default() },
+                }
             }
         }
     }
