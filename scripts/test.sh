@@ -6,8 +6,9 @@
 # aarch64 cross-compiler and qemu user-mode emulation for the device builds, GNU time for the
 # recorder's peak memory, tmux to drive
 # rperf top in a terminal, strace to see what a report opens) and mounting
-# tracefs for the tracepoint tests. The device binaries are built before the tests, which run
-# them.
+# tracefs for the tracepoint tests; protobuf, texttable and jinja2 (pip) for simpleperf's
+# Python scripts, which the report library tests run. The device binaries are built before the
+# tests, which run them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +33,12 @@ if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}"
+fi
+# simpleperf's Python scripts, which the report library tests run, import these (for the
+# python3 on PATH, whichever it is).
+if ! python3 -c 'import google.protobuf, texttable, jinja2' 2>/dev/null; then
+  python3 -m pip install -q protobuf texttable jinja2 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages protobuf texttable jinja2
 fi
 if [ ! -d /sys/kernel/tracing/events ] && [ "$(id -u)" = 0 ]; then
   mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true

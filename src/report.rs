@@ -76,6 +76,35 @@ pub struct ReportArgs {
     /// Only samples taken on these CPUs (e.g. 0-3,6; may be repeated).
     #[arg(long = "cpu", action = clap::ArgAction::Append)]
     cpu: Vec<String>,
+    /// Leave out these processes (`,`-separated; may be repeated).
+    #[arg(long = "exclude-pid", value_name = "PIDS", action = clap::ArgAction::Append)]
+    exclude_pid: Vec<String>,
+    /// Leave out these threads (`,`-separated; may be repeated).
+    #[arg(long = "exclude-tid", value_name = "TIDS", action = clap::ArgAction::Append)]
+    exclude_tid: Vec<String>,
+    /// Only processes whose name contains a match of REGEX (may be repeated: any of them).
+    #[arg(long = "include-process-name", value_name = "REGEX", action = clap::ArgAction::Append)]
+    include_process_name: Vec<String>,
+    /// Leave out processes whose name contains a match of REGEX (may be repeated).
+    #[arg(long = "exclude-process-name", value_name = "REGEX", action = clap::ArgAction::Append)]
+    exclude_process_name: Vec<String>,
+    /// Only threads whose name contains a match of REGEX (may be repeated: any of them).
+    #[arg(long = "include-thread-name", value_name = "REGEX", action = clap::ArgAction::Append)]
+    include_thread_name: Vec<String>,
+    /// Leave out threads whose name contains a match of REGEX (may be repeated).
+    #[arg(long = "exclude-thread-name", value_name = "REGEX", action = clap::ArgAction::Append)]
+    exclude_thread_name: Vec<String>,
+    /// Only samples in the time ranges of FILE (simpleperf's filter file: GLOBAL_BEGIN,
+    /// PROCESS_BEGIN PID, THREAD_BEGIN TID and their _END lines, in ns of the recording's clock).
+    #[arg(long = "filter-file", value_name = "FILE")]
+    filter_file: Option<String>,
+    /// Count threads whose names match the same REGEX as one thread (a thread pool as one);
+    /// may be repeated.
+    #[arg(long = "aggregate-threads", value_name = "REGEX", num_args = 1.., action = clap::ArgAction::Append)]
+    aggregate_threads: Vec<String>,
+    /// De-obfuscate Java and Kotlin names with this ProGuard/R8 mapping.txt (may be repeated).
+    #[arg(long = "proguard-mapping-file", value_name = "FILE", action = clap::ArgAction::Append)]
+    proguard_mapping_file: Vec<PathBuf>,
     /// Look binaries up here first: by recorded path, by file name, and through build_id_list.
     #[arg(long = "symfs", value_name = "DIR")]
     symfs: Option<PathBuf>,
@@ -136,8 +165,10 @@ pub struct ReportArgs {
     trace_offcpu: Option<String>,
     /// Output format: text, folded (stacks for flamegraph tools), svg (a flamegraph), html (an
     /// interactive, self-contained page), pprof (gzipped profile.proto), gecko (Firefox
-    /// Profiler) or json (one line per sample). Inferred from the -o file's extension (.folded,
-    /// .svg, .html, .pb.gz or .pprof, .gecko.json, .json) when not given.
+    /// Profiler), json (one line per sample), script (perf script's text) or report-sample
+    /// (simpleperf's protobuf, for Android Studio). Inferred from the -o file's extension
+    /// (.folded, .svg, .html, .pb.gz or .pprof, .gecko.json, .json, .script, .trace) when not
+    /// given.
     #[arg(long = "format", value_name = "FMT")]
     format: Option<String>,
     /// Folded stacks and flamegraphs: prefix stacks with the process (comm-PID) or thread
@@ -245,6 +276,12 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         force: a.force,
         show_ip: !a.no_show_ip,
         trace_offcpu: a.trace_offcpu.as_deref().map(off_cpu_mode).transpose()?,
+        aggregate_threads: a
+            .aggregate_threads
+            .iter()
+            .map(|r| regex::Regex::new(r).with_context(|| format!("--aggregate-threads {r:?}: not a regular expression")))
+            .collect::<anyhow::Result<_>>()?,
+        proguard_mappings: a.proguard_mapping_file.clone(),
     })
 }
 
@@ -267,7 +304,7 @@ fn sort_keys(keys: &str) -> anyhow::Result<Vec<SortKey>> {
 /// The sample filters of `--comms`, `--pids`, `--tids`, `--dsos`, `--symbols`, `--cpu`, `--time`.
 fn filters(a: &ReportArgs) -> anyhow::Result<Filters> {
     let cpus = if a.cpu.is_empty() { Vec::new() } else { parse_cpus(&a.cpu.join(","))? };
-    Ok(Filters {
+    let mut f = Filters {
         comms: split_list(&a.comms, &[';', ',']),
         pids: ids(&a.pids, "pids")?,
         tids: ids(&a.tids, "tids")?,
@@ -275,7 +312,25 @@ fn filters(a: &ReportArgs) -> anyhow::Result<Filters> {
         symbols: split_list(&a.symbols, &[';']),
         cpus,
         time: a.time.as_deref().map(crate::target_args::parse_time_window).transpose()?,
-    })
+        ..Filters::default()
+    };
+    let simpleperf_style = [
+        ("--exclude-pid", &a.exclude_pid),
+        ("--exclude-tid", &a.exclude_tid),
+        ("--include-process-name", &a.include_process_name),
+        ("--exclude-process-name", &a.exclude_process_name),
+        ("--include-thread-name", &a.include_thread_name),
+        ("--exclude-thread-name", &a.exclude_thread_name),
+    ];
+    for (option, values) in simpleperf_style {
+        for v in values {
+            f.add_simpleperf_option(option, v).map_err(anyhow::Error::msg)?;
+        }
+    }
+    if let Some(file) = &a.filter_file {
+        f.add_simpleperf_option("--filter-file", file).map_err(anyhow::Error::msg)?;
+    }
+    Ok(f)
 }
 
 fn off_cpu_mode(m: &str) -> anyhow::Result<OffCpuMode> {

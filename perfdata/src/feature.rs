@@ -46,3 +46,21 @@ pub fn rperf_name(feature: u32) -> Option<&'static str> {
         _ => None,
     }
 }
+
+/// The feature a name of simpleperf's report library names (`GetFeatureSection`): perf's
+/// sections by their lower-case header.h names, and simpleperf's own (`meta_info`, `file`).
+pub fn by_simpleperf_name(name: &str) -> Option<u32> {
+    const NAMES: [&str; 31] = [
+        "tracing_data", "build_id", "hostname", "osrelease", "version", "arch", "nrcpus", "cpudesc",
+        "cpuid", "total_mem", "cmdline", "event_desc", "cpu_topology", "numa_topology",
+        "branch_stack", "pmu_mappings", "group_desc", "auxtrace", "stat", "cache", "sample_time",
+        "mem_topology", "clockid", "dir_format", "bpf_prog_info", "bpf_btf", "compressed",
+        "cpu_pmu_caps", "clock_data", "hybrid_topology", "pmu_caps",
+    ];
+    const SIMPLEPERF: [&str; 7] =
+        ["file", "meta_info", "debug_unwind", "debug_unwind_file", "file2", "etm_branch_list", "init_map"];
+    if let Some(i) = NAMES.iter().position(|n| *n == name) {
+        return Some(i as u32 + 1);
+    }
+    SIMPLEPERF.iter().position(|n| *n == name).map(|i| i as u32 + 128)
+}

@@ -23,5 +23,6 @@ pub mod feature;
 pub mod header;
 pub mod mapped;
 pub mod sections;
+pub mod tracing;
 
 pub use sections::{jitdump_pid, JitReads, JitSymfile, RecordingInfo, SymfileKind};

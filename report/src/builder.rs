@@ -7,10 +7,10 @@
 use std::collections::HashMap;
 
 use crate::error::Error;
-use crate::model::{DsoKind, ExecType, Model};
+use crate::model::{DsoKind, Model};
 use crate::options::{OffCpuMode, ReportOptions};
 use crate::profile::{
-    EventDesc, Info, Names, Profile, Row, Sample, Section, StackCount, StackId, Thread, Unit,
+    Detail, EventDesc, Info, Names, Place, Profile, Row, Sample, Section, StackCount, StackId, Thread, Unit,
 };
 use crate::resolve::{AddrId, Func, FuncId, Symbolized};
 
@@ -31,6 +31,7 @@ struct Pending {
     thread: Thread,
     cpu: u32,
     stack: StackId,
+    detail: Detail,
 }
 
 #[derive(Default)]
@@ -59,17 +60,27 @@ pub struct ProfileBuilder {
     /// fork and exit records), so what its ring lost are those, not samples.
     sideband: Vec<bool>,
     lost_sideband: u64,
+    /// Keep each sample's frame places and tracepoint data (`Needs::places`).
+    keep_places: bool,
+    placed: Vec<Vec<Place>>,
+    placed_index: rustc_hash::FxHashMap<Vec<Place>, u32>,
+    raw_data: Vec<Box<[u8]>>,
+    /// `--aggregate-threads` patterns, and the thread each stands for once seen.
+    aggregate: Vec<regex::Regex>,
+    aggregated: Vec<Option<Thread>>,
+    /// `--proguard-mapping-file`: Java names shown as they were written.
+    proguard: Option<crate::proguard::ProguardMapping>,
 }
 
 impl ProfileBuilder {
     /// A builder for a recording with these events. `off_cpu_recording` says the recording was
-    /// made for off-CPU weighting (rperf's or simpleperf's `--trace-offcpu`); `keep_rows` keeps
+    /// made for off-CPU weighting (rperf's or simpleperf's `--trace-offcpu`); `needs` says whether to keep
     /// every sample besides the distinct stacks.
     pub fn new(
         events: &[EventDesc],
         off_cpu_recording: bool,
         opts: &ReportOptions,
-        keep_rows: bool,
+        needs: crate::options::Needs,
     ) -> Result<ProfileBuilder, Error> {
         let (sections, timing) = if off_cpu_recording {
             let (s, t) = time_sections(events, opts.trace_offcpu)?;
@@ -91,6 +102,10 @@ impl ProfileBuilder {
             }
         };
         let counts = sections.iter().map(|_| SectionCounts::default()).collect();
+        let mut proguard: Option<crate::proguard::ProguardMapping> = None;
+        for path in &opts.proguard_mappings {
+            proguard.get_or_insert_with(Default::default).add(path)?;
+        }
         Ok(ProfileBuilder {
             sections,
             counts,
@@ -101,12 +116,19 @@ impl ProfileBuilder {
             stack_index: Default::default(),
             filters: opts.filters.clone(),
             max_stack: opts.max_stack,
-            keep_rows,
+            keep_rows: needs.samples || needs.places,
             children: opts.children,
             show_art_frames: opts.show_art_frames,
             only,
             sideband: events.iter().map(|e| e.type_ == 1 && e.config == 9).collect(),
             lost_sideband: 0,
+            keep_places: needs.places,
+            placed: vec![Vec::new()],
+            placed_index: Default::default(),
+            raw_data: vec![Box::default()],
+            aggregate: opts.aggregate_threads.clone(),
+            aggregated: vec![None; opts.aggregate_threads.len()],
+            proguard,
         })
     }
 
@@ -120,10 +142,11 @@ impl ProfileBuilder {
         }
         let addrs = &s.addrs[..s.addrs.len().min(self.max_stack.max(1))];
         let stack = self.intern_stack(addrs);
+        let detail = if self.keep_places { self.detail(&s.places[..addrs.len().min(s.places.len())], s.raw) } else { Detail::default() };
         let Some(tr) = &self.timing else {
             if s.attr < self.sections.len() {
                 self.sections[s.attr].truncated += u64::from(s.truncated);
-                self.commit(model, s.attr, s.thread, s.cpu, s.time, stack, false, s.period);
+                self.commit(model, s.attr, s.thread, s.cpu, s.time, stack, false, s.period, detail);
             }
             return;
         };
@@ -134,7 +157,7 @@ impl ProfileBuilder {
         if let Some(sec) = if switch { tr.off_section } else { tr.on_section } {
             self.sections[sec].truncated += u64::from(s.truncated);
         }
-        let this = Pending { time: s.time, switch, thread: s.thread, cpu: s.cpu, stack };
+        let this = Pending { time: s.time, switch, thread: s.thread, cpu: s.cpu, stack, detail };
         if let Some(prev) = self.pending.insert(s.thread.tid, this) {
             // Counted under the thread's name when its time ends, as simpleperf counts it: time
             // that ran into an exec is the new program's.
@@ -166,6 +189,27 @@ impl ProfileBuilder {
         }
     }
 
+    /// A sample's places and tracepoint data, kept.
+    fn detail(&mut self, places: &[Place], raw: Option<&[u8]>) -> Detail {
+        let placed = match self.placed_index.get(places) {
+            Some(&id) => id,
+            None => {
+                let id = self.placed.len() as u32;
+                self.placed.push(places.to_vec());
+                self.placed_index.insert(places.to_vec(), id);
+                id
+            }
+        };
+        let raw = match raw {
+            Some(r) => {
+                self.raw_data.push(r.into());
+                (self.raw_data.len() - 1) as u32
+            }
+            None => 0,
+        };
+        Detail { placed, raw }
+    }
+
     fn intern_stack(&mut self, addrs: &[AddrId]) -> StackId {
         if let Some(&id) = self.stack_index.get(addrs) {
             return id;
@@ -181,7 +225,7 @@ impl ProfileBuilder {
         let Some(tr) = &self.timing else { return };
         let Some(sec) = (if prev.switch { tr.off_section } else { tr.on_section }) else { return };
         let weight = until.saturating_sub(prev.time);
-        self.commit(model, sec, prev.thread, prev.cpu, prev.time, prev.stack, prev.switch, weight);
+        self.commit(model, sec, prev.thread, prev.cpu, prev.time, prev.stack, prev.switch, weight, prev.detail);
     }
 
     /// Counts a weighed sample into a section, when it passes the thread filters.
@@ -196,6 +240,7 @@ impl ProfileBuilder {
         stack: StackId,
         off_cpu: bool,
         weight: u64,
+        detail: Detail,
     ) {
         let f = &self.filters;
         if let Some((start, end)) = f.time {
@@ -205,20 +250,38 @@ impl ProfileBuilder {
                 return;
             }
         }
+        let thread_name = &model.strings[thread.comm as usize];
+        let process_name = || model.threads.get(&thread.pid).map_or("", |t| &model.strings[t.comm as usize]);
+        let any = |res: &[regex::Regex], name: &str| res.iter().any(|r| r.is_match(name));
         if (!f.pids.is_empty() && !f.pids.contains(&thread.pid))
             || (!f.tids.is_empty() && !f.tids.contains(&thread.tid))
             || (!f.cpus.is_empty() && !f.cpus.contains(&cpu))
-            || (!f.comms.is_empty() && !f.comms.iter().any(|c| *c == model.strings[thread.comm as usize]))
+            || (!f.comms.is_empty() && !f.comms.iter().any(|c| c == thread_name))
+            || f.exclude_pids.contains(&thread.pid)
+            || f.exclude_tids.contains(&thread.tid)
+            || (!f.thread_names.is_empty() && !any(&f.thread_names, thread_name))
+            || any(&f.exclude_thread_names, thread_name)
+            || (!f.process_names.is_empty() && !any(&f.process_names, process_name()))
+            || any(&f.exclude_process_names, process_name())
+            || f.time_ranges.as_ref().is_some_and(|r| !r.keeps(thread.pid, thread.tid, time))
         {
             return;
         }
+        let thread = self.aggregate(thread, thread_name);
         let c = &mut self.counts[sec];
         let e = c.counts.entry((thread, stack, off_cpu)).or_default();
         e.0 = e.0.saturating_add(1);
         e.1 = e.1.saturating_add(weight);
         if self.keep_rows {
-            c.rows.push(Row { time, thread, cpu, stack, off_cpu, weight });
+            c.rows.push(Row { time, thread, cpu, stack, off_cpu, weight, detail });
         }
+    }
+
+    /// The thread a sample counts under: with `--aggregate-threads`, the first thread seen
+    /// whose name matches the same pattern.
+    fn aggregate(&mut self, thread: Thread, name: &str) -> Thread {
+        let Some(i) = self.aggregate.iter().position(|r| r.is_match(name)) else { return thread };
+        *self.aggregated[i].get_or_insert(thread)
     }
 
     /// Ends the recording: threads still alive get their last weights, frames are named (by
@@ -241,11 +304,27 @@ impl ProfileBuilder {
             funcs.push(Func { dso, name: "[off-cpu]".into(), inlined: false, system: None });
             (funcs.len() - 1) as FuncId
         });
+        if let Some(m) = &self.proguard {
+            for f in funcs.iter_mut() {
+                if let Some(name) = m.deobfuscate(&f.name) {
+                    f.name = name;
+                }
+            }
+        }
         let names = Names { comms: model.strings, dsos: model.dsos, funcs, srclines, files };
         // Java stacks read as methods (ART's frames hidden unless asked for).
         let shaper = crate::java::Shaper::new(&names, &symbols, self.show_art_frames);
-        let (stacks, stack_exec): (Vec<Vec<AddrId>>, Vec<Vec<ExecType>>) =
-            std::mem::take(&mut self.stacks).into_iter().map(|addrs| shaper.shape(addrs)).unzip();
+        let mut stacks = Vec::with_capacity(self.stacks.len());
+        let mut stack_exec = Vec::with_capacity(self.stacks.len());
+        let mut stack_origin = Vec::new();
+        for addrs in std::mem::take(&mut self.stacks) {
+            let (addrs, exec, origin) = shaper.shape(addrs);
+            stacks.push(addrs);
+            stack_exec.push(exec);
+            if self.keep_places {
+                stack_origin.push(origin);
+            }
+        }
         drop(shaper);
         let stack_funcs: Vec<Vec<FuncId>> = stacks
             .iter()
@@ -291,6 +370,10 @@ impl ProfileBuilder {
             off_cpu_marker,
             lost_sideband: self.lost_sideband,
             warnings,
+            placed: std::mem::take(&mut self.placed),
+            stack_origin,
+            raw_data: std::mem::take(&mut self.raw_data),
+            unnamed: Default::default(),
         }
     }
 }
@@ -379,6 +462,9 @@ fn time_sections(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::Needs;
+
+    const ROWS: Needs = Needs { samples: true, lines: false, places: false };
 
     fn events() -> Vec<EventDesc> {
         vec![
@@ -410,7 +496,7 @@ mod tests {
         let mut model = Model::default();
         let comm = model.intern("t");
         let thread = Thread { comm, pid: 1, tid: 1 };
-        let mut b = ProfileBuilder::new(&events(), true, &opts, true).unwrap();
+        let mut b = ProfileBuilder::new(&events(), true, &opts, ROWS).unwrap();
         let sample = |attr, time, addrs: &'static [AddrId]| Sample {
             attr,
             time,
@@ -419,6 +505,8 @@ mod tests {
             period: 1000,
             addrs,
             truncated: false,
+            places: &[],
+            raw: None,
         };
         b.add_sample(&model, &sample(0, 10_000, &[0]));
         b.add_sample(&model, &sample(1, 11_000, &[1]));
@@ -442,12 +530,12 @@ mod tests {
     #[test]
     fn other_recordings_keep_one_section_per_event() {
         let opts = ReportOptions::default();
-        let b = ProfileBuilder::new(&events(), false, &opts, false).unwrap();
+        let b = ProfileBuilder::new(&events(), false, &opts, Needs::default()).unwrap();
         let p = finish(b, Model::default());
         assert_eq!(p.sections.len(), 3);
         assert!(p.sections.iter().all(|s| s.unit == Unit::Events));
         let opts = ReportOptions { trace_offcpu: Some(OffCpuMode::OffCpu), ..Default::default() };
-        assert!(ProfileBuilder::new(&events(), false, &opts, false).is_err());
+        assert!(ProfileBuilder::new(&events(), false, &opts, Needs::default()).is_err());
     }
 
     #[test]
@@ -456,12 +544,12 @@ mod tests {
         opts.filters.tids = vec![2];
         let mut model = Model::default();
         let comm = model.intern("t");
-        let mut b = ProfileBuilder::new(&events()[..1], false, &opts, true).unwrap();
+        let mut b = ProfileBuilder::new(&events()[..1], false, &opts, ROWS).unwrap();
         for tid in [1, 2, 2] {
             let thread = Thread { comm, pid: 1, tid };
             b.add_sample(
                 &model,
-                &Sample { attr: 0, time: 5, thread, cpu: 0, period: 7, addrs: &[0, 1, 2], truncated: false },
+                &Sample { attr: 0, time: 5, thread, cpu: 0, period: 7, addrs: &[0, 1, 2], truncated: false, places: &[], raw: None },
             );
         }
         let p = finish(b, model);

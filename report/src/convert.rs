@@ -17,7 +17,7 @@ use crate::builder::ProfileBuilder;
 use crate::load::Recording;
 use crate::model::Model;
 use crate::options::ReportOptions;
-use crate::profile::{Info, Profile, Sample, Thread};
+use crate::profile::{Info, Place, Profile, Sample, Thread};
 use crate::resolve::{AddrId, JitSources, KernelSource, ResolveConfig, Resolver};
 use crate::Error;
 
@@ -34,13 +34,22 @@ pub struct Converter {
     frames: Vec<AddrId>,
     /// The call chain of the sample at hand, reused likewise (on one thread).
     chain: Vec<ChainFrame>,
+    /// Each sample keeps its frames' places (run-time addresses and mappings) and tracepoint
+    /// data; those of the sample at hand.
+    keep_places: bool,
+    places: Vec<Place>,
 }
 
 /// Reads every record of `rec` and returns the profile.
-pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Error> {
+pub fn convert(rec: Recording, opts: &ReportOptions) -> Result<Profile, Error> {
+    convert_with(rec, opts, opts.format.needs())
+}
+
+/// Reads every record of `rec` and returns the profile, keeping what `needs` says.
+pub fn convert_with(mut rec: Recording, opts: &ReportOptions, needs: crate::options::Needs) -> Result<Profile, Error> {
     let path = &opts.input;
-    let profile = ProfileBuilder::new(&rec.events, rec.off_cpu, opts, opts.format.needs().samples)?;
-    let mut c = Converter::new(&mut rec, opts, profile)?;
+    let profile = ProfileBuilder::new(&rec.events, rec.off_cpu, opts, needs)?;
+    let mut c = Converter::new(&mut rec, opts, profile, needs)?;
     let mut warnings = std::mem::take(&mut rec.warnings);
     let mut progress = crate::progress::Progress::new(rec.len, rec.reading.position.clone());
     c.read_records(rec.records, &rec.event_of_id, opts, &mut progress, &mut warnings)?;
@@ -70,16 +79,22 @@ pub fn convert(mut rec: Recording, opts: &ReportOptions) -> Result<Profile, Erro
     );
     progress.finish();
     warnings.extend(unnamed_warning(&profile, resolver.unnamed()));
+    let unnamed = resolver.unnamed().clone();
     warnings.extend(rperf_symbols::cache::take_warning());
     let mut profile = profile;
     warnings.append(&mut profile.warnings);
-    Ok(Profile { warnings, ..profile })
+    Ok(Profile { warnings, unnamed, ..profile })
 }
 
 impl Converter {
     /// A converter for `rec`: its binaries found as `opts` says, its kernel's symbols, the JIT
     /// sources and symbols it stores.
-    fn new(rec: &mut Recording, opts: &ReportOptions, profile: ProfileBuilder) -> Result<Converter, Error> {
+    fn new(
+        rec: &mut Recording,
+        opts: &ReportOptions,
+        profile: ProfileBuilder,
+        needs: crate::options::Needs,
+    ) -> Result<Converter, Error> {
         let this_kernel = recorded_on_this_kernel(&rec.perf_file) || rec.cut_short_here;
         let kernel = kernel_symbols(opts, &rec.perf_file, &rec.stored_symbols, this_kernel)?;
         let mut finder = BinaryFinder::new(opts.symfs.as_deref());
@@ -101,7 +116,7 @@ impl Converter {
             trust_any_owner: opts.force,
             show_ip: opts.show_ip,
             want_srclines: opts.sort.contains(&crate::SortKey::Srcline),
-            want_lines: opts.format.needs().lines,
+            want_lines: needs.lines,
         };
         let mut jit = JitSources::default();
         if let Some(d) = section(rperf_perfdata::feature::RPERF_JIT_SYMFILES) {
@@ -122,6 +137,8 @@ impl Converter {
             arch: rec.arch,
             frames: Vec::new(),
             chain: Vec::new(),
+            keep_places: needs.places,
+            places: Vec::new(),
         })
     }
 
@@ -309,6 +326,11 @@ impl Converter {
         let (pid, tid, time) = (d.pid, d.tid, d.time);
         let chain = &d.chain[..d.chain.len().min(max_stack)];
         self.resolver.frames(&mut self.model, pid, chain, time, &mut self.frames);
+        self.places.clear();
+        if self.keep_places {
+            let model = &self.model;
+            self.places.extend(chain.iter().map(|f| place(model, pid, f)));
+        }
         let comm = self.model.comm_of(pid, tid);
         let sample = Sample {
             attr: d.attr,
@@ -318,10 +340,23 @@ impl Converter {
             period: d.period,
             addrs: &self.frames,
             truncated: d.truncated,
+            places: &self.places,
+            raw: if self.keep_places { d.raw.as_deref() } else { None },
         };
         self.profile.add_sample(&self.model, &sample);
         d.chain
     }
+}
+
+/// Where a frame ran: its address as recorded and the mapping that held it.
+fn place(model: &Model, pid: i32, f: &ChainFrame) -> Place {
+    let ip = f.addr.addr();
+    let space = match f.context {
+        Context::Kernel => Some(&model.kernel),
+        _ => model.processes.get(&pid),
+    };
+    let map = space.and_then(|s| s.find(f.addr.lookup())).map_or((0, 0, 0), |m| (m.start, m.end, m.pgoff));
+    Place { ip, map }
 }
 
 /// How many samples ahead of the one at hand the converter asks for a sample's memory.
@@ -363,6 +398,8 @@ struct Decoded<'a> {
     user: Option<(Regs, std::borrow::Cow<'a, [u8]>)>,
     /// Its unwinding stopped early.
     truncated: bool,
+    /// Its tracepoint data.
+    raw: Option<std::borrow::Cow<'a, [u8]>>,
 }
 
 impl<'a> Decoded<'a> {
@@ -387,7 +424,8 @@ impl<'a> Decoded<'a> {
     /// The same, holding its own copy of the stack.
     fn into_owned(self) -> Decoded<'static> {
         let user = self.user.map(|(regs, stack)| (regs, std::borrow::Cow::Owned(stack.into_owned())));
-        Decoded { user, ..self }
+        let raw = self.raw.map(|r| std::borrow::Cow::Owned(r.into_owned()));
+        Decoded { user, raw, ..self }
     }
 
     /// Unwinds the user stack with the unwinder of its process (None: a process the recording
@@ -469,6 +507,7 @@ fn decoded<'a>(
         chain,
         user,
         truncated: false,
+        raw: s.raw.map(|r| r.as_slice()),
     }
 }
 

@@ -55,6 +55,14 @@ pub enum Error {
         /// Why it is not read.
         why: String,
     },
+    /// `--proguard-mapping-file` names a file that is not a mapping.
+    #[error("--proguard-mapping-file {}: {why}; give the mapping.txt R8 or ProGuard wrote for this build", path.display())]
+    Proguard {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 /// Why a file is not a readable recording.

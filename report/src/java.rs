@@ -47,12 +47,13 @@ impl<'a> Shaper<'a> {
     }
 
     /// The stack `addrs` (innermost first) as reports show it, with each frame's execution
-    /// type. Stacks without Java methods come back as they are.
-    pub fn shape(&self, addrs: Vec<AddrId>) -> (Vec<AddrId>, Vec<ExecType>) {
+    /// type and its index in `addrs`. Stacks without Java methods come back as they are.
+    pub fn shape(&self, addrs: Vec<AddrId>) -> (Vec<AddrId>, Vec<ExecType>, Vec<u32>) {
         let unit = |a: AddrId| self.units[a as usize];
         let mut types: Vec<ExecType> = addrs.iter().map(|&a| unit(a).exec).collect();
         if !types.iter().any(|t| t.is_java()) {
-            return (addrs, types);
+            let origin = (0..addrs.len() as u32).collect();
+            return (addrs, types, origin);
         }
         // ART's frames are those of its runtime in an unbroken run beside a Java method: the
         // ones it called (towards the leaf) and the ones that called it.
@@ -86,7 +87,8 @@ impl<'a> Shaper<'a> {
                 types[t - 1] = ExecType::Native;
             }
         }
-        let mut frames: Vec<(AddrId, ExecType)> = addrs.iter().copied().zip(types).collect();
+        let mut frames: Vec<(AddrId, ExecType, u32)> =
+            addrs.iter().copied().zip(types).zip(0..).map(|((a, t), i)| (a, t, i)).collect();
         if !self.show_art {
             frames.retain(|f| f.1 != ExecType::Art);
         }
@@ -102,6 +104,12 @@ impl<'a> Shaper<'a> {
                 i += 1;
             }
         }
-        frames.into_iter().unzip()
+        let mut shaped = (Vec::with_capacity(frames.len()), Vec::with_capacity(frames.len()), Vec::new());
+        for (a, t, i) in frames {
+            shaped.0.push(a);
+            shaped.1.push(t);
+            shaped.2.push(i);
+        }
+        shaped
     }
 }

@@ -27,6 +27,7 @@ mod decode;
 mod dump;
 mod error;
 mod escape;
+mod filter_file;
 mod java;
 mod jit;
 mod load;
@@ -35,21 +36,31 @@ mod options;
 mod output;
 mod profile;
 mod progress;
+mod proguard;
 mod records;
 mod resolve;
 
 pub use annotate::{annotate, AnnotateOptions, FunctionCode};
 pub use dump::dump;
 pub use error::Error;
-pub use load::binaries;
+pub use filter_file::TimeRanges;
+pub use load::{binaries, facts, Facts};
 pub use options::{
     CallOrder, Filters, Format, Needs, OffCpuMode, ReportOptions, SortKey, StackPrefix, TimeBound,
 };
-pub use profile::Profile;
+pub use model::{Dso, DsoKind, ExecType};
+pub use proguard::ProguardMapping;
+pub use profile::{Detail, Place, Profile, Row, Section, Thread, Unit};
 
 /// Reads a recording into a profile: load, convert, symbolize.
 pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
     convert::convert(load::open(opts)?, opts)
+}
+
+/// Reads a recording into a profile that keeps what `needs` says, whatever the format of
+/// `opts` (the report library keeps every sample with its frames' places).
+pub fn load_with(opts: &ReportOptions, needs: Needs) -> Result<Profile, Error> {
+    convert::convert_with(load::open(opts)?, opts, needs)
 }
 
 impl Profile {

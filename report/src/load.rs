@@ -75,6 +75,29 @@ pub fn binaries(path: &Path) -> Result<Vec<(String, Vec<u8>)>, Error> {
     Ok(out)
 }
 
+/// What a recording's header says, read without its records.
+pub struct Facts {
+    /// Made for off-CPU weighting (rperf's or simpleperf's `--trace-offcpu`).
+    pub off_cpu: bool,
+    /// The feature sections it has, by id.
+    pub features: HashMap<u32, Vec<u8>>,
+    /// Build ids by path, as recorded.
+    pub build_ids: HashMap<String, Vec<u8>>,
+}
+
+/// Reads what `path`'s header says.
+pub fn facts(path: &Path) -> Result<Facts, Error> {
+    let opts = ReportOptions { input: path.to_path_buf(), ..Default::default() };
+    let rec = open(&opts)?;
+    let features = rec
+        .perf_file
+        .features()
+        .iter()
+        .filter_map(|f| Some((f.0, rec.perf_file.feature_section_data(f)?.to_vec())))
+        .collect();
+    Ok(Facts { off_cpu: rec.off_cpu, features, build_ids: rec.build_ids })
+}
+
 /// Opens `opts.input` and reads its header and metadata.
 pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
     let path = &opts.input;

@@ -76,9 +76,62 @@ pub struct Filters {
     pub cpus: Vec<u32>,
     /// Only samples taken in `[start, end)` (`--time`); an absent end is open.
     pub time: Option<(Option<TimeBound>, Option<TimeBound>)>,
+    /// Process ids left out.
+    pub exclude_pids: Vec<i32>,
+    /// Thread ids left out.
+    pub exclude_tids: Vec<i32>,
+    /// Processes whose name (its main thread's) contains a match of any of these, when given.
+    pub process_names: Vec<regex::Regex>,
+    /// Processes whose name contains a match of any of these are left out.
+    pub exclude_process_names: Vec<regex::Regex>,
+    /// Threads whose name contains a match of any of these, when given.
+    pub thread_names: Vec<regex::Regex>,
+    /// Threads whose name contains a match of any of these are left out.
+    pub exclude_thread_names: Vec<regex::Regex>,
+    /// Time ranges of a filter file (`--filter-file`, simpleperf's format).
+    pub time_ranges: Option<crate::filter_file::TimeRanges>,
 }
 
 impl Filters {
+    /// Adds one of simpleperf's sample filter options (as its report commands and its report
+    /// library take them): `--cpu LIST`, `--exclude-pid`/`--include-pid`/`--exclude-tid`/
+    /// `--include-tid` `ID,ID,...`, `--exclude-process-name`/`--include-process-name`/
+    /// `--exclude-thread-name`/`--include-thread-name` `REGEX`, `--filter-file FILE`. The error
+    /// names the option and what is wrong with its value.
+    pub fn add_simpleperf_option(&mut self, option: &str, value: &str) -> Result<(), String> {
+        let ids = || -> Result<Vec<i32>, String> {
+            value
+                .split(',')
+                .map(str::trim)
+                .filter(|x| !x.is_empty())
+                .map(|x| x.parse().map_err(|_| format!("{option}: `{}` is not a number", x.escape_debug())))
+                .collect()
+        };
+        let regex = || {
+            regex::Regex::new(value).map_err(|e| format!("{option}: `{}` is not a regular expression: {e}", value.escape_debug()))
+        };
+        match option {
+            "--cpu" => self.cpus.extend(parse_cpu_list(value).map_err(|e| format!("--cpu: {e}"))?),
+            "--exclude-pid" => self.exclude_pids.extend(ids()?),
+            "--exclude-tid" => self.exclude_tids.extend(ids()?),
+            "--include-pid" | "--pid" => self.pids.extend(ids()?),
+            "--include-tid" | "--tid" => self.tids.extend(ids()?),
+            "--exclude-process-name" => self.exclude_process_names.push(regex()?),
+            "--include-process-name" => self.process_names.push(regex()?),
+            "--exclude-thread-name" => self.exclude_thread_names.push(regex()?),
+            "--include-thread-name" | "--comm" => self.thread_names.push(regex()?),
+            "--filter-file" => {
+                let text = std::fs::read_to_string(value)
+                    .map_err(|e| format!("--filter-file {}: {e}", value.escape_debug()))?;
+                let ranges = crate::filter_file::TimeRanges::parse(&text)
+                    .map_err(|e| format!("--filter-file {}: {e}", value.escape_debug()))?;
+                self.time_ranges = Some(ranges);
+            }
+            _ => return Err(format!("unknown sample filter option `{}`", option.escape_debug())),
+        }
+        Ok(())
+    }
+
     /// Which functions the `--dsos` and `--symbols` filters select, by function id; None when
     /// neither is given. A symbol matches in either form, with or without C++ parameters
     /// (`func2` or `func2(int, int)`); a binary by its path or its file name.
@@ -159,6 +212,9 @@ pub enum Format {
     Json,
     /// `perf script`'s default layout: a line per sample, then a line per frame.
     Script,
+    /// simpleperf's report-sample protobuf (`cmd_report_sample.proto`), which Android Studio
+    /// imports.
+    ReportSample,
 }
 
 /// What loading must keep for a format.
@@ -168,6 +224,9 @@ pub struct Needs {
     pub samples: bool,
     /// The format shows each frame's source file and line.
     pub lines: bool,
+    /// Each sample keeps its frames' run-time addresses and mappings and its tracepoint data
+    /// (the report library's per-sample interface).
+    pub places: bool,
 }
 
 /// What rperf knows of a format besides how to render it (`output`): its name, the file
@@ -182,8 +241,8 @@ struct FormatInfo {
     compares: bool,
 }
 
-const NONE: Needs = Needs { samples: false, lines: false };
-const FORMATS: [FormatInfo; 8] = [
+const NONE: Needs = Needs { samples: false, lines: false, places: false };
+const FORMATS: [FormatInfo; 9] = [
     FormatInfo { format: Format::Text, name: "text", endings: &[".txt"], needs: NONE, compares: true },
     FormatInfo { format: Format::Folded, name: "folded", endings: &[".folded"], needs: NONE, compares: true },
     FormatInfo { format: Format::Svg, name: "svg", endings: &[".svg"], needs: NONE, compares: true },
@@ -191,35 +250,42 @@ const FORMATS: [FormatInfo; 8] = [
         format: Format::Html,
         name: "html",
         endings: &[".html", ".htm"],
-        needs: Needs { samples: true, lines: false },
+        needs: Needs { samples: true, lines: false, places: false },
         compares: true,
     },
     FormatInfo {
         format: Format::Pprof,
         name: "pprof",
         endings: &[".pb.gz", ".pprof", ".pb"],
-        needs: Needs { samples: false, lines: true },
+        needs: Needs { samples: false, lines: true, places: false },
         compares: false,
     },
     FormatInfo {
         format: Format::Gecko,
         name: "gecko",
         endings: &[".gecko.json", ".gecko"],
-        needs: Needs { samples: true, lines: false },
+        needs: Needs { samples: true, lines: false, places: false },
         compares: false,
     },
     FormatInfo {
         format: Format::Json,
         name: "json",
         endings: &[".json", ".jsonl"],
-        needs: Needs { samples: true, lines: true },
+        needs: Needs { samples: true, lines: true, places: false },
         compares: false,
     },
     FormatInfo {
         format: Format::Script,
         name: "script",
-        endings: &[],
-        needs: Needs { samples: true, lines: false },
+        endings: &[".script"],
+        needs: Needs { samples: true, lines: false, places: false },
+        compares: false,
+    },
+    FormatInfo {
+        format: Format::ReportSample,
+        name: "report-sample",
+        endings: &[".trace"],
+        needs: Needs { samples: true, lines: false, places: false },
         compares: false,
     },
 ];
@@ -379,6 +445,11 @@ pub struct ReportOptions {
     /// A comparison against this base recording: a table of functions (text), differential
     /// folded stacks, or a differential flamegraph (svg, html). The caller loads it.
     pub diff_base: Option<PathBuf>,
+    /// Threads whose names match the same one of these are counted as one thread (the first
+    /// seen), so that a thread pool reads as one.
+    pub aggregate_threads: Vec<regex::Regex>,
+    /// ProGuard/R8 mapping files: obfuscated Java and Kotlin names are shown as they map.
+    pub proguard_mappings: Vec<PathBuf>,
 }
 
 impl Default for ReportOptions {
@@ -415,6 +486,26 @@ impl Default for ReportOptions {
             show_ip: true,
             full_names: true,
             show_art_frames: false,
+            aggregate_threads: Vec::new(),
+            proguard_mappings: Vec::new(),
         }
     }
+}
+
+/// A CPU list as simpleperf takes it: numbers and ranges, comma-separated (`0,2-3`).
+fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
+    let mut cpus = Vec::new();
+    for item in s.split(',').map(str::trim).filter(|x| !x.is_empty()) {
+        let bad = || format!("`{}` is not a CPU or a range of CPUs", item.escape_debug());
+        let (a, b) = item.split_once('-').unwrap_or((item, item));
+        let (a, b): (u32, u32) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+        if a > b || b - a > 65_536 {
+            return Err(bad());
+        }
+        cpus.extend(a..=b);
+    }
+    if cpus.is_empty() {
+        return Err(format!("`{}` names no CPU", s.escape_debug()));
+    }
+    Ok(cpus)
 }

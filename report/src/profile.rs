@@ -53,6 +53,26 @@ pub struct Row {
     pub off_cpu: bool,
     /// The sample's weight.
     pub weight: u64,
+    /// Its frames' run-time addresses and its tracepoint data, when kept.
+    pub detail: Detail,
+}
+
+/// What the report library shows of a sample besides its stack (`Needs::places`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Detail {
+    /// Its frames' run-time addresses and mappings (`Profile::placed`), 0 when not kept.
+    pub placed: u32,
+    /// Its tracepoint data (`Profile::raw_data`), 0 when none.
+    pub raw: u32,
+}
+
+/// Where a frame ran: its run-time address and the mapping that held it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Place {
+    /// The address as recorded (a return address for callers).
+    pub ip: u64,
+    /// The mapping's start, end (exclusive) and file offset; zeros outside every mapping.
+    pub map: (u64, u64, u64),
 }
 
 /// What a section's weights count.
@@ -183,6 +203,16 @@ pub struct Profile {
     pub lost_sideband: u64,
     /// Non-fatal problems met while reading.
     pub warnings: Vec<String>,
+    /// Run-time places of the frames of recorded stacks, by `Detail::placed` (entry 0 is
+    /// empty): each parallel to the stack as recorded, before ART's frames were hidden.
+    pub placed: Vec<Vec<Place>>,
+    /// For each distinct stack, the index in its recorded stack of each frame shown (empty
+    /// unless places were kept).
+    pub stack_origin: Vec<Vec<u32>>,
+    /// Tracepoint data of samples, by `Detail::raw` (entry 0 is empty).
+    pub raw_data: Vec<Box<[u8]>>,
+    /// Functions that stand for code without a symbol (named `[unknown]` or `BINARY[+hex]`).
+    pub unnamed: std::collections::HashSet<FuncId>,
 }
 
 impl Profile {
@@ -221,6 +251,10 @@ pub struct Sample<'a> {
     pub addrs: &'a [AddrId],
     /// The stack could not be unwound to its end.
     pub truncated: bool,
+    /// Its frames' run-time places, parallel to `addrs`, when kept.
+    pub places: &'a [Place],
+    /// Its tracepoint data, when kept.
+    pub raw: Option<&'a [u8]>,
 }
 
 /// An event of the file.

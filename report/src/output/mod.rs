@@ -8,6 +8,7 @@ mod gecko;
 mod html;
 mod json;
 mod pprof;
+mod report_sample;
 mod script;
 mod text;
 
@@ -47,6 +48,7 @@ pub fn write(
         (Format::Gecko, None) => gecko::write(out, p),
         (Format::Json, None) => json::write(out, p),
         (Format::Script, None) => script::write(out, p),
+        (Format::ReportSample, None) => report_sample::write(out, p),
         (f, Some(_)) => {
             Err(io::Error::other(format!("--diff compares in text, folded, svg or html output, not {f:?}")))
         }

@@ -26,6 +26,8 @@ struct Named {
     /// The address in the binary's own address space (simpleperf's `vaddr_in_file`), when it
     /// could be told.
     vaddr: Option<u64>,
+    /// The containing symbol's start and length, in the same address space.
+    range: Option<(u64, u64)>,
 }
 
 impl Resolver {
@@ -135,6 +137,7 @@ impl Resolver {
             places: Vec::new(),
             srcline: Vec::new(),
             vaddrs: Vec::with_capacity(addrs.len()),
+            ranges: Vec::with_capacity(addrs.len()),
         };
         for (a, named) in addrs.iter().zip(names) {
             let (dso, kind) = (a.dso, a.kind);
@@ -143,6 +146,7 @@ impl Resolver {
             // symbol: the ELF address where the binary tells it, else the place in the mapping.
             let own = a.own(named.vaddr.unwrap_or(a.in_map));
             out.vaddrs.push(own);
+            out.ranges.push(named.range.unwrap_or((own, 0)));
             let func_dso = cache_of.get(&dso).copied().unwrap_or(dso);
             let place_name = || {
                 let path = model.dsos[func_dso as usize].display_name();
@@ -231,7 +235,12 @@ impl Resolver {
 
     /// A symbol's name as reports show it, and as stored.
     fn symbol_names(&self, s: &rperf_symbols::Symbol) -> Named {
-        Named { function: Some(self.demangle(&s.name)), system: Some(s.name.clone()), ..Default::default() }
+        Named {
+            function: Some(self.demangle(&s.name)),
+            system: Some(s.name.clone()),
+            range: Some((s.start, s.end.saturating_sub(s.start))),
+            ..Default::default()
+        }
     }
 
     fn name_of(&self, model: &Model, at: &FrameAddr) -> Named {
@@ -350,6 +359,7 @@ impl Resolver {
             Some(s) => (Some(self.demangle(&s.name)), Some(s.name.clone())),
             None => (outer.raw_name.as_deref().map(|n| self.demangle(n)), outer.raw_name.clone()),
         };
-        Some(Named { inlined, function, system, place: place(at), srcline, vaddr: Some(vaddr) })
+        let range = symbol.map(|s| (s.start, s.end.saturating_sub(s.start)));
+        Some(Named { inlined, function, system, place: place(at), srcline, vaddr: Some(vaddr), range })
     }
 }

@@ -95,6 +95,9 @@ pub struct Symbolized {
     /// Each frame address in its binary's own address space (simpleperf's `vaddr_in_file`):
     /// the ELF virtual address where the binary or its stored symbols tell it, else the place.
     pub(super) vaddrs: Vec<u64>,
+    /// The start and length of each frame address's containing symbol, in the address space
+    /// of `vaddrs` (the address itself and 0 without a symbol).
+    pub(super) ranges: Vec<(u64, u64)>,
 }
 
 impl Symbolized {
@@ -107,6 +110,12 @@ impl Symbolized {
     /// Frame address `a` in its binary's own address space (simpleperf's `vaddr_in_file`).
     pub fn vaddr_in_file(&self, a: AddrId) -> u64 {
         self.vaddrs[a as usize]
+    }
+
+    /// The start and length of the symbol containing frame address `a`, in the address space
+    /// of `vaddr_in_file` (the address itself and 0 when no symbol holds it).
+    pub fn symbol_range(&self, a: AddrId) -> (u64, u64) {
+        self.ranges[a as usize]
     }
 
     /// How many frame addresses there are.
@@ -124,6 +133,7 @@ impl Symbolized {
             places: Vec::new(),
             srcline: vec![0; n],
             vaddrs: (0..n as u64).collect(),
+            ranges: (0..n as u64).map(|i| (i, 0)).collect(),
         }
     }
 

@@ -1,0 +1,341 @@
+//! The exported functions and structs, with the layouts `simpleperf_report_lib.py` declares.
+//! Each function checks its arguments, runs under `guard` (an error or a panic becomes a
+//! message on stderr and the error return) and hands the work to the session.
+
+use std::ffi::{c_char, c_int, CStr};
+use std::path::PathBuf;
+
+use crate::frames::Session;
+
+/// A sample (`SampleStruct`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Sample {
+    pub ip: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub thread_comm: *const c_char,
+    pub time: u64,
+    pub in_kernel: u32,
+    pub cpu: u32,
+    pub period: u64,
+}
+
+impl Default for Sample {
+    fn default() -> Self {
+        Sample { ip: 0, pid: 0, tid: 0, thread_comm: std::ptr::null(), time: 0, in_kernel: 0, cpu: 0, period: 0 }
+    }
+}
+
+/// One field of a tracepoint's data (`TracingFieldFormatStruct`).
+#[repr(C)]
+pub struct TracingFieldFormat {
+    pub name: *const c_char,
+    pub offset: u32,
+    pub elem_size: u32,
+    pub elem_count: u32,
+    pub is_signed: u32,
+    pub is_dynamic: u32,
+}
+
+/// A tracepoint's data format (`TracingDataFormatStruct`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct TracingDataFormat {
+    pub size: u32,
+    pub field_count: u32,
+    pub fields: *const TracingFieldFormat,
+}
+
+/// The event of a sample (`EventStruct`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Event {
+    pub name: *const c_char,
+    pub tracing_data_format: TracingDataFormat,
+}
+
+impl Default for Event {
+    fn default() -> Self {
+        let format = TracingDataFormat { size: 0, field_count: 0, fields: std::ptr::null() };
+        Event { name: std::ptr::null(), tracing_data_format: format }
+    }
+}
+
+/// The mapping that held a frame (`MappingStruct`).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    pub pgoff: u64,
+}
+
+/// A frame's binary and function (`SymbolStruct`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Symbol {
+    pub dso_name: *const c_char,
+    pub vaddr_in_file: u64,
+    pub symbol_name: *const c_char,
+    pub symbol_addr: u64,
+    pub symbol_len: u64,
+    pub mapping: *const Mapping,
+}
+
+impl Default for Symbol {
+    fn default() -> Self {
+        Symbol {
+            dso_name: std::ptr::null(),
+            vaddr_in_file: 0,
+            symbol_name: std::ptr::null(),
+            symbol_addr: 0,
+            symbol_len: 0,
+            mapping: std::ptr::null(),
+        }
+    }
+}
+
+/// A caller frame (`CallChainEntryStructure`).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct CallChainEntry {
+    pub ip: u64,
+    pub symbol: Symbol,
+}
+
+/// The callers of a sample, innermost first (`CallChainStructure`).
+#[repr(C)]
+pub struct CallChain {
+    pub nr: u32,
+    pub entries: *const CallChainEntry,
+}
+
+/// A feature section's bytes (`FeatureSectionStructure`).
+#[repr(C)]
+pub struct FeatureSection {
+    pub data: *const c_char,
+    pub data_size: u32,
+}
+
+/// The handle callers hold.
+pub struct ReportLib {
+    session: Session,
+}
+
+/// Runs `f` on the handle; an error or a panic is reported on stderr as `what` failing, and
+/// gives `failed`.
+fn guard<T>(lib: *mut ReportLib, what: &str, failed: T, f: impl FnOnce(&mut Session) -> Result<T, String>) -> T {
+    if lib.is_null() {
+        eprintln!("rperf report library: {what}: the handle is null (CreateReportLib gives one)");
+        return failed;
+    }
+    // SAFETY: a non-null handle comes from CreateReportLib and is used by one thread at a
+    // time, as simpleperf's library requires of its callers.
+    let session = unsafe { &mut (*lib).session };
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(session))) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            eprintln!("rperf report library: {what}: {e}");
+            failed
+        }
+        Err(_) => {
+            eprintln!("rperf report library: {what}: internal error (see the message above); the call had no effect");
+            failed
+        }
+    }
+}
+
+/// A string argument.
+fn text<'a>(s: *const c_char, what: &str) -> Result<&'a str, String> {
+    if s.is_null() {
+        return Err(format!("{what} is null"));
+    }
+    // SAFETY: callers pass NUL-terminated strings, as the interface requires.
+    let s = unsafe { CStr::from_ptr(s) };
+    s.to_str().map_err(|_| format!("{what} is not UTF-8: {:?}", s))
+}
+
+/// A list argument: `n` strings.
+fn texts<'a>(list: *const *const c_char, n: c_int, what: &str) -> Result<Vec<&'a str>, String> {
+    if n < 0 || (n > 0 && list.is_null()) {
+        return Err(format!("{what}: a list of {n} strings at {list:?}"));
+    }
+    // SAFETY: `list` holds `n` string pointers, as the interface requires.
+    let items = unsafe { std::slice::from_raw_parts(list, n as usize) };
+    items.iter().map(|&s| text(s, what)).collect()
+}
+
+#[no_mangle]
+pub extern "C" fn CreateReportLib() -> *mut ReportLib {
+    std::panic::catch_unwind(|| Box::into_raw(Box::new(ReportLib { session: Session::default() })))
+        .unwrap_or(std::ptr::null_mut())
+}
+
+#[no_mangle]
+pub extern "C" fn DestroyReportLib(lib: *mut ReportLib) {
+    if !lib.is_null() {
+        // SAFETY: the handle came from CreateReportLib and is not used again.
+        drop(unsafe { Box::from_raw(lib) });
+    }
+}
+
+#[no_mangle]
+pub extern "C" fn SetLogSeverity(lib: *mut ReportLib, level: *const c_char) -> bool {
+    guard(lib, "SetLogSeverity", false, |_| {
+        let level = text(level, "the log level")?;
+        match level {
+            "verbose" | "debug" | "info" | "warning" | "error" | "fatal" => Ok(true),
+            l => Err(format!("unknown log level `{}`: use verbose, debug, info, warning, error or fatal", l.escape_debug())),
+        }
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn SetSymfs(lib: *mut ReportLib, dir: *const c_char) -> bool {
+    guard(lib, "SetSymfs", false, |s| {
+        s.settable("SetSymfs")?;
+        let dir = PathBuf::from(text(dir, "the symfs folder")?);
+        if !dir.is_dir() {
+            return Err(format!("{} is not a folder", dir.display()));
+        }
+        s.opts.symfs = Some(dir);
+        Ok(true)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn SetRecordFile(lib: *mut ReportLib, file: *const c_char) -> bool {
+    guard(lib, "SetRecordFile", false, |s| {
+        s.set_record_file(PathBuf::from(text(file, "the record file")?))?;
+        Ok(true)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn SetKallsymsFile(lib: *mut ReportLib, file: *const c_char) -> bool {
+    guard(lib, "SetKallsymsFile", false, |s| {
+        s.settable("SetKallsymsFile")?;
+        let file = PathBuf::from(text(file, "the kallsyms file")?);
+        std::fs::metadata(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        s.opts.kallsyms = Some(file);
+        Ok(true)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn ShowIpForUnknownSymbol(lib: *mut ReportLib) {
+    guard(lib, "ShowIpForUnknownSymbol", (), |s| {
+        s.settable("ShowIpForUnknownSymbol")?;
+        s.show_ip = true;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn ShowArtFrames(lib: *mut ReportLib, show: c_int) {
+    guard(lib, "ShowArtFrames", (), |s| {
+        s.settable("ShowArtFrames")?;
+        s.opts.show_art_frames = show != 0;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn MergeJavaMethods(lib: *mut ReportLib, merge: c_int) {
+    guard(lib, "MergeJavaMethods", (), |s| {
+        s.settable("MergeJavaMethods")?;
+        s.merge_java = merge != 0;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn AddProguardMappingFile(lib: *mut ReportLib, file: *const c_char) -> bool {
+    guard(lib, "AddProguardMappingFile", false, |s| {
+        s.settable("AddProguardMappingFile")?;
+        let file = PathBuf::from(text(file, "the mapping file")?);
+        report::ProguardMapping::read(&file).map_err(|e| e.to_string())?;
+        s.opts.proguard_mappings.push(file);
+        Ok(true)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn GetSupportedTraceOffCpuModes(lib: *mut ReportLib) -> *const c_char {
+    guard(lib, "GetSupportedTraceOffCpuModes", std::ptr::null(), |s| s.off_cpu_modes())
+}
+
+#[no_mangle]
+pub extern "C" fn SetTraceOffCpuMode(lib: *mut ReportLib, mode: *const c_char) -> bool {
+    guard(lib, "SetTraceOffCpuMode", false, |s| {
+        s.set_off_cpu_mode(text(mode, "the mode")?)?;
+        Ok(true)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn SetSampleFilter(lib: *mut ReportLib, filters: *const *const c_char, n: c_int) -> bool {
+    guard(lib, "SetSampleFilter", false, |s| {
+        s.settable("SetSampleFilter")?;
+        let args = texts(filters, n, "the filter options")?;
+        let mut f = s.opts.filters.clone();
+        let mut i = 0;
+        while i < args.len() {
+            let value = args.get(i + 1).ok_or_else(|| format!("{} needs a value", args[i].escape_debug()))?;
+            f.add_simpleperf_option(args[i], value)?;
+            i += 2;
+        }
+        s.opts.filters = f;
+        Ok(true)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn AggregateThreads(lib: *mut ReportLib, regexes: *const *const c_char, n: c_int) -> bool {
+    guard(lib, "AggregateThreads", false, |s| {
+        s.settable("AggregateThreads")?;
+        let patterns = texts(regexes, n, "the thread name patterns")?;
+        let compiled = patterns
+            .iter()
+            .map(|p| regex::Regex::new(p).map_err(|e| format!("`{}` is not a regular expression: {e}", p.escape_debug())))
+            .collect::<Result<Vec<_>, _>>()?;
+        s.opts.aggregate_threads = compiled;
+        Ok(true)
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn GetNextSample(lib: *mut ReportLib) -> *const Sample {
+    guard(lib, "GetNextSample", std::ptr::null(), |s| s.next_sample())
+}
+
+#[no_mangle]
+pub extern "C" fn GetEventOfCurrentSample(lib: *mut ReportLib) -> *const Event {
+    guard(lib, "GetEventOfCurrentSample", std::ptr::null(), |s| s.event())
+}
+
+#[no_mangle]
+pub extern "C" fn GetSymbolOfCurrentSample(lib: *mut ReportLib) -> *const Symbol {
+    guard(lib, "GetSymbolOfCurrentSample", std::ptr::null(), |s| s.symbol())
+}
+
+#[no_mangle]
+pub extern "C" fn GetCallChainOfCurrentSample(lib: *mut ReportLib) -> *const CallChain {
+    guard(lib, "GetCallChainOfCurrentSample", std::ptr::null(), |s| s.callchain())
+}
+
+#[no_mangle]
+pub extern "C" fn GetTracingDataOfCurrentSample(lib: *mut ReportLib) -> *const c_char {
+    guard(lib, "GetTracingDataOfCurrentSample", std::ptr::null(), |s| s.tracing_data())
+}
+
+#[no_mangle]
+pub extern "C" fn GetBuildIdForPath(lib: *mut ReportLib, path: *const c_char) -> *const c_char {
+    guard(lib, "GetBuildIdForPath", std::ptr::null(), |s| s.build_id(text(path, "the path")?))
+}
+
+#[no_mangle]
+pub extern "C" fn GetFeatureSection(lib: *mut ReportLib, name: *const c_char) -> *const FeatureSection {
+    guard(lib, "GetFeatureSection", std::ptr::null(), |s| s.feature(text(name, "the feature name")?))
+}

@@ -1,0 +1,410 @@
+//! A report library session: its settings, the profile once read, the sample at hand and the
+//! C structs that describe it (kept here, so that what callers are given stays valid until
+//! their next call).
+
+use std::collections::HashMap;
+use std::ffi::{c_char, CString};
+use std::path::PathBuf;
+
+use report::{Needs, OffCpuMode, Profile, ReportOptions};
+
+use crate::api::{CallChain, CallChainEntry, Event, FeatureSection, Mapping, Sample, Symbol};
+use crate::api::{TracingDataFormat, TracingFieldFormat};
+
+/// A handle's state.
+pub struct Session {
+    pub opts: ReportOptions,
+    /// Java methods compiled at run time are shown as the dex methods they were compiled from
+    /// (simpleperf's default).
+    pub merge_java: bool,
+    /// Code without a symbol is named `BINARY[+hex]` rather than `unknown`.
+    pub show_ip: bool,
+    loaded: Option<Loaded>,
+    facts: Option<report::Facts>,
+    /// Strings handed out: kept for the session.
+    strings: Strings,
+    current: Current,
+    /// Answers of calls that return a string or a struct, kept until the next such call.
+    modes: CString,
+    build_id: CString,
+    feature: FeatureSection,
+}
+
+/// The profile and where the caller is in it.
+struct Loaded {
+    profile: Profile,
+    /// Every sample of the sections shown, in time order: (section, row).
+    order: Vec<(u32, u32)>,
+    next: usize,
+    /// Per section: the event as the library names it, with its tracepoint format.
+    events: Vec<EventInfo>,
+    /// For each frame address shown as a Java method compiled at run time, the dex method it
+    /// stands for: (binary, function, symbol start).
+    java: HashMap<u32, (u32, u32, u64)>,
+}
+
+struct EventInfo {
+    name: CString,
+    fields: Vec<TracingFieldFormat>,
+    size: u32,
+    _names: Vec<CString>,
+}
+
+/// The C view of the sample at hand.
+struct Current {
+    sample: Sample,
+    symbol: Symbol,
+    event: Event,
+    mappings: Vec<Mapping>,
+    entries: Vec<CallChainEntry>,
+    chain: CallChain,
+    raw: Option<(u32, u32)>,
+    /// (section, row) of the sample at hand.
+    at: Option<(u32, u32)>,
+}
+
+#[derive(Default)]
+struct Strings {
+    dsos: HashMap<u32, CString>,
+    funcs: HashMap<(u32, bool), CString>,
+    comms: HashMap<u32, CString>,
+    unknown: HashMap<(u32, u64), CString>,
+}
+
+impl Strings {
+    fn get<K: std::hash::Hash + Eq>(map: &mut HashMap<K, CString>, key: K, make: impl FnOnce() -> String) -> *const c_char {
+        map.entry(key).or_insert_with(|| c_string(make())).as_ptr()
+    }
+}
+
+/// A C string of `s`, its NUL bytes (which a C string cannot hold) shown as `\0`.
+pub fn c_string(s: String) -> CString {
+    CString::new(s).unwrap_or_else(|e| {
+        let s = String::from_utf8_lossy(&e.into_vec()).replace('\0', "\\0");
+        CString::new(s).expect("no NUL left")
+    })
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        let opts = ReportOptions {
+            input: PathBuf::from("perf.data"),
+            // One entry per address, named by the containing function (as simpleperf's
+            // library names frames); ART's frames hidden unless asked for.
+            inline: false,
+            show_ip: false,
+            show_art_frames: false,
+            ..Default::default()
+        };
+        Session {
+            opts,
+            merge_java: true,
+            show_ip: false,
+            loaded: None,
+            facts: None,
+            strings: Strings::default(),
+            current: Current {
+                sample: Sample::default(),
+                symbol: Symbol::default(),
+                event: Event::default(),
+                mappings: Vec::new(),
+                entries: Vec::new(),
+                chain: CallChain { nr: 0, entries: std::ptr::null() },
+                raw: None,
+                at: None,
+            },
+            modes: CString::default(),
+            build_id: CString::default(),
+            feature: FeatureSection { data: std::ptr::null(), data_size: 0 },
+        }
+    }
+}
+
+impl Session {
+    /// Settings can change until samples are read.
+    pub fn settable(&self, what: &str) -> Result<(), String> {
+        match self.loaded {
+            Some(_) => Err(format!("{what}: samples were already read; set options before the first GetNextSample")),
+            None => Ok(()),
+        }
+    }
+
+    /// Sets the record file; what was read of another is dropped.
+    pub fn set_record_file(&mut self, path: PathBuf) -> Result<(), String> {
+        self.settable("SetRecordFile")?;
+        let facts = report::facts(&path).map_err(|e| e.to_string())?;
+        self.opts.input = path;
+        self.facts = Some(facts);
+        Ok(())
+    }
+
+    fn facts(&mut self) -> Result<&report::Facts, String> {
+        if self.facts.is_none() {
+            self.facts = Some(report::facts(&self.opts.input).map_err(|e| e.to_string())?);
+        }
+        Ok(self.facts.as_ref().expect("set above"))
+    }
+
+    /// The off-CPU modes of the recording, comma-separated.
+    pub fn off_cpu_modes(&mut self) -> Result<*const c_char, String> {
+        let modes = if self.facts()?.off_cpu { "on-cpu,off-cpu,on-off-cpu,mixed-on-off-cpu" } else { "" };
+        self.modes = c_string(modes.into());
+        Ok(self.modes.as_ptr())
+    }
+
+    pub fn set_off_cpu_mode(&mut self, mode: &str) -> Result<(), String> {
+        self.settable("SetTraceOffCpuMode")?;
+        let m = OffCpuMode::parse(mode)
+            .ok_or_else(|| format!("SetTraceOffCpuMode: `{}`: use on-cpu, off-cpu, on-off-cpu or mixed-on-off-cpu", mode.escape_debug()))?;
+        if !self.facts()?.off_cpu {
+            return Err(format!(
+                "SetTraceOffCpuMode: {} was not recorded with --trace-offcpu",
+                self.opts.input.display()
+            ));
+        }
+        self.opts.trace_offcpu = Some(m);
+        Ok(())
+    }
+
+    /// Reads the recording, on the first call that needs its samples.
+    fn load(&mut self) -> Result<&mut Loaded, String> {
+        if self.loaded.is_none() {
+            let needs = Needs { samples: true, lines: false, places: true };
+            self.opts.show_ip = self.show_ip;
+            let profile = report::load_with(&self.opts, needs).map_err(|e| e.to_string())?;
+            for w in &profile.warnings {
+                eprintln!("rperf report library: warning: {w}");
+            }
+            let shown: Vec<u32> = (0..profile.sections.len() as u32)
+                .filter(|&i| profile.sections[i as usize].samples > 0 || profile.sections.len() == 1)
+                .collect();
+            let mut order: Vec<(u32, u32)> = shown
+                .iter()
+                .flat_map(|&s| (0..profile.sections[s as usize].rows.len() as u32).map(move |r| (s, r)))
+                .collect();
+            order.sort_by_key(|&(s, r)| profile.sections[s as usize].rows[r as usize].time);
+            let formats = self
+                .facts()
+                .ok()
+                .and_then(|f| f.features.get(&rperf_perfdata::feature::TRACING_DATA))
+                .map(|d| rperf_perfdata::tracing::decode_formats(d))
+                .unwrap_or_default();
+            let events = profile.sections.iter().map(|s| event_info(s, &formats)).collect();
+            let java = if self.merge_java { java_methods(&profile) } else { HashMap::new() };
+            self.loaded = Some(Loaded { profile, order, next: 0, events, java });
+        }
+        Ok(self.loaded.as_mut().expect("loaded above"))
+    }
+
+    /// Moves to the next sample; null at the end.
+    pub fn next_sample(&mut self) -> Result<*const Sample, String> {
+        let loaded = self.load()?;
+        let Some(&(section, row)) = loaded.order.get(loaded.next) else {
+            self.current.at = None;
+            return Ok(std::ptr::null());
+        };
+        loaded.next += 1;
+        self.current.at = Some((section, row));
+        self.describe(section, row);
+        Ok(&self.current.sample)
+    }
+
+    /// Fills the C view of sample `row` of `section`.
+    fn describe(&mut self, section: u32, row: u32) {
+        let loaded = self.loaded.as_ref().expect("loaded");
+        let p = &loaded.profile;
+        let r = p.sections[section as usize].rows[row as usize];
+        let strings = &mut self.strings;
+        let cur = &mut self.current;
+        let stack = r.stack as usize;
+        let addrs = &p.stacks[stack];
+        let origin = p.stack_origin.get(stack);
+        let placed = p.placed.get(r.detail.placed as usize);
+        let place_of = |k: usize| {
+            let o = origin.and_then(|o| o.get(k)).copied().unwrap_or(k as u32) as usize;
+            placed.and_then(|pl| pl.get(o)).copied().unwrap_or_default()
+        };
+        cur.mappings.clear();
+        cur.mappings.extend((0..addrs.len()).map(|k| {
+            let m = place_of(k).map;
+            Mapping { start: m.0, end: m.1, pgoff: m.2 }
+        }));
+        cur.entries.clear();
+        for (k, &a) in addrs.iter().enumerate() {
+            let symbol = symbol(p, &loaded.java, a, strings, &cur.mappings[k], self.show_ip);
+            cur.entries.push(CallChainEntry { ip: place_of(k).ip, symbol });
+        }
+        let in_kernel = addrs.first().is_some_and(|&a| {
+            let (dso, _) = p.symbols.location(a);
+            p.names.dsos[dso as usize].kind == report::DsoKind::Kernel
+        });
+        let comm = Strings::get(&mut strings.comms, r.thread.comm, || p.names.comm(r.thread.comm).to_string());
+        let (first, rest) = match cur.entries.split_first() {
+            Some((f, _)) => (*f, 1),
+            None => (CallChainEntry::default(), 0),
+        };
+        cur.sample = Sample {
+            ip: first.ip,
+            pid: r.thread.pid as u32,
+            tid: r.thread.tid as u32,
+            thread_comm: comm,
+            time: r.time,
+            in_kernel: in_kernel as u32,
+            cpu: r.cpu,
+            period: r.weight,
+        };
+        cur.symbol = first.symbol;
+        let entries = &cur.entries[rest.min(cur.entries.len())..];
+        cur.chain = CallChain { nr: entries.len() as u32, entries: if entries.is_empty() { std::ptr::null() } else { entries.as_ptr() } };
+        let ev = &loaded.events[section as usize];
+        cur.event = Event {
+            name: ev.name.as_ptr(),
+            tracing_data_format: TracingDataFormat {
+                size: ev.size,
+                field_count: ev.fields.len() as u32,
+                fields: if ev.fields.is_empty() { std::ptr::null() } else { ev.fields.as_ptr() },
+            },
+        };
+        cur.raw = (r.detail.raw != 0).then_some((r.detail.raw, 0));
+    }
+
+    fn current(&self, what: &str) -> Result<(), String> {
+        match self.current.at {
+            Some(_) => Ok(()),
+            None => Err(format!("{what}: no sample at hand; call GetNextSample first")),
+        }
+    }
+
+    pub fn event(&self) -> Result<*const Event, String> {
+        self.current("GetEventOfCurrentSample")?;
+        Ok(&self.current.event)
+    }
+
+    pub fn symbol(&self) -> Result<*const Symbol, String> {
+        self.current("GetSymbolOfCurrentSample")?;
+        Ok(&self.current.symbol)
+    }
+
+    pub fn callchain(&self) -> Result<*const CallChain, String> {
+        self.current("GetCallChainOfCurrentSample")?;
+        Ok(&self.current.chain)
+    }
+
+    /// The sample's tracepoint data; null when it has none.
+    pub fn tracing_data(&self) -> Result<*const c_char, String> {
+        self.current("GetTracingDataOfCurrentSample")?;
+        let loaded = self.loaded.as_ref().expect("a sample is at hand");
+        Ok(match self.current.raw {
+            Some((i, _)) => loaded.profile.raw_data[i as usize].as_ptr().cast(),
+            None => std::ptr::null(),
+        })
+    }
+
+    /// The build id of a binary as recorded (`0x` and 40 hex digits), or "".
+    pub fn build_id(&mut self, path: &str) -> Result<*const c_char, String> {
+        let id = self.facts()?.build_ids.get(path).cloned();
+        let text = match id {
+            Some(b) if b.iter().any(|&x| x != 0) => {
+                let mut padded = b.clone();
+                padded.resize(padded.len().max(20), 0);
+                format!("0x{}", padded.iter().map(|x| format!("{x:02x}")).collect::<String>())
+            }
+            _ => String::new(),
+        };
+        self.build_id = c_string(text);
+        Ok(self.build_id.as_ptr())
+    }
+
+    /// A feature section of the recording by simpleperf's name for it; null when absent.
+    pub fn feature(&mut self, name: &str) -> Result<*const FeatureSection, String> {
+        let Some(id) = rperf_perfdata::feature::by_simpleperf_name(name) else { return Ok(std::ptr::null()) };
+        let facts = self.facts()?;
+        let Some(data) = facts.features.get(&id) else { return Ok(std::ptr::null()) };
+        let (ptr, len) = (data.as_ptr(), data.len());
+        self.feature = FeatureSection { data: ptr.cast(), data_size: len as u32 };
+        Ok(&self.feature)
+    }
+}
+
+/// The library's view of one frame address.
+fn symbol(
+    p: &Profile,
+    java: &HashMap<u32, (u32, u32, u64)>,
+    a: u32,
+    strings: &mut Strings,
+    mapping: &Mapping,
+    show_ip: bool,
+) -> Symbol {
+    let (mut dso, _) = p.symbols.location(a);
+    let mut func = *p.symbols.funcs(a).last().expect("every address has a function");
+    let mut vaddr = p.symbols.vaddr_in_file(a);
+    let (mut start, mut len) = p.symbols.symbol_range(a);
+    if let Some(&(d, f, s)) = java.get(&a) {
+        (dso, func, vaddr, start, len) = (d, f, s, s, 0);
+    }
+    let dso_name = Strings::get(&mut strings.dsos, dso, || p.names.dsos[dso as usize].display_name().to_string());
+    let unnamed = p.unnamed.contains(&func);
+    let name = if unnamed && !show_ip {
+        Strings::get(&mut strings.unknown, (dso, 0), || "unknown".into())
+    } else {
+        Strings::get(&mut strings.funcs, (func, false), || p.names.func(func).name.clone())
+    };
+    if unnamed {
+        (start, len) = (vaddr, 0);
+    }
+    Symbol { dso_name, vaddr_in_file: vaddr, symbol_name: name, symbol_addr: start, symbol_len: len, mapping }
+}
+
+/// The library's event of a section: its event name (an off-CPU section's is the event its
+/// samples came from) and tracepoint format.
+fn event_info(s: &report::Section, formats: &[rperf_perfdata::tracing::EventFormat]) -> EventInfo {
+    let name = s.name.strip_suffix(" (on-cpu time)").or(s.name.strip_suffix(" (off-cpu time)")).unwrap_or(&s.name);
+    let format = (s.type_ == 2).then(|| formats.iter().find(|f| f.id == s.config)).flatten();
+    let mut names = Vec::new();
+    let mut fields = Vec::new();
+    let mut size = 0;
+    for f in format.map_or(&[][..], |f| &f.fields) {
+        let n = c_string(f.name.clone());
+        fields.push(TracingFieldFormat {
+            name: n.as_ptr(),
+            offset: f.offset,
+            elem_size: f.elem_size,
+            elem_count: f.elem_count,
+            is_signed: f.signed as u32,
+            is_dynamic: f.dynamic as u32,
+        });
+        names.push(n);
+        size = size.max(f.offset + f.elem_size * f.elem_count);
+    }
+    EventInfo { name: c_string(name.to_string()), fields, size, _names: names }
+}
+
+/// Java methods compiled at run time, as the dex methods of the same name the recording has:
+/// by frame address, (binary, function, symbol start) of the dex method.
+fn java_methods(p: &Profile) -> HashMap<u32, (u32, u32, u64)> {
+    let mut dex: HashMap<&str, (u32, u32, u64)> = HashMap::new();
+    let n = p.symbols.len() as u32;
+    for a in 0..n {
+        let (dso, _) = p.symbols.location(a);
+        if p.names.dsos[dso as usize].kind != report::DsoKind::Dex {
+            continue;
+        }
+        let f = *p.symbols.funcs(a).last().expect("a function");
+        if p.unnamed.contains(&f) {
+            continue;
+        }
+        dex.entry(p.names.func(f).name.as_str()).or_insert((dso, f, p.symbols.symbol_range(a).0));
+    }
+    let mut out = HashMap::new();
+    for a in 0..n {
+        let (dso, _) = p.symbols.location(a);
+        if p.names.dsos[dso as usize].exec_type() != report::ExecType::Jit {
+            continue;
+        }
+        let f = *p.symbols.funcs(a).last().expect("a function");
+        if let Some(&d) = dex.get(p.names.func(f).name.as_str()) {
+            out.insert(a, d);
+        }
+    }
+    out
+}
