@@ -54,6 +54,8 @@ export RPERF_SIMPLEPERF_TESTDATA
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 set +e
+# The report library the tests load with Python (a cdylib, which `cargo test` does not link).
+cargo build -p rperf-reportlib
 cargo test --workspace --no-fail-fast 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e

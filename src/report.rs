@@ -279,9 +279,14 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         aggregate_threads: a
             .aggregate_threads
             .iter()
-            .map(|r| regex::Regex::new(r).with_context(|| format!("--aggregate-threads {r:?}: not a regular expression")))
+            .map(|r| {
+                regex::Regex::new(r)
+                    .with_context(|| format!("--aggregate-threads {r:?}: not a regular expression"))
+            })
             .collect::<anyhow::Result<_>>()?,
         proguard_mappings: a.proguard_mapping_file.clone(),
+        // As simpleperf's report-sample writes them.
+        merge_java_methods: format == Format::ReportSample,
     })
 }
 

@@ -169,10 +169,16 @@ mod tests {
             \tfield:const char * ip;\toffset:28;\tsize:8;\tsigned:0;\n\nprint fmt: \"\"\n";
         let f = parse_format("sched", text).unwrap();
         assert_eq!((f.name.as_str(), f.id), ("sched:sched_switch", 316));
-        let names: Vec<_> = f.fields.iter().map(|f| (f.name.as_str(), f.elem_size, f.elem_count, f.dynamic)).collect();
+        let names: Vec<_> =
+            f.fields.iter().map(|f| (f.name.as_str(), f.elem_size, f.elem_count, f.dynamic)).collect();
         assert_eq!(
             names,
-            [("common_type", 2, 1, false), ("prev_comm", 1, 16, false), ("name", 4, 1, true), ("ip", 8, 1, false)]
+            [
+                ("common_type", 2, 1, false),
+                ("prev_comm", 1, 16, false),
+                ("name", 4, 1, true),
+                ("ip", 8, 1, false)
+            ]
         );
         assert!(decode_formats(b"garbage").is_empty());
     }

@@ -54,6 +54,7 @@ pub struct ProfileBuilder {
     keep_rows: bool,
     children: bool,
     show_art_frames: bool,
+    merge_java: bool,
     /// The sections `--event` keeps, when given.
     only: Option<Vec<bool>>,
     /// Per event of the file: it only carries side-band records (a dummy event's mmap, comm,
@@ -119,6 +120,7 @@ impl ProfileBuilder {
             keep_rows: needs.samples || needs.places,
             children: opts.children,
             show_art_frames: opts.show_art_frames,
+            merge_java: opts.merge_java_methods,
             only,
             sideband: events.iter().map(|e| e.type_ == 1 && e.config == 9).collect(),
             lost_sideband: 0,
@@ -142,7 +144,11 @@ impl ProfileBuilder {
         }
         let addrs = &s.addrs[..s.addrs.len().min(self.max_stack.max(1))];
         let stack = self.intern_stack(addrs);
-        let detail = if self.keep_places { self.detail(&s.places[..addrs.len().min(s.places.len())], s.raw) } else { Detail::default() };
+        let detail = if self.keep_places {
+            self.detail(&s.places[..addrs.len().min(s.places.len())], s.raw)
+        } else {
+            Detail::default()
+        };
         let Some(tr) = &self.timing else {
             if s.attr < self.sections.len() {
                 self.sections[s.attr].truncated += u64::from(s.truncated);
@@ -225,7 +231,17 @@ impl ProfileBuilder {
         let Some(tr) = &self.timing else { return };
         let Some(sec) = (if prev.switch { tr.off_section } else { tr.on_section }) else { return };
         let weight = until.saturating_sub(prev.time);
-        self.commit(model, sec, prev.thread, prev.cpu, prev.time, prev.stack, prev.switch, weight, prev.detail);
+        self.commit(
+            model,
+            sec,
+            prev.thread,
+            prev.cpu,
+            prev.time,
+            prev.stack,
+            prev.switch,
+            weight,
+            prev.detail,
+        );
     }
 
     /// Counts a weighed sample into a section, when it passes the thread filters.
@@ -313,7 +329,12 @@ impl ProfileBuilder {
         }
         let names = Names { comms: model.strings, dsos: model.dsos, funcs, srclines, files };
         // Java stacks read as methods (ART's frames hidden unless asked for).
-        let shaper = crate::java::Shaper::new(&names, &symbols, self.show_art_frames);
+        let java_dex = match self.merge_java {
+            true => crate::java::dex_methods(&names, &symbols),
+            false => Default::default(),
+        };
+        let merged = self.merge_java.then_some(&java_dex);
+        let shaper = crate::java::Shaper::new(&names, &symbols, self.show_art_frames, merged);
         let mut stacks = Vec::with_capacity(self.stacks.len());
         let mut stack_exec = Vec::with_capacity(self.stacks.len());
         let mut stack_origin = Vec::new();
@@ -373,7 +394,7 @@ impl ProfileBuilder {
             placed: std::mem::take(&mut self.placed),
             stack_origin,
             raw_data: std::mem::take(&mut self.raw_data),
-            unnamed: Default::default(),
+            java_dex,
         }
     }
 }
@@ -549,7 +570,17 @@ mod tests {
             let thread = Thread { comm, pid: 1, tid };
             b.add_sample(
                 &model,
-                &Sample { attr: 0, time: 5, thread, cpu: 0, period: 7, addrs: &[0, 1, 2], truncated: false, places: &[], raw: None },
+                &Sample {
+                    attr: 0,
+                    time: 5,
+                    thread,
+                    cpu: 0,
+                    period: 7,
+                    addrs: &[0, 1, 2],
+                    truncated: false,
+                    places: &[],
+                    raw: None,
+                },
             );
         }
         let p = finish(b, model);

@@ -46,7 +46,11 @@ pub fn convert(rec: Recording, opts: &ReportOptions) -> Result<Profile, Error> {
 }
 
 /// Reads every record of `rec` and returns the profile, keeping what `needs` says.
-pub fn convert_with(mut rec: Recording, opts: &ReportOptions, needs: crate::options::Needs) -> Result<Profile, Error> {
+pub fn convert_with(
+    mut rec: Recording,
+    opts: &ReportOptions,
+    needs: crate::options::Needs,
+) -> Result<Profile, Error> {
     let path = &opts.input;
     let profile = ProfileBuilder::new(&rec.events, rec.off_cpu, opts, needs)?;
     let mut c = Converter::new(&mut rec, opts, profile, needs)?;
@@ -79,11 +83,10 @@ pub fn convert_with(mut rec: Recording, opts: &ReportOptions, needs: crate::opti
     );
     progress.finish();
     warnings.extend(unnamed_warning(&profile, resolver.unnamed()));
-    let unnamed = resolver.unnamed().clone();
     warnings.extend(rperf_symbols::cache::take_warning());
     let mut profile = profile;
     warnings.append(&mut profile.warnings);
-    Ok(Profile { warnings, unnamed, ..profile })
+    Ok(Profile { warnings, ..profile })
 }
 
 impl Converter {

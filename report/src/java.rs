@@ -5,9 +5,54 @@
 //! native method a JNI call enters, so a stack reads as the app's methods. A method that ART
 //! moved from its interpreted frame into its compiled code (on-stack replacement) shows once.
 
-use crate::model::ExecType;
+use std::collections::HashMap;
+
+use crate::model::{DsoId, DsoKind, ExecType};
 use crate::profile::Names;
 use crate::resolve::{AddrId, FuncId, Symbolized};
+
+/// The dex method a Java method compiled at run time was compiled from: its binary, function
+/// and symbol start (simpleperf's `vaddr_in_file` for it).
+pub type DexMethod = (DsoId, FuncId, u64);
+
+/// A Java method's name without its return type and parameters, as dex files name methods:
+/// `void a.B.run(int)` is `a.B.run`.
+pub fn method_name(name: &str) -> &str {
+    let head = name.split('(').next().unwrap_or(name);
+    head.rsplit(' ').next().unwrap_or(head)
+}
+
+/// Code that ART compiled at run time.
+fn compiled_at_run_time(names: &Names, dso: DsoId) -> bool {
+    names.dsos[dso as usize].exec_type() == ExecType::Jit
+}
+
+/// Java methods compiled at run time, by frame address, as the dex methods of the same name
+/// the recording has (simpleperf's default in its report library and report-sample: one method
+/// reads as one, however ART ran it).
+pub fn dex_methods(names: &Names, symbols: &Symbolized) -> HashMap<AddrId, DexMethod> {
+    let unnamed = |f| symbols.is_unnamed(f);
+    let containing = |a: AddrId| *symbols.funcs(a).last().expect("every address has a function");
+    let mut dex: HashMap<&str, DexMethod> = HashMap::new();
+    for a in 0..symbols.len() as AddrId {
+        let (dso, _) = symbols.location(a);
+        let f = containing(a);
+        if names.dsos[dso as usize].kind == DsoKind::Dex && !unnamed(f) {
+            dex.entry(method_name(&names.func(f).name)).or_insert((dso, f, symbols.symbol_range(a).0));
+        }
+    }
+    let mut out = HashMap::new();
+    for a in 0..symbols.len() as AddrId {
+        let (dso, _) = symbols.location(a);
+        let f = containing(a);
+        if compiled_at_run_time(names, dso) && !unnamed(f) {
+            if let Some(&d) = dex.get(method_name(&names.func(f).name)) {
+                out.insert(a, d);
+            }
+        }
+    }
+    out
+}
 
 /// What shaping needs to know of one frame address.
 #[derive(Clone, Copy)]
@@ -27,11 +72,19 @@ pub struct Shaper<'a> {
     units: Vec<Unit>,
     names: &'a Names,
     show_art: bool,
+    /// Java methods compiled at run time that read as their dex methods (`dex_methods`):
+    /// on-stack replacement then keeps the interpreted frame.
+    merged: Option<&'a HashMap<AddrId, DexMethod>>,
 }
 
 impl<'a> Shaper<'a> {
     /// A shaper for the frame addresses of `symbols`; `show_art` keeps ART's frames.
-    pub fn new(names: &'a Names, symbols: &Symbolized, show_art: bool) -> Shaper<'a> {
+    pub fn new(
+        names: &'a Names,
+        symbols: &Symbolized,
+        show_art: bool,
+        merged: Option<&'a HashMap<AddrId, DexMethod>>,
+    ) -> Shaper<'a> {
         let units = (0..symbols.len() as AddrId)
             .map(|a| {
                 let func = *symbols.funcs(a).last().expect("every address has a function");
@@ -43,7 +96,7 @@ impl<'a> Shaper<'a> {
                 Unit { exec, art, jni_trampoline, func }
             })
             .collect();
-        Shaper { units, names, show_art }
+        Shaper { units, names, show_art, merged }
     }
 
     /// The stack `addrs` (innermost first) as reports show it, with each frame's execution
@@ -93,13 +146,19 @@ impl<'a> Shaper<'a> {
             frames.retain(|f| f.1 != ExecType::Art);
         }
         // On-stack replacement: the compiled method runs in place of its interpreted frame.
+        // It shows once: as the compiled method, or, where compiled methods read as their dex
+        // methods, as the interpreted frame.
         let name = |a: AddrId| &self.names.func(unit(a).func).name;
         let mut i = 0;
         while i + 1 < frames.len() {
             let (inner, outer) = (frames[i], frames[i + 1]);
-            if inner.1 == ExecType::Jit && outer.1 == ExecType::Interpreted && name(inner.0) == name(outer.0)
-            {
-                frames.remove(i + 1);
+            let same = outer.1 == ExecType::Interpreted
+                && match self.merged {
+                    None => inner.1 == ExecType::Jit && name(inner.0) == name(outer.0),
+                    Some(m) => m.get(&inner.0).is_some_and(|d| d.1 == unit(outer.0).func),
+                };
+            if same {
+                frames.remove(if self.merged.is_some() { i } else { i + 1 });
             } else {
                 i += 1;
             }

@@ -45,12 +45,12 @@ pub use dump::dump;
 pub use error::Error;
 pub use filter_file::TimeRanges;
 pub use load::{binaries, facts, Facts};
+pub use model::{Dso, DsoKind, ExecType};
 pub use options::{
     CallOrder, Filters, Format, Needs, OffCpuMode, ReportOptions, SortKey, StackPrefix, TimeBound,
 };
-pub use model::{Dso, DsoKind, ExecType};
-pub use proguard::ProguardMapping;
 pub use profile::{Detail, Place, Profile, Row, Section, Thread, Unit};
+pub use proguard::ProguardMapping;
 
 /// Reads a recording into a profile: load, convert, symbolize.
 pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {

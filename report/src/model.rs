@@ -85,6 +85,12 @@ impl Dso {
         match self.kind {
             DsoKind::Dex => ExecType::Interpreted,
             DsoKind::Jit if art_jit_cache(&self.path).is_some() => ExecType::Jit,
+            // The in-memory ELF files ART's JIT registers for debuggers.
+            DsoKind::File
+                if self.path.rsplit('/').next().is_some_and(|f| f.starts_with("TemporaryFile-")) =>
+            {
+                ExecType::Jit
+            }
             _ => ExecType::Native,
         }
     }

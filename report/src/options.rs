@@ -108,7 +108,8 @@ impl Filters {
                 .collect()
         };
         let regex = || {
-            regex::Regex::new(value).map_err(|e| format!("{option}: `{}` is not a regular expression: {e}", value.escape_debug()))
+            regex::Regex::new(value)
+                .map_err(|e| format!("{option}: `{}` is not a regular expression: {e}", value.escape_debug()))
         };
         match option {
             "--cpu" => self.cpus.extend(parse_cpu_list(value).map_err(|e| format!("--cpu: {e}"))?),
@@ -450,6 +451,9 @@ pub struct ReportOptions {
     pub aggregate_threads: Vec<regex::Regex>,
     /// ProGuard/R8 mapping files: obfuscated Java and Kotlin names are shown as they map.
     pub proguard_mappings: Vec<PathBuf>,
+    /// Java methods compiled at run time read as the dex methods they were compiled from
+    /// (`Profile::java_dex`), as simpleperf's report library and report-sample show them.
+    pub merge_java_methods: bool,
 }
 
 impl Default for ReportOptions {
@@ -488,6 +492,7 @@ impl Default for ReportOptions {
             show_art_frames: false,
             aggregate_threads: Vec::new(),
             proguard_mappings: Vec::new(),
+            merge_java_methods: false,
         }
     }
 }

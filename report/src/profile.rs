@@ -211,8 +211,9 @@ pub struct Profile {
     pub stack_origin: Vec<Vec<u32>>,
     /// Tracepoint data of samples, by `Detail::raw` (entry 0 is empty).
     pub raw_data: Vec<Box<[u8]>>,
-    /// Functions that stand for code without a symbol (named `[unknown]` or `BINARY[+hex]`).
-    pub unnamed: std::collections::HashSet<FuncId>,
+    /// Java methods compiled at run time, by frame address, as the dex methods they were
+    /// compiled from, when `merge_java_methods` asked for them.
+    pub java_dex: std::collections::HashMap<AddrId, crate::java::DexMethod>,
 }
 
 impl Profile {

@@ -91,7 +91,10 @@ mod tests {
         .unwrap();
         let m = ProguardMapping::read(&path).unwrap();
         assert_eq!(m.deobfuscate("a.a.b").as_deref(), Some("com.example.MainActivity.busyLoop"));
-        assert_eq!(m.deobfuscate("void a.a.b(int)").as_deref(), Some("void com.example.MainActivity.busyLoop(int)"));
+        assert_eq!(
+            m.deobfuscate("void a.a.b(int)").as_deref(),
+            Some("void com.example.MainActivity.busyLoop(int)")
+        );
         assert_eq!(m.deobfuscate("a.a.zz").as_deref(), Some("com.example.MainActivity.zz"));
         assert_eq!(m.deobfuscate("b.c.d"), None);
         std::fs::write(&path, "garbage line\n").unwrap();

@@ -23,7 +23,16 @@ pub struct Sample {
 
 impl Default for Sample {
     fn default() -> Self {
-        Sample { ip: 0, pid: 0, tid: 0, thread_comm: std::ptr::null(), time: 0, in_kernel: 0, cpu: 0, period: 0 }
+        Sample {
+            ip: 0,
+            pid: 0,
+            tid: 0,
+            thread_comm: std::ptr::null(),
+            time: 0,
+            in_kernel: 0,
+            cpu: 0,
+            period: 0,
+        }
     }
 }
 
@@ -125,7 +134,12 @@ pub struct ReportLib {
 
 /// Runs `f` on the handle; an error or a panic is reported on stderr as `what` failing, and
 /// gives `failed`.
-fn guard<T>(lib: *mut ReportLib, what: &str, failed: T, f: impl FnOnce(&mut Session) -> Result<T, String>) -> T {
+fn guard<T>(
+    lib: *mut ReportLib,
+    what: &str,
+    failed: T,
+    f: impl FnOnce(&mut Session) -> Result<T, String>,
+) -> T {
     if lib.is_null() {
         eprintln!("rperf report library: {what}: the handle is null (CreateReportLib gives one)");
         return failed;
@@ -186,7 +200,10 @@ pub extern "C" fn SetLogSeverity(lib: *mut ReportLib, level: *const c_char) -> b
         let level = text(level, "the log level")?;
         match level {
             "verbose" | "debug" | "info" | "warning" | "error" | "fatal" => Ok(true),
-            l => Err(format!("unknown log level `{}`: use verbose, debug, info, warning, error or fatal", l.escape_debug())),
+            l => Err(format!(
+                "unknown log level `{}`: use verbose, debug, info, warning, error or fatal",
+                l.escape_debug()
+            )),
         }
     })
 }
@@ -298,7 +315,10 @@ pub extern "C" fn AggregateThreads(lib: *mut ReportLib, regexes: *const *const c
         let patterns = texts(regexes, n, "the thread name patterns")?;
         let compiled = patterns
             .iter()
-            .map(|p| regex::Regex::new(p).map_err(|e| format!("`{}` is not a regular expression: {e}", p.escape_debug())))
+            .map(|p| {
+                regex::Regex::new(p)
+                    .map_err(|e| format!("`{}` is not a regular expression: {e}", p.escape_debug()))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         s.opts.aggregate_threads = compiled;
         Ok(true)

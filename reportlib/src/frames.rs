@@ -38,9 +38,6 @@ struct Loaded {
     next: usize,
     /// Per section: the event as the library names it, with its tracepoint format.
     events: Vec<EventInfo>,
-    /// For each frame address shown as a Java method compiled at run time, the dex method it
-    /// stands for: (binary, function, symbol start).
-    java: HashMap<u32, (u32, u32, u64)>,
 }
 
 struct EventInfo {
@@ -72,7 +69,11 @@ struct Strings {
 }
 
 impl Strings {
-    fn get<K: std::hash::Hash + Eq>(map: &mut HashMap<K, CString>, key: K, make: impl FnOnce() -> String) -> *const c_char {
+    fn get<K: std::hash::Hash + Eq>(
+        map: &mut HashMap<K, CString>,
+        key: K,
+        make: impl FnOnce() -> String,
+    ) -> *const c_char {
         map.entry(key).or_insert_with(|| c_string(make())).as_ptr()
     }
 }
@@ -124,7 +125,9 @@ impl Session {
     /// Settings can change until samples are read.
     pub fn settable(&self, what: &str) -> Result<(), String> {
         match self.loaded {
-            Some(_) => Err(format!("{what}: samples were already read; set options before the first GetNextSample")),
+            Some(_) => {
+                Err(format!("{what}: samples were already read; set options before the first GetNextSample"))
+            }
             None => Ok(()),
         }
     }
@@ -154,8 +157,12 @@ impl Session {
 
     pub fn set_off_cpu_mode(&mut self, mode: &str) -> Result<(), String> {
         self.settable("SetTraceOffCpuMode")?;
-        let m = OffCpuMode::parse(mode)
-            .ok_or_else(|| format!("SetTraceOffCpuMode: `{}`: use on-cpu, off-cpu, on-off-cpu or mixed-on-off-cpu", mode.escape_debug()))?;
+        let m = OffCpuMode::parse(mode).ok_or_else(|| {
+            format!(
+                "SetTraceOffCpuMode: `{}`: use on-cpu, off-cpu, on-off-cpu or mixed-on-off-cpu",
+                mode.escape_debug()
+            )
+        })?;
         if !self.facts()?.off_cpu {
             return Err(format!(
                 "SetTraceOffCpuMode: {} was not recorded with --trace-offcpu",
@@ -171,6 +178,7 @@ impl Session {
         if self.loaded.is_none() {
             let needs = Needs { samples: true, lines: false, places: true };
             self.opts.show_ip = self.show_ip;
+            self.opts.merge_java_methods = self.merge_java;
             let profile = report::load_with(&self.opts, needs).map_err(|e| e.to_string())?;
             for w in &profile.warnings {
                 eprintln!("rperf report library: warning: {w}");
@@ -190,8 +198,7 @@ impl Session {
                 .map(|d| rperf_perfdata::tracing::decode_formats(d))
                 .unwrap_or_default();
             let events = profile.sections.iter().map(|s| event_info(s, &formats)).collect();
-            let java = if self.merge_java { java_methods(&profile) } else { HashMap::new() };
-            self.loaded = Some(Loaded { profile, order, next: 0, events, java });
+            self.loaded = Some(Loaded { profile, order, next: 0, events });
         }
         Ok(self.loaded.as_mut().expect("loaded above"))
     }
@@ -231,14 +238,19 @@ impl Session {
         }));
         cur.entries.clear();
         for (k, &a) in addrs.iter().enumerate() {
-            let symbol = symbol(p, &loaded.java, a, strings, &cur.mappings[k], self.show_ip);
+            let mut symbol = symbol(p, a, strings, &cur.mappings[k], self.show_ip);
+            if p.names.dsos[p.symbols.location(a).0 as usize].kind == report::DsoKind::Unknown {
+                // Outside every mapping, the place is the address itself.
+                symbol.vaddr_in_file = place_of(k).ip;
+            }
             cur.entries.push(CallChainEntry { ip: place_of(k).ip, symbol });
         }
         let in_kernel = addrs.first().is_some_and(|&a| {
             let (dso, _) = p.symbols.location(a);
             p.names.dsos[dso as usize].kind == report::DsoKind::Kernel
         });
-        let comm = Strings::get(&mut strings.comms, r.thread.comm, || p.names.comm(r.thread.comm).to_string());
+        let comm =
+            Strings::get(&mut strings.comms, r.thread.comm, || p.names.comm(r.thread.comm).to_string());
         let (first, rest) = match cur.entries.split_first() {
             Some((f, _)) => (*f, 1),
             None => (CallChainEntry::default(), 0),
@@ -255,7 +267,10 @@ impl Session {
         };
         cur.symbol = first.symbol;
         let entries = &cur.entries[rest.min(cur.entries.len())..];
-        cur.chain = CallChain { nr: entries.len() as u32, entries: if entries.is_empty() { std::ptr::null() } else { entries.as_ptr() } };
+        cur.chain = CallChain {
+            nr: entries.len() as u32,
+            entries: if entries.is_empty() { std::ptr::null() } else { entries.as_ptr() },
+        };
         let ev = &loaded.events[section as usize];
         cur.event = Event {
             name: ev.name.as_ptr(),
@@ -327,23 +342,17 @@ impl Session {
 }
 
 /// The library's view of one frame address.
-fn symbol(
-    p: &Profile,
-    java: &HashMap<u32, (u32, u32, u64)>,
-    a: u32,
-    strings: &mut Strings,
-    mapping: &Mapping,
-    show_ip: bool,
-) -> Symbol {
+fn symbol(p: &Profile, a: u32, strings: &mut Strings, mapping: &Mapping, show_ip: bool) -> Symbol {
     let (mut dso, _) = p.symbols.location(a);
     let mut func = *p.symbols.funcs(a).last().expect("every address has a function");
     let mut vaddr = p.symbols.vaddr_in_file(a);
     let (mut start, mut len) = p.symbols.symbol_range(a);
-    if let Some(&(d, f, s)) = java.get(&a) {
+    if let Some(&(d, f, s)) = p.java_dex.get(&a) {
         (dso, func, vaddr, start, len) = (d, f, s, s, 0);
     }
-    let dso_name = Strings::get(&mut strings.dsos, dso, || p.names.dsos[dso as usize].display_name().to_string());
-    let unnamed = p.unnamed.contains(&func);
+    let dso_name =
+        Strings::get(&mut strings.dsos, dso, || p.names.dsos[dso as usize].display_name().to_string());
+    let unnamed = p.symbols.is_unnamed(func);
     let name = if unnamed && !show_ip {
         Strings::get(&mut strings.unknown, (dso, 0), || "unknown".into())
     } else {
@@ -358,7 +367,8 @@ fn symbol(
 /// The library's event of a section: its event name (an off-CPU section's is the event its
 /// samples came from) and tracepoint format.
 fn event_info(s: &report::Section, formats: &[rperf_perfdata::tracing::EventFormat]) -> EventInfo {
-    let name = s.name.strip_suffix(" (on-cpu time)").or(s.name.strip_suffix(" (off-cpu time)")).unwrap_or(&s.name);
+    let name =
+        s.name.strip_suffix(" (on-cpu time)").or(s.name.strip_suffix(" (off-cpu time)")).unwrap_or(&s.name);
     let format = (s.type_ == 2).then(|| formats.iter().find(|f| f.id == s.config)).flatten();
     let mut names = Vec::new();
     let mut fields = Vec::new();
@@ -377,34 +387,4 @@ fn event_info(s: &report::Section, formats: &[rperf_perfdata::tracing::EventForm
         size = size.max(f.offset + f.elem_size * f.elem_count);
     }
     EventInfo { name: c_string(name.to_string()), fields, size, _names: names }
-}
-
-/// Java methods compiled at run time, as the dex methods of the same name the recording has:
-/// by frame address, (binary, function, symbol start) of the dex method.
-fn java_methods(p: &Profile) -> HashMap<u32, (u32, u32, u64)> {
-    let mut dex: HashMap<&str, (u32, u32, u64)> = HashMap::new();
-    let n = p.symbols.len() as u32;
-    for a in 0..n {
-        let (dso, _) = p.symbols.location(a);
-        if p.names.dsos[dso as usize].kind != report::DsoKind::Dex {
-            continue;
-        }
-        let f = *p.symbols.funcs(a).last().expect("a function");
-        if p.unnamed.contains(&f) {
-            continue;
-        }
-        dex.entry(p.names.func(f).name.as_str()).or_insert((dso, f, p.symbols.symbol_range(a).0));
-    }
-    let mut out = HashMap::new();
-    for a in 0..n {
-        let (dso, _) = p.symbols.location(a);
-        if p.names.dsos[dso as usize].exec_type() != report::ExecType::Jit {
-            continue;
-        }
-        let f = *p.symbols.funcs(a).last().expect("a function");
-        if let Some(&d) = dex.get(p.names.func(f).name.as_str()) {
-            out.insert(a, d);
-        }
-    }
-    out
 }

@@ -122,7 +122,7 @@ impl Files {
             self.files.push((dso, Vec::new(), HashMap::new()));
         }
         let (_, symbols, index) = &mut self.files[file as usize];
-        if p.unnamed.contains(&f) {
+        if p.symbols.is_unnamed(f) {
             return (file, -1);
         }
         let symbol = *index.entry(f).or_insert_with(|| {
@@ -164,11 +164,18 @@ pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
             .iter()
             .zip(&p.stack_exec[stack])
             .map(|(&a, &exec)| {
-                // One entry per address, named by its containing function.
-                let f = *p.symbols.funcs(a).last().expect("every address has a function");
+                // One entry per address, named by its containing function; a Java method
+                // compiled at run time as its dex method.
+                let (f, vaddr) = match p.java_dex.get(&a) {
+                    Some(&(_, f, start)) => (f, start),
+                    None => (
+                        *p.symbols.funcs(a).last().expect("every address has a function"),
+                        p.symbols.vaddr_in_file(a),
+                    ),
+                };
                 let (file, symbol) = files.ids(p, f);
                 proto::CallChainEntry {
-                    vaddr_in_file: Some(p.symbols.vaddr_in_file(a)),
+                    vaddr_in_file: Some(vaddr),
                     file_id: Some(file),
                     symbol_id: Some(symbol),
                     execution_type: (exec != ExecType::Native).then(|| execution_type(exec)),

@@ -35,7 +35,8 @@ impl Resolver {
     /// symbols in parallel, and hands over the tables: what each frame address was named, the
     /// functions, source lines and source files.
     pub fn finish_symbols(&mut self, model: &mut Model) -> (Symbolized, Vec<Func>, Vec<String>, Vec<String>) {
-        let symbolized = self.symbolize(model);
+        let mut symbolized = self.symbolize(model);
+        symbolized.unnamed = self.names.unnamed.clone();
         let funcs = std::mem::take(&mut self.names.funcs);
         (symbolized, funcs, std::mem::take(&mut self.names.srclines), std::mem::take(&mut self.names.files))
     }
@@ -138,6 +139,7 @@ impl Resolver {
             srcline: Vec::new(),
             vaddrs: Vec::with_capacity(addrs.len()),
             ranges: Vec::with_capacity(addrs.len()),
+            unnamed: Default::default(),
         };
         for (a, named) in addrs.iter().zip(names) {
             let (dso, kind) = (a.dso, a.kind);

@@ -98,6 +98,8 @@ pub struct Symbolized {
     /// The start and length of each frame address's containing symbol, in the address space
     /// of `vaddrs` (the address itself and 0 without a symbol).
     pub(super) ranges: Vec<(u64, u64)>,
+    /// Functions that stand for code without a symbol (named `[unknown]` or `BINARY[+hex]`).
+    pub(super) unnamed: std::collections::HashSet<FuncId>,
 }
 
 impl Symbolized {
@@ -118,6 +120,11 @@ impl Symbolized {
         self.ranges[a as usize]
     }
 
+    /// Function `f` stands for code without a symbol.
+    pub fn is_unnamed(&self, f: FuncId) -> bool {
+        self.unnamed.contains(&f)
+    }
+
     /// How many frame addresses there are.
     pub fn len(&self) -> usize {
         self.locations.len()
@@ -134,6 +141,7 @@ impl Symbolized {
             srcline: vec![0; n],
             vaddrs: (0..n as u64).collect(),
             ranges: (0..n as u64).map(|i| (i, 0)).collect(),
+            unnamed: Default::default(),
         }
     }
 
