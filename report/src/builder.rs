@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use crate::error::Error;
-use crate::model::{DsoKind, Model};
+use crate::model::{DsoKind, ExecType, Model};
 use crate::options::{OffCpuMode, ReportOptions};
 use crate::profile::{
     Detail, EventDesc, Info, Names, Place, Profile, Row, Sample, Section, StackCount, StackId, Thread, Unit,
@@ -300,6 +300,31 @@ impl ProfileBuilder {
         *self.aggregated[i].get_or_insert(thread)
     }
 
+    /// The recorded stacks as reports show them (`java::Shaper`), with each frame's execution
+    /// type and, when places are kept, its index in the recorded stack.
+    #[allow(clippy::type_complexity)]
+    fn shape_stacks(
+        &mut self,
+        names: &Names,
+        symbols: &Symbolized,
+        java_dex: &std::collections::HashMap<AddrId, crate::profile::DexMethod>,
+    ) -> (Vec<Vec<AddrId>>, Vec<Vec<ExecType>>, Vec<Vec<u32>>) {
+        let merged = self.merge_java.then_some(java_dex);
+        let shaper = crate::java::Shaper::new(names, symbols, self.show_art_frames, merged);
+        let mut stacks = Vec::with_capacity(self.stacks.len());
+        let mut stack_exec = Vec::with_capacity(self.stacks.len());
+        let mut stack_origin = Vec::new();
+        for addrs in std::mem::take(&mut self.stacks) {
+            let (addrs, exec, origin) = shaper.shape(addrs);
+            stacks.push(addrs);
+            stack_exec.push(exec);
+            if self.keep_places {
+                stack_origin.push(origin);
+            }
+        }
+        (stacks, stack_exec, stack_origin)
+    }
+
     /// Ends the recording: threads still alive get their last weights, frames are named (by
     /// `symbolize`), the symbol filters select stacks, and totals are made.
     pub fn finish(
@@ -321,11 +346,7 @@ impl ProfileBuilder {
             (funcs.len() - 1) as FuncId
         });
         if let Some(m) = &self.proguard {
-            for f in funcs.iter_mut() {
-                if let Some(name) = m.deobfuscate(&f.name) {
-                    f.name = name;
-                }
-            }
+            m.rename(&mut funcs);
         }
         let names = Names { comms: model.strings, dsos: model.dsos, funcs, srclines, files };
         // Java stacks read as methods (ART's frames hidden unless asked for).
@@ -333,20 +354,7 @@ impl ProfileBuilder {
             true => crate::java::dex_methods(&names, &symbols),
             false => Default::default(),
         };
-        let merged = self.merge_java.then_some(&java_dex);
-        let shaper = crate::java::Shaper::new(&names, &symbols, self.show_art_frames, merged);
-        let mut stacks = Vec::with_capacity(self.stacks.len());
-        let mut stack_exec = Vec::with_capacity(self.stacks.len());
-        let mut stack_origin = Vec::new();
-        for addrs in std::mem::take(&mut self.stacks) {
-            let (addrs, exec, origin) = shaper.shape(addrs);
-            stacks.push(addrs);
-            stack_exec.push(exec);
-            if self.keep_places {
-                stack_origin.push(origin);
-            }
-        }
-        drop(shaper);
+        let (stacks, stack_exec, stack_origin) = self.shape_stacks(&names, &symbols, &java_dex);
         let stack_funcs: Vec<Vec<FuncId>> = stacks
             .iter()
             .map(|addrs| addrs.iter().flat_map(|a| symbols.funcs(*a).iter().copied()).collect())

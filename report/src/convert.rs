@@ -82,7 +82,7 @@ pub fn convert_with(
         Vec::new(),
     );
     progress.finish();
-    warnings.extend(unnamed_warning(&profile, resolver.unnamed()));
+    warnings.extend(profile.unnamed_warning());
     warnings.extend(rperf_symbols::cache::take_warning());
     let mut profile = profile;
     warnings.append(&mut profile.warnings);
@@ -517,49 +517,6 @@ fn decoded<'a>(
 thread_local! {
     /// Each thread's unwinding cache: the unwind rules found at recent addresses.
     static UNWIND_CACHE: std::cell::RefCell<UnwindCache> = std::cell::RefCell::new(UnwindCache::new());
-}
-
-/// One warning when most of the samples are in code without symbols, naming the binaries
-/// that were not symbolized and how to supply them.
-fn unnamed_warning(p: &Profile, unnamed: &std::collections::HashSet<u32>) -> Option<String> {
-    let s = p.main_section()?;
-    let mut weight = 0u64;
-    let mut binaries = std::collections::BTreeMap::<String, u64>::new();
-    for c in &s.stacks {
-        let Some(leaf) = p.frames(c.stack, c.off_cpu, false).next() else { continue };
-        if unnamed.contains(&leaf) {
-            weight = weight.saturating_add(c.weight);
-            let b = binaries.entry(p.names.dso_of(leaf).display_name().to_string()).or_default();
-            *b = b.saturating_add(c.weight);
-        }
-    }
-    if weight == 0 || weight < s.weight / 2 {
-        return None;
-    }
-    let mut top: Vec<(String, u64)> = binaries.into_iter().collect();
-    top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let names: Vec<String> = top.iter().take(5).map(|(n, _)| n.clone()).collect();
-    let kernel = names
-        .iter()
-        .any(|n| n.starts_with("[kernel") || (n.starts_with('[') && n.ends_with(']') && n != "[vdso]"));
-    let user = names.iter().any(|n| n.starts_with('/'));
-    let mut remedies = Vec::new();
-    if user {
-        remedies
-            .push("pass --symfs DIR with copies of the binaries (simpleperf's binary_cache folder works)");
-    }
-    if kernel {
-        remedies.push("pass --kallsyms FILE with a copy of the recording machine's /proc/kallsyms");
-    }
-    if remedies.is_empty() {
-        remedies.push("the code has no symbol table or JIT symbol map here");
-    }
-    Some(format!(
-        "{:.0}% of the samples are in code without symbols, mostly in {}; {}",
-        100.0 * weight as f64 / s.weight.max(1) as f64,
-        names.join(", "),
-        remedies.join("; ")
-    ))
 }
 
 /// Whether the recording names the running kernel's release (perf and rperf record it).

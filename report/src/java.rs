@@ -8,12 +8,8 @@
 use std::collections::HashMap;
 
 use crate::model::{DsoId, DsoKind, ExecType};
-use crate::profile::Names;
+use crate::profile::{DexMethod, Names};
 use crate::resolve::{AddrId, FuncId, Symbolized};
-
-/// The dex method a Java method compiled at run time was compiled from: its binary, function
-/// and symbol start (simpleperf's `vaddr_in_file` for it).
-pub type DexMethod = (DsoId, FuncId, u64);
 
 /// A Java method's name without its return type and parameters, as dex files name methods:
 /// `void a.B.run(int)` is `a.B.run`.

@@ -12,6 +12,10 @@ use crate::resolve::{AddrId, Func, FuncId, Symbolized};
 /// Index of a distinct address stack.
 pub type StackId = u32;
 
+/// The dex method a Java method compiled at run time was compiled from: its binary, function
+/// and symbol start (simpleperf's `vaddr_in_file` for it).
+pub type DexMethod = (crate::model::DsoId, FuncId, u64);
+
 /// A thread as outputs show it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Thread {
@@ -213,7 +217,7 @@ pub struct Profile {
     pub raw_data: Vec<Box<[u8]>>,
     /// Java methods compiled at run time, by frame address, as the dex methods they were
     /// compiled from, when `merge_java_methods` asked for them.
-    pub java_dex: std::collections::HashMap<AddrId, crate::java::DexMethod>,
+    pub java_dex: std::collections::HashMap<AddrId, DexMethod>,
 }
 
 impl Profile {
@@ -226,6 +230,51 @@ impl Profile {
     pub fn shown_sections(&self) -> impl Iterator<Item = &Section> {
         let only = self.sections.len() == 1;
         self.sections.iter().filter(move |s| s.samples > 0 || only)
+    }
+
+    /// One warning when most of the samples are in code without symbols, naming the binaries
+    /// that were not symbolized and how to supply them.
+    pub fn unnamed_warning(&self) -> Option<String> {
+        let p = self;
+        let s = p.main_section()?;
+        let mut weight = 0u64;
+        let mut binaries = std::collections::BTreeMap::<String, u64>::new();
+        for c in &s.stacks {
+            let Some(leaf) = p.frames(c.stack, c.off_cpu, false).next() else { continue };
+            if p.symbols.is_unnamed(leaf) {
+                weight = weight.saturating_add(c.weight);
+                let b = binaries.entry(p.names.dso_of(leaf).display_name().to_string()).or_default();
+                *b = b.saturating_add(c.weight);
+            }
+        }
+        if weight == 0 || weight < s.weight / 2 {
+            return None;
+        }
+        let mut top: Vec<(String, u64)> = binaries.into_iter().collect();
+        top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let names: Vec<String> = top.iter().take(5).map(|(n, _)| n.clone()).collect();
+        let kernel = names
+            .iter()
+            .any(|n| n.starts_with("[kernel") || (n.starts_with('[') && n.ends_with(']') && n != "[vdso]"));
+        let user = names.iter().any(|n| n.starts_with('/'));
+        let mut remedies = Vec::new();
+        if user {
+            remedies.push(
+                "pass --symfs DIR with copies of the binaries (simpleperf's binary_cache folder works)",
+            );
+        }
+        if kernel {
+            remedies.push("pass --kallsyms FILE with a copy of the recording machine's /proc/kallsyms");
+        }
+        if remedies.is_empty() {
+            remedies.push("the code has no symbol table or JIT symbol map here");
+        }
+        Some(format!(
+            "{:.0}% of the samples are in code without symbols, mostly in {}; {}",
+            100.0 * weight as f64 / s.weight.max(1) as f64,
+            names.join(", "),
+            remedies.join("; ")
+        ))
     }
 
     /// The functions of a counted stack, innermost first, with the off-CPU marker in front of

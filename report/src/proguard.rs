@@ -58,6 +58,15 @@ impl ProguardMapping {
         Ok(())
     }
 
+    /// Renames the functions the mapping names.
+    pub fn rename(&self, funcs: &mut [crate::resolve::Func]) {
+        for f in funcs {
+            if let Some(name) = self.deobfuscate(&f.name) {
+                f.name = name;
+            }
+        }
+    }
+
     /// `name` (a Java method as reports name it: `a.b.c`, or `void a.b.c(int)`) with its class
     /// and method as the mapping says; None when the class is not in the mapping.
     pub fn deobfuscate(&self, name: &str) -> Option<String> {

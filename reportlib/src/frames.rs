@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use report::{Needs, OffCpuMode, Profile, ReportOptions};
 
-use crate::api::{CallChain, CallChainEntry, Event, FeatureSection, Mapping, Sample, Symbol};
-use crate::api::{TracingDataFormat, TracingFieldFormat};
+use crate::ctypes::{CallChain, CallChainEntry, Event, FeatureSection, Mapping, Sample, Symbol};
+use crate::ctypes::{TracingDataFormat, TracingFieldFormat};
 
 /// A handle's state.
 pub struct Session {

@@ -15,6 +15,7 @@
 #![allow(non_snake_case)] // The exported names are simpleperf's.
 
 mod api;
+mod ctypes;
 mod frames;
 
 pub use api::*;

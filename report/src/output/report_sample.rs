@@ -159,36 +159,7 @@ pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
         if seen_threads.insert(r.thread) {
             threads.push(r.thread);
         }
-        let stack = r.stack as usize;
-        let callchain = p.stacks[stack]
-            .iter()
-            .zip(&p.stack_exec[stack])
-            .map(|(&a, &exec)| {
-                // One entry per address, named by its containing function; a Java method
-                // compiled at run time as its dex method.
-                let (f, vaddr) = match p.java_dex.get(&a) {
-                    Some(&(_, f, start)) => (f, start),
-                    None => (
-                        *p.symbols.funcs(a).last().expect("every address has a function"),
-                        p.symbols.vaddr_in_file(a),
-                    ),
-                };
-                let (file, symbol) = files.ids(p, f);
-                proto::CallChainEntry {
-                    vaddr_in_file: Some(vaddr),
-                    file_id: Some(file),
-                    symbol_id: Some(symbol),
-                    execution_type: (exec != ExecType::Native).then(|| execution_type(exec)),
-                }
-            })
-            .collect();
-        let sample = proto::Sample {
-            time: Some(r.time),
-            thread_id: Some(r.thread.tid),
-            callchain,
-            event_count: Some(r.weight),
-            event_type_id: Some(event),
-        };
+        let sample = sample(p, r, event, &mut files);
         record(&mut w, proto::RecordData::Sample(sample))?;
     }
     let lost = proto::LostSituation {
@@ -219,6 +190,39 @@ pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
     }
     w.write_all(&0u32.to_le_bytes())?;
     w.flush()
+}
+
+/// A sample with its call chain, leaf first: one entry per address, named by its containing
+/// function; a Java method compiled at run time as its dex method.
+fn sample(p: &Profile, r: &crate::profile::Row, event: u32, files: &mut Files) -> proto::Sample {
+    let stack = r.stack as usize;
+    let callchain = p.stacks[stack]
+        .iter()
+        .zip(&p.stack_exec[stack])
+        .map(|(&a, &exec)| {
+            let (f, vaddr) = match p.java_dex.get(&a) {
+                Some(&(_, f, start)) => (f, start),
+                None => (
+                    *p.symbols.funcs(a).last().expect("every address has a function"),
+                    p.symbols.vaddr_in_file(a),
+                ),
+            };
+            let (file, symbol) = files.ids(p, f);
+            proto::CallChainEntry {
+                vaddr_in_file: Some(vaddr),
+                file_id: Some(file),
+                symbol_id: Some(symbol),
+                execution_type: (exec != ExecType::Native).then(|| execution_type(exec)),
+            }
+        })
+        .collect();
+    proto::Sample {
+        time: Some(r.time),
+        thread_id: Some(r.thread.tid),
+        callchain,
+        event_count: Some(r.weight),
+        event_type_id: Some(event),
+    }
 }
 
 /// The proto's `ExecutionType`.

@@ -118,11 +118,6 @@ impl Resolver {
         self.binaries.apk_library(path, pgoff)
     }
 
-    /// Functions that stand for code without a symbol.
-    pub fn unnamed(&self) -> &std::collections::HashSet<FuncId> {
-        &self.names.unnamed
-    }
-
     /// The frames of `chain` in process `pid` at `time`, as `frame` gives each, into `out`.
     /// A call chain seen before in the same state of the process (its mappings and JIT code,
     /// and the kernel's modules) resolves to the same frames: those are reused, and most

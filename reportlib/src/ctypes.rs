@@ -1,0 +1,124 @@
+//! The structs the library hands out, with the layouts `simpleperf_report_lib.py` declares
+//! (field for field, in order).
+
+use std::ffi::c_char;
+
+/// A sample (`SampleStruct`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Sample {
+    pub ip: u64,
+    pub pid: u32,
+    pub tid: u32,
+    pub thread_comm: *const c_char,
+    pub time: u64,
+    pub in_kernel: u32,
+    pub cpu: u32,
+    pub period: u64,
+}
+
+impl Default for Sample {
+    fn default() -> Self {
+        Sample {
+            ip: 0,
+            pid: 0,
+            tid: 0,
+            thread_comm: std::ptr::null(),
+            time: 0,
+            in_kernel: 0,
+            cpu: 0,
+            period: 0,
+        }
+    }
+}
+
+/// One field of a tracepoint's data (`TracingFieldFormatStruct`).
+#[repr(C)]
+pub struct TracingFieldFormat {
+    pub name: *const c_char,
+    pub offset: u32,
+    pub elem_size: u32,
+    pub elem_count: u32,
+    pub is_signed: u32,
+    pub is_dynamic: u32,
+}
+
+/// A tracepoint's data format (`TracingDataFormatStruct`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct TracingDataFormat {
+    pub size: u32,
+    pub field_count: u32,
+    pub fields: *const TracingFieldFormat,
+}
+
+/// The event of a sample (`EventStruct`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Event {
+    pub name: *const c_char,
+    pub tracing_data_format: TracingDataFormat,
+}
+
+impl Default for Event {
+    fn default() -> Self {
+        let format = TracingDataFormat { size: 0, field_count: 0, fields: std::ptr::null() };
+        Event { name: std::ptr::null(), tracing_data_format: format }
+    }
+}
+
+/// The mapping that held a frame (`MappingStruct`).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct Mapping {
+    pub start: u64,
+    pub end: u64,
+    pub pgoff: u64,
+}
+
+/// A frame's binary and function (`SymbolStruct`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct Symbol {
+    pub dso_name: *const c_char,
+    pub vaddr_in_file: u64,
+    pub symbol_name: *const c_char,
+    pub symbol_addr: u64,
+    pub symbol_len: u64,
+    pub mapping: *const Mapping,
+}
+
+impl Default for Symbol {
+    fn default() -> Self {
+        Symbol {
+            dso_name: std::ptr::null(),
+            vaddr_in_file: 0,
+            symbol_name: std::ptr::null(),
+            symbol_addr: 0,
+            symbol_len: 0,
+            mapping: std::ptr::null(),
+        }
+    }
+}
+
+/// A caller frame (`CallChainEntryStructure`).
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct CallChainEntry {
+    pub ip: u64,
+    pub symbol: Symbol,
+}
+
+/// The callers of a sample, innermost first (`CallChainStructure`).
+#[repr(C)]
+pub struct CallChain {
+    pub nr: u32,
+    pub entries: *const CallChainEntry,
+}
+
+/// A feature section's bytes (`FeatureSectionStructure`).
+#[repr(C)]
+pub struct FeatureSection {
+    pub data: *const c_char,
+    pub data_size: u32,
+}
