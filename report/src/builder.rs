@@ -63,8 +63,7 @@ pub struct ProfileBuilder {
     lost_sideband: u64,
     /// Keep each sample's frame places and tracepoint data (`Needs::places`).
     keep_places: bool,
-    placed: Vec<Vec<Place>>,
-    placed_index: rustc_hash::FxHashMap<Vec<Place>, u32>,
+    placed: crate::profile::Placed,
     raw_data: Vec<Box<[u8]>>,
     /// `--aggregate-threads` patterns, and the thread each stands for once seen.
     aggregate: Vec<regex::Regex>,
@@ -125,8 +124,7 @@ impl ProfileBuilder {
             sideband: events.iter().map(|e| e.type_ == 1 && e.config == 9).collect(),
             lost_sideband: 0,
             keep_places: needs.places,
-            placed: vec![Vec::new()],
-            placed_index: Default::default(),
+            placed: Default::default(),
             raw_data: vec![Box::default()],
             aggregate: opts.aggregate_threads.clone(),
             aggregated: vec![None; opts.aggregate_threads.len()],
@@ -197,15 +195,7 @@ impl ProfileBuilder {
 
     /// A sample's places and tracepoint data, kept.
     fn detail(&mut self, places: &[Place], raw: Option<&[u8]>) -> Detail {
-        let placed = match self.placed_index.get(places) {
-            Some(&id) => id,
-            None => {
-                let id = self.placed.len() as u32;
-                self.placed.push(places.to_vec());
-                self.placed_index.insert(places.to_vec(), id);
-                id
-            }
-        };
+        let placed = self.placed.intern(places);
         let raw = match raw {
             Some(r) => {
                 self.raw_data.push(r.into());
@@ -399,7 +389,10 @@ impl ProfileBuilder {
             off_cpu_marker,
             lost_sideband: self.lost_sideband,
             warnings,
-            placed: std::mem::take(&mut self.placed),
+            placed: {
+                self.placed.seal();
+                std::mem::take(&mut self.placed)
+            },
             stack_origin,
             raw_data: std::mem::take(&mut self.raw_data),
             java_dex,

@@ -226,10 +226,9 @@ impl Session {
         let stack = r.stack as usize;
         let addrs = &p.stacks[stack];
         let origin = p.stack_origin.get(stack);
-        let placed = p.placed.get(r.detail.placed as usize);
         let place_of = |k: usize| {
             let o = origin.and_then(|o| o.get(k)).copied().unwrap_or(k as u32) as usize;
-            placed.and_then(|pl| pl.get(o)).copied().unwrap_or_default()
+            p.placed.get(r.detail.placed, o).unwrap_or_default()
         };
         cur.mappings.clear();
         cur.mappings.extend((0..addrs.len()).map(|k| {
