@@ -389,10 +389,7 @@ impl ProfileBuilder {
             off_cpu_marker,
             lost_sideband: self.lost_sideband,
             warnings,
-            placed: {
-                self.placed.seal();
-                std::mem::take(&mut self.placed)
-            },
+            placed: std::mem::take(&mut self.placed).sealed(),
             stack_origin,
             raw_data: std::mem::take(&mut self.raw_data),
             java_dex,

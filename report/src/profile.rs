@@ -130,10 +130,9 @@ impl Placed {
         Some(Place { ip, map: self.maps[map as usize] })
     }
 
-    /// Frees the indexes, once every sample is in.
-    pub fn seal(&mut self) {
-        self.index = Default::default();
-        self.maps_index = Default::default();
+    /// The places without their indexes, once every sample is in.
+    pub fn sealed(self) -> Placed {
+        Placed { index: Default::default(), maps_index: Default::default(), ..self }
     }
 }
 

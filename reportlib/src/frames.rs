@@ -55,7 +55,8 @@ struct Current {
     mappings: Vec<Mapping>,
     entries: Vec<CallChainEntry>,
     chain: CallChain,
-    raw: Option<(u32, u32)>,
+    /// Its tracepoint data (`Profile::raw_data`), when it has any.
+    raw: Option<u32>,
     /// (section, row) of the sample at hand.
     at: Option<(u32, u32)>,
 }
@@ -63,9 +64,10 @@ struct Current {
 #[derive(Default)]
 struct Strings {
     dsos: HashMap<u32, CString>,
-    funcs: HashMap<(u32, bool), CString>,
+    funcs: HashMap<u32, CString>,
     comms: HashMap<u32, CString>,
-    unknown: HashMap<(u32, u64), CString>,
+    /// simpleperf's name for code without a symbol.
+    unknown: CString,
 }
 
 impl Strings {
@@ -103,7 +105,7 @@ impl Default for Session {
             show_ip: false,
             loaded: None,
             facts: None,
-            strings: Strings::default(),
+            strings: Strings { unknown: c"unknown".into(), ..Default::default() },
             current: Current {
                 sample: Sample::default(),
                 symbol: Symbol::default(),
@@ -279,7 +281,7 @@ impl Session {
                 fields: if ev.fields.is_empty() { std::ptr::null() } else { ev.fields.as_ptr() },
             },
         };
-        cur.raw = (r.detail.raw != 0).then_some((r.detail.raw, 0));
+        cur.raw = (r.detail.raw != 0).then_some(r.detail.raw);
     }
 
     fn current(&self, what: &str) -> Result<(), String> {
@@ -309,7 +311,7 @@ impl Session {
         self.current("GetTracingDataOfCurrentSample")?;
         let loaded = self.loaded.as_ref().expect("a sample is at hand");
         Ok(match self.current.raw {
-            Some((i, _)) => loaded.profile.raw_data[i as usize].as_ptr().cast(),
+            Some(i) => loaded.profile.raw_data[i as usize].as_ptr().cast(),
             None => std::ptr::null(),
         })
     }
@@ -353,9 +355,9 @@ fn symbol(p: &Profile, a: u32, strings: &mut Strings, mapping: &Mapping, show_ip
         Strings::get(&mut strings.dsos, dso, || p.names.dsos[dso as usize].display_name().to_string());
     let unnamed = p.symbols.is_unnamed(func);
     let name = if unnamed && !show_ip {
-        Strings::get(&mut strings.unknown, (dso, 0), || "unknown".into())
+        strings.unknown.as_ptr()
     } else {
-        Strings::get(&mut strings.funcs, (func, false), || p.names.func(func).name.clone())
+        Strings::get(&mut strings.funcs, func, || p.names.func(func).name.clone())
     };
     if unnamed {
         (start, len) = (vaddr, 0);
