@@ -308,18 +308,17 @@ fn sort_keys(keys: &str) -> anyhow::Result<Vec<SortKey>> {
 
 /// The sample filters of `--comms`, `--pids`, `--tids`, `--dsos`, `--symbols`, `--cpu`, `--time`.
 fn filters(a: &ReportArgs) -> anyhow::Result<Filters> {
-    let cpus = if a.cpu.is_empty() { Vec::new() } else { parse_cpus(&a.cpu.join(","))? };
     let mut f = Filters {
         comms: split_list(&a.comms, &[';', ',']),
         pids: ids(&a.pids, "pids")?,
         tids: ids(&a.tids, "tids")?,
         dsos: split_list(&a.dsos, &[';', ',']),
         symbols: split_list(&a.symbols, &[';']),
-        cpus,
         time: a.time.as_deref().map(crate::target_args::parse_time_window).transpose()?,
         ..Filters::default()
     };
     let simpleperf_style = [
+        ("--cpu", &a.cpu),
         ("--exclude-pid", &a.exclude_pid),
         ("--exclude-tid", &a.exclude_tid),
         ("--include-process-name", &a.include_process_name),
@@ -341,16 +340,6 @@ fn filters(a: &ReportArgs) -> anyhow::Result<Filters> {
 fn off_cpu_mode(m: &str) -> anyhow::Result<OffCpuMode> {
     OffCpuMode::parse(m)
         .with_context(|| format!("--trace-offcpu {m}: use on-cpu, off-cpu, on-off-cpu or mixed-on-off-cpu"))
-}
-
-/// `--cpu LIST` of a report: any CPUs (the recording may come from a bigger machine), but a
-/// list that makes sense.
-fn parse_cpus(s: &str) -> anyhow::Result<Vec<u32>> {
-    let cpus = rperf_record::sys::parse_cpu_list(s).map_err(|e| anyhow::anyhow!("--cpu: {e}"))?;
-    if cpus.is_empty() {
-        bail!("--cpu '{s}' names no CPU");
-    }
-    Ok(cpus)
 }
 
 /// Runs `rperf report`.
