@@ -14,6 +14,9 @@ Prints one line per recording and option set (identical / simpleperf's rows), th
 that differ, each with the rperf row that comes closest; with --json, one JSON object.
 --named-only looks only for the rows where simpleperf names a function (not `lib.so[+addr]`):
 rperf may name more code than simpleperf (debug files simpleperf does not read).
+A differing row whose only difference is the function's name, where both names are symbols at
+one address of that binary (`log` and `logf64` in libm), is marked as an alias: README lists
+the choice among aliases as a deliberate difference.
 """
 import argparse
 import difflib
@@ -74,6 +77,39 @@ def nearest(row, rows):
     return near[0] if near else None
 
 
+_ADDRESSES = {}
+
+
+def symbol_addresses(path):
+    """Name (version suffix dropped) -> set of addresses, from the binary's symbol tables."""
+    if path not in _ADDRESSES:
+        table = {}
+        p = subprocess.run(["readelf", "-Ws", "--wide", path], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True, errors="replace")
+        for line in p.stdout.splitlines():
+            cols = line.split()
+            if len(cols) >= 8 and cols[3] == "FUNC":
+                name = cols[7].split("@", 1)[0]
+                table.setdefault(name, set()).add(int(cols[1], 16))
+        _ADDRESSES[path] = table
+    return _ADDRESSES[path]
+
+
+def is_alias(theirs, ours, symfs):
+    """Whether two rows differ only in the function name, the two names being one address."""
+    if not ours:
+        return False
+    a, b = theirs.split(" "), ours.split(" ")
+    if len(a) != len(b) or len(a) < 2 or a[:-1] != b[:-1] or a[-1] == b[-1]:
+        return False
+    dso = a[-2]
+    path = os.path.join(symfs, dso.lstrip("/")) if symfs else dso
+    if not os.path.isfile(path):
+        return False
+    table = symbol_addresses(path)
+    return bool(table.get(a[-1], set()) & table.get(b[-1], set()))
+
+
 def report(cmd):
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                        errors="replace")
@@ -102,8 +138,9 @@ def compare(args, data, opts):
                 have[row] -= 1
                 same += 1
             else:
-                misses.append({"event": event, "simpleperf": row,
-                               "rperf": nearest(row, ours.get(event, []))})
+                near = nearest(row, ours.get(event, []))
+                misses.append({"event": event, "simpleperf": row, "rperf": near,
+                               "alias": is_alias(row, near, args.symfs)})
     return {"file": os.path.basename(data), "options": " ".join(opts) or "(default)",
             "rows": total, "identical": same, "misses": misses,
             "rperf_error": rerr.strip().splitlines()[-1] if not rout and rerr.strip() else None}
@@ -145,8 +182,10 @@ def main():
                 results.append(r)
     rows = sum(r["rows"] for r in results)
     same = sum(r["identical"] for r in results)
+    aliases = sum(m["alias"] for r in results for m in r["misses"])
     if args.json:
-        json.dump({"rows": rows, "identical": same, "results": results}, sys.stdout, indent=1)
+        json.dump({"rows": rows, "identical": same, "aliases": aliases, "results": results},
+                  sys.stdout, indent=1)
         print()
         return
     for r in results:
@@ -155,10 +194,10 @@ def main():
         if r["rperf_error"]:
             print(f"      rperf: {r['rperf_error']}")
         for m in r["misses"][:args.show]:
-            print(f"      simpleperf: {m['simpleperf']}")
+            print(f"      simpleperf: {m['simpleperf']}" + ("  (alias)" if m["alias"] else ""))
             print(f"      rperf:      {m['rperf']}")
     pct = 100.0 * same / max(rows, 1)
-    print(f"identical rows: {same} of {rows} ({pct:.2f}%)")
+    print(f"identical rows: {same} of {rows} ({pct:.2f}%); another {aliases} name an alias")
 
 
 if __name__ == "__main__":

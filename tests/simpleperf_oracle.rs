@@ -20,8 +20,9 @@ fn simpleperf() -> PathBuf {
     p
 }
 
-/// (identical rows, simpleperf's rows, the rows that differ) of the comparison script.
-fn compare(args: &[&str]) -> (u64, u64, String) {
+/// (identical rows, simpleperf's rows, rows naming another alias at the same address, the rows
+/// that differ otherwise) of the comparison script.
+fn compare(args: &[&str]) -> (u64, u64, u64, String) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/compare_simpleperf.py");
     let o = run(Command::new("python3")
         .arg(&script)
@@ -34,19 +35,19 @@ fn compare(args: &[&str]) -> (u64, u64, String) {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("the script's JSON");
     let mut misses = String::new();
     for r in v["results"].as_array().unwrap() {
-        for m in r["misses"].as_array().unwrap() {
+        for m in r["misses"].as_array().unwrap().iter().filter(|m| m["alias"] != true) {
             misses += &format!(
                 "{} {}\n  simpleperf: {}\n  rperf:      {}\n",
                 r["file"], r["options"], m["simpleperf"], m["rperf"]
             );
         }
     }
-    (v["identical"].as_u64().unwrap(), v["rows"].as_u64().unwrap(), misses)
+    (v["identical"].as_u64().unwrap(), v["rows"].as_u64().unwrap(), v["aliases"].as_u64().unwrap(), misses)
 }
 
 #[test]
 fn corpus_reports_match_simpleperf_row_for_row() {
-    let (same, rows, misses) = compare(&[]);
+    let (same, rows, _, misses) = compare(&[]);
     assert!(rows > 3000, "simpleperf printed only {rows} rows");
     assert!(same * 100 >= rows * 99, "{same} of {rows} rows identical; differing:\n{misses}");
 }
@@ -73,10 +74,15 @@ fn fresh_simpleperf_recordings_match_on_every_row_simpleperf_names() {
     let fp = simpleperf_record("oracle_fp", "fp", &p.mixed_fp);
     let dwarf = simpleperf_record("oracle_dwarf", "dwarf", &p.mixed);
     let files = format!("{},{}", fp.display(), dwarf.display());
-    let (same, rows, misses) = compare(&["--files", &files, "--symfs", "", "--named-only"]);
+    let (same, rows, aliases, misses) =
+        compare(&["--files", &files, "--symfs", "", "--named-only"]);
     assert!(rows >= 40, "simpleperf named only {rows} rows");
-    // One known difference: an alias at the same address (`log` and `logf64`), see README.
-    assert!(same * 100 >= rows * 95, "{same} of {rows} rows identical; differing:\n{misses}");
+    // Aliases at one address (`log` and `logf64`) are a deliberate difference, see README; how
+    // many rows they reach depends on where the samples fell.
+    assert!(
+        (same + aliases) * 100 >= rows * 97,
+        "{same} of {rows} rows identical, {aliases} more name an alias; differing:\n{misses}"
+    );
 }
 
 #[test]
