@@ -267,6 +267,55 @@ fn script_options_reach_the_library() {
     assert!(events("off-cpu").iter().all(|e| e == "sched:sched_switch"));
 }
 
+/// A field's value as a number where it is one (simpleperf's dump prints some in hex).
+fn field_value(v: &str) -> String {
+    let v = v.trim();
+    let n = match v.strip_prefix("0x") {
+        Some(h) => i128::from_str_radix(h, 16).ok(),
+        None => v.parse::<i128>().ok(),
+    };
+    n.map_or_else(|| v.to_string(), |n| n.to_string())
+}
+
+#[test]
+fn tracepoint_fields_are_simpleperfs() {
+    // simpleperf keeps the tracepoint formats in a record of the data section, not in the
+    // feature section perf uses: every sched_switch sample's fields, as simpleperf's dump
+    // decodes them.
+    let file = corpus("perf_with_tracepoint_event.data");
+    let dump = stdout(&run(Command::new(simpleperf()).args(["dump", &file])));
+    let mut theirs: Vec<Vec<(String, String)>> = Vec::new();
+    let mut lines = dump.lines().peekable();
+    while let Some(l) = lines.next() {
+        if l.trim() == "tracepoint fields:" {
+            let mut fields = Vec::new();
+            while let Some(f) = lines.next_if(|f| f.starts_with("    ")) {
+                let (name, value) = f.trim().split_once(": ").unwrap_or((f.trim(), ""));
+                fields.push((name.to_string(), field_value(value)));
+            }
+            theirs.push(fields);
+        }
+    }
+    let text = script("report_sample.py", &["-i", &file, "--show_tracing_data"], &scratch("tracing_fields"));
+    let mut ours: Vec<Vec<(String, String)>> = Vec::new();
+    let mut lines = text.lines().peekable();
+    while let Some(l) = lines.next() {
+        if l.trim() == "tracing data:" {
+            let mut fields = Vec::new();
+            while let Some(f) = lines.next_if(|f| f.starts_with("\t\t")) {
+                let (name, value) = f.trim().split_once(" : ").unwrap_or((f.trim(), ""));
+                fields.push((name.to_string(), field_value(value)));
+            }
+            ours.push(fields);
+        }
+    }
+    assert!(theirs.len() >= 3, "simpleperf decoded {} tracepoint samples", theirs.len());
+    assert!(theirs[0].iter().any(|(n, v)| n == "next_comm" && !v.is_empty()), "{:?}", theirs[0]);
+    theirs.sort();
+    ours.sort();
+    assert_eq!(ours, theirs);
+}
+
 #[test]
 fn proguard_mappings_name_obfuscated_methods() {
     let dir = scratch("report_library_proguard");

@@ -74,8 +74,7 @@ fn fresh_simpleperf_recordings_match_on_every_row_simpleperf_names() {
     let fp = simpleperf_record("oracle_fp", "fp", &p.mixed_fp);
     let dwarf = simpleperf_record("oracle_dwarf", "dwarf", &p.mixed);
     let files = format!("{},{}", fp.display(), dwarf.display());
-    let (same, rows, aliases, misses) =
-        compare(&["--files", &files, "--symfs", "", "--named-only"]);
+    let (same, rows, aliases, misses) = compare(&["--files", &files, "--symfs", "", "--named-only"]);
     assert!(rows >= 40, "simpleperf named only {rows} rows");
     // Aliases at one address (`log` and `logf64`) are a deliberate difference, see README; how
     // many rows they reach depends on where the samples fell.

@@ -65,6 +65,7 @@ pub struct ProfileBuilder {
     keep_places: bool,
     placed: crate::profile::Placed,
     raw_data: Vec<Box<[u8]>>,
+    tracepoint_formats: Vec<rperf_perfdata::tracing::EventFormat>,
     /// `--aggregate-threads` patterns, and the thread each stands for once seen.
     aggregate: Vec<regex::Regex>,
     aggregated: Vec<Option<Thread>>,
@@ -126,6 +127,7 @@ impl ProfileBuilder {
             keep_places: needs.places,
             placed: Default::default(),
             raw_data: vec![Box::default()],
+            tracepoint_formats: Vec::new(),
             aggregate: opts.aggregate_threads.clone(),
             aggregated: vec![None; opts.aggregate_threads.len()],
             proguard,
@@ -178,6 +180,12 @@ impl ProfileBuilder {
         if let Some(prev) = self.pending.remove(&tid) {
             self.settle(model, prev, time);
         }
+    }
+
+    /// The recording's tracing data (a feature section, or a record in simpleperf's files):
+    /// the layouts of its tracepoints' raw data. What cannot be read is left out.
+    pub fn tracing_data(&mut self, data: &[u8]) {
+        self.tracepoint_formats = rperf_perfdata::tracing::decode_formats(data);
     }
 
     /// The kernel lost `count` records of event `attr`'s ring: samples, or side-band records
@@ -392,6 +400,7 @@ impl ProfileBuilder {
             placed: std::mem::take(&mut self.placed).sealed(),
             stack_origin,
             raw_data: std::mem::take(&mut self.raw_data),
+            tracepoint_formats: std::mem::take(&mut self.tracepoint_formats),
             java_dex,
         }
     }

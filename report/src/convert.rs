@@ -103,6 +103,10 @@ impl Converter {
         let mut finder = BinaryFinder::new(opts.symfs.as_deref());
         finder.set_same_kernel(this_kernel);
         let section = |id| rec.perf_file.feature_section_data(linux_perf_data::Feature(id));
+        let mut profile = profile;
+        if let Some(d) = section(linux_perf_data::Feature::TRACING_DATA.0) {
+            profile.tracing_data(d);
+        }
         if let Some(image) = section(rperf_perfdata::feature::RPERF_VDSO) {
             finder.set_recorded_vdso(image.to_vec());
         }
@@ -167,7 +171,15 @@ impl Converter {
             let mut samples: Vec<(usize, RawEventRecord<'_>)> = Vec::new();
             for record in batch.records() {
                 records += 1;
-                let PerfFileRecord::EventRecord { attr_index: attr, record: raw } = record else { continue };
+                let (attr, raw) = match record {
+                    PerfFileRecord::EventRecord { attr_index, record } => (attr_index, record),
+                    PerfFileRecord::UserRecord(r) => {
+                        if let Some(d) = tracing_data_record(&r) {
+                            self.profile.tracing_data(&d);
+                        }
+                        continue;
+                    }
+                };
                 if raw.record_type == RecordType::SAMPLE {
                     samples.push((attr, raw));
                     continue;
@@ -369,6 +381,24 @@ const PREFETCH_AHEAD: usize = 2;
 /// fields, registers and the top of its copied stack, and the stack's dynamic size at its end)
 /// while earlier samples are converted: the record reader's thread may run on a core whose
 /// caches this thread does not share, and waiting for memory was a tenth of its time.
+/// The tracing data simpleperf writes as a record of the data section (perf writes it as a
+/// feature section): a u32 size, then the data.
+fn tracing_data_record(r: &linux_perf_data::RawUserRecord<'_>) -> Option<Vec<u8>> {
+    use linux_perf_data::UserRecordType;
+    if r.record_type != UserRecordType::PERF_HEADER_TRACING_DATA
+        && r.record_type != UserRecordType::SIMPLEPERF_TRACING_DATA
+    {
+        return None;
+    }
+    let data = r.data.as_slice();
+    let size: [u8; 4] = data.get(..4)?.try_into().ok()?;
+    let size = match r.endian {
+        linux_perf_data::Endianness::LittleEndian => u32::from_le_bytes(size),
+        linux_perf_data::Endianness::BigEndian => u32::from_be_bytes(size),
+    } as usize;
+    Some(data.get(4..)?.get(..size).unwrap_or(&data[4..]).to_vec())
+}
+
 fn prefetch(data: &RawData<'_>) {
     let RawData::Single(bytes) = data else { return };
     rperf_perfdata::mapped::prefetch(bytes, 1024);

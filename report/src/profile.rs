@@ -290,6 +290,8 @@ pub struct Profile {
     pub stack_origin: Vec<Vec<u32>>,
     /// Tracepoint data of samples, by `Detail::raw` (entry 0 is empty).
     pub raw_data: Vec<Box<[u8]>>,
+    /// The layouts of the recorded tracepoints' raw data, from the recording's tracing data.
+    pub tracepoint_formats: Vec<rperf_perfdata::tracing::EventFormat>,
     /// Java methods compiled at run time, by frame address, as the dex methods they were
     /// compiled from, when `merge_java_methods` asked for them.
     pub java_dex: std::collections::HashMap<AddrId, DexMethod>,

@@ -193,13 +193,8 @@ impl Session {
                 .flat_map(|&s| (0..profile.sections[s as usize].rows.len() as u32).map(move |r| (s, r)))
                 .collect();
             order.sort_by_key(|&(s, r)| profile.sections[s as usize].rows[r as usize].time);
-            let formats = self
-                .facts()
-                .ok()
-                .and_then(|f| f.features.get(&rperf_perfdata::feature::TRACING_DATA))
-                .map(|d| rperf_perfdata::tracing::decode_formats(d))
-                .unwrap_or_default();
-            let events = profile.sections.iter().map(|s| event_info(s, &formats)).collect();
+            let events =
+                profile.sections.iter().map(|s| event_info(s, &profile.tracepoint_formats)).collect();
             self.loaded = Some(Loaded { profile, order, next: 0, events });
         }
         Ok(self.loaded.as_mut().expect("loaded above"))
