@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::model::{DsoKind, ExecType, Model};
 use crate::options::{OffCpuMode, ReportOptions};
 use crate::profile::{
-    Detail, EventDesc, Info, Names, Place, Profile, Row, Sample, Section, StackCount, StackId, Thread, Unit,
+    EventDesc, Info, Names, Place, Profile, Row, Sample, Section, StackCount, StackId, Thread, Unit,
 };
 use crate::resolve::{AddrId, Func, FuncId, Symbolized};
 
@@ -31,7 +31,9 @@ struct Pending {
     thread: Thread,
     cpu: u32,
     stack: StackId,
-    detail: Detail,
+    /// Its places and tracepoint data, when samples are logged.
+    places: Vec<Place>,
+    raw: Box<[u8]>,
 }
 
 #[derive(Default)]
@@ -61,10 +63,8 @@ pub struct ProfileBuilder {
     /// fork and exit records), so what its ring lost are those, not samples.
     sideband: Vec<bool>,
     lost_sideband: u64,
-    /// Keep each sample's frame places and tracepoint data (`Needs::places`).
-    keep_places: bool,
-    placed: crate::profile::Placed,
-    raw_data: Vec<Box<[u8]>>,
+    /// Every sample with its frames' places and tracepoint data (`Needs::places`).
+    log: Option<crate::sample_log::SampleLog>,
     tracepoint_formats: Vec<rperf_perfdata::tracing::EventFormat>,
     /// `--aggregate-threads` patterns, and the thread each stands for once seen.
     aggregate: Vec<regex::Regex>,
@@ -117,16 +117,19 @@ impl ProfileBuilder {
             stack_index: Default::default(),
             filters: opts.filters.clone(),
             max_stack: opts.max_stack,
-            keep_rows: needs.samples || needs.places,
+            keep_rows: needs.samples,
             children: opts.children,
             show_art_frames: opts.show_art_frames,
             merge_java: opts.merge_java_methods,
             only,
             sideband: events.iter().map(|e| e.type_ == 1 && e.config == 9).collect(),
             lost_sideband: 0,
-            keep_places: needs.places,
-            placed: Default::default(),
-            raw_data: vec![Box::default()],
+            log: match needs.places {
+                true => {
+                    Some(crate::sample_log::SampleLog::new().map_err(|source| Error::SampleLog { source })?)
+                }
+                false => None,
+            },
             tracepoint_formats: Vec::new(),
             aggregate: opts.aggregate_threads.clone(),
             aggregated: vec![None; opts.aggregate_threads.len()],
@@ -144,15 +147,20 @@ impl ProfileBuilder {
         }
         let addrs = &s.addrs[..s.addrs.len().min(self.max_stack.max(1))];
         let stack = self.intern_stack(addrs);
-        let detail = if self.keep_places {
-            self.detail(&s.places[..addrs.len().min(s.places.len())], s.raw)
-        } else {
-            Detail::default()
-        };
+        let places = &s.places[..addrs.len().min(s.places.len())];
+        let raw = s.raw.unwrap_or_default();
         let Some(tr) = &self.timing else {
             if s.attr < self.sections.len() {
                 self.sections[s.attr].truncated += u64::from(s.truncated);
-                self.commit(model, s.attr, s.thread, s.cpu, s.time, stack, false, s.period, detail);
+                let row = Row {
+                    time: s.time,
+                    thread: s.thread,
+                    cpu: s.cpu,
+                    stack,
+                    off_cpu: false,
+                    weight: s.period,
+                };
+                self.commit(model, s.attr, row, places, raw);
             }
             return;
         };
@@ -163,7 +171,11 @@ impl ProfileBuilder {
         if let Some(sec) = if switch { tr.off_section } else { tr.on_section } {
             self.sections[sec].truncated += u64::from(s.truncated);
         }
-        let this = Pending { time: s.time, switch, thread: s.thread, cpu: s.cpu, stack, detail };
+        let (places, raw) = match self.log {
+            Some(_) => (places.to_vec(), raw.into()),
+            None => Default::default(),
+        };
+        let this = Pending { time: s.time, switch, thread: s.thread, cpu: s.cpu, stack, places, raw };
         if let Some(prev) = self.pending.insert(s.thread.tid, this) {
             // Counted under the thread's name when its time ends, as simpleperf counts it: time
             // that ran into an exec is the new program's.
@@ -201,19 +213,6 @@ impl ProfileBuilder {
         }
     }
 
-    /// A sample's places and tracepoint data, kept.
-    fn detail(&mut self, places: &[Place], raw: Option<&[u8]>) -> Detail {
-        let placed = self.placed.intern(places);
-        let raw = match raw {
-            Some(r) => {
-                self.raw_data.push(r.into());
-                (self.raw_data.len() - 1) as u32
-            }
-            None => 0,
-        };
-        Detail { placed, raw }
-    }
-
     fn intern_stack(&mut self, addrs: &[AddrId]) -> StackId {
         if let Some(&id) = self.stack_index.get(addrs) {
             return id;
@@ -229,33 +228,20 @@ impl ProfileBuilder {
         let Some(tr) = &self.timing else { return };
         let Some(sec) = (if prev.switch { tr.off_section } else { tr.on_section }) else { return };
         let weight = until.saturating_sub(prev.time);
-        self.commit(
-            model,
-            sec,
-            prev.thread,
-            prev.cpu,
-            prev.time,
-            prev.stack,
-            prev.switch,
+        let row = Row {
+            time: prev.time,
+            thread: prev.thread,
+            cpu: prev.cpu,
+            stack: prev.stack,
+            off_cpu: prev.switch,
             weight,
-            prev.detail,
-        );
+        };
+        self.commit(model, sec, row, &prev.places, &prev.raw);
     }
 
     /// Counts a weighed sample into a section, when it passes the thread filters.
-    #[allow(clippy::too_many_arguments)]
-    fn commit(
-        &mut self,
-        model: &Model,
-        sec: usize,
-        thread: Thread,
-        cpu: u32,
-        time: u64,
-        stack: StackId,
-        off_cpu: bool,
-        weight: u64,
-        detail: Detail,
-    ) {
+    fn commit(&mut self, model: &Model, sec: usize, row: Row, places: &[Place], raw: &[u8]) {
+        let Row { time, thread, cpu, stack, off_cpu, weight } = row;
         let f = &self.filters;
         if let Some((start, end)) = f.time {
             // Relative bounds count from the first sample (samples arrive in time order).
@@ -286,8 +272,12 @@ impl ProfileBuilder {
         let e = c.counts.entry((thread, stack, off_cpu)).or_default();
         e.0 = e.0.saturating_add(1);
         e.1 = e.1.saturating_add(weight);
+        let row = Row { thread, ..row };
         if self.keep_rows {
-            c.rows.push(Row { time, thread, cpu, stack, off_cpu, weight, detail });
+            c.rows.push(row);
+        }
+        if let Some(log) = &mut self.log {
+            log.push(sec as u32, &row, places, raw);
         }
     }
 
@@ -316,7 +306,7 @@ impl ProfileBuilder {
             let (addrs, exec, origin) = shaper.shape(addrs);
             stacks.push(addrs);
             stack_exec.push(exec);
-            if self.keep_places {
+            if self.log.is_some() {
                 stack_origin.push(origin);
             }
         }
@@ -371,10 +361,21 @@ impl ProfileBuilder {
         for (section, counts) in self.sections.iter_mut().zip(std::mem::take(&mut self.counts)) {
             fill_section(section, counts, &kept);
         }
+        let mut shown_index = 0u32;
+        let shown: Vec<Option<u32>> = (0..self.sections.len())
+            .map(|i| match self.only.as_ref().is_none_or(|only| only[i]) {
+                true => {
+                    shown_index += 1;
+                    Some(shown_index - 1)
+                }
+                false => None,
+            })
+            .collect();
         if let Some(only) = &self.only {
             let mut keep = only.iter();
             self.sections.retain(|_| *keep.next().expect("one flag per section"));
         }
+        let sample_log = self.log.take().map(|log| log.finish(kept, shown));
         let mut warnings = warnings;
         if self.lost_sideband > 0 {
             warnings.push(format!(
@@ -397,9 +398,8 @@ impl ProfileBuilder {
             off_cpu_marker,
             lost_sideband: self.lost_sideband,
             warnings,
-            placed: std::mem::take(&mut self.placed).sealed(),
             stack_origin,
-            raw_data: std::mem::take(&mut self.raw_data),
+            sample_log,
             tracepoint_formats: std::mem::take(&mut self.tracepoint_formats),
             java_dex,
         }

@@ -17,6 +17,12 @@ pub enum Error {
         /// Why.
         source: std::io::Error,
     },
+    /// The report library's sample log (a temporary file) could not be made.
+    #[error("cannot make a temporary file for the samples in {}: {source}; set TMPDIR to a writable folder", std::env::temp_dir().display())]
+    SampleLog {
+        /// Why.
+        source: std::io::Error,
+    },
     /// A folder was given where a recording was expected.
     #[error("{} is a directory, not a recording; give the perf.data file inside it with -i", path.display())]
     Directory {

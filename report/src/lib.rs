@@ -11,7 +11,8 @@
 //! - `output` renders a profile in each format, and nothing else.
 //!
 //! Memory grows with distinct stacks, not with samples (per-sample rows are kept only for the
-//! formats that show samples one by one).
+//! formats that show samples one by one; the report library's samples, with their frames'
+//! run-time places, are written to a temporary file as they are counted: `sample_log`).
 //!
 //! ```no_run
 //! let opts = rperf_report::ReportOptions { input: "perf.data".into(), ..Default::default() };
@@ -39,6 +40,7 @@ mod progress;
 mod proguard;
 mod records;
 mod resolve;
+mod sample_log;
 
 pub use annotate::{annotate, AnnotateOptions, FunctionCode};
 pub use dump::dump;
@@ -49,8 +51,9 @@ pub use model::{Dso, DsoKind, ExecType};
 pub use options::{
     CallOrder, Filters, Format, Needs, OffCpuMode, ReportOptions, SortKey, StackPrefix, TimeBound,
 };
-pub use profile::{Detail, Place, Profile, Row, Section, Thread, Unit};
+pub use profile::{Place, Profile, Row, Section, Thread, Unit};
 pub use proguard::ProguardMapping;
+pub use sample_log::{LoggedSample, SampleReader};
 
 /// Reads a recording into a profile: load, convert, symbolize.
 pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {

@@ -17,7 +17,7 @@ pub type StackId = u32;
 pub type DexMethod = (crate::model::DsoId, FuncId, u64);
 
 /// A thread as outputs show it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Thread {
     /// Its name (interned in `Names::comms`).
     pub comm: u32,
@@ -43,7 +43,7 @@ pub struct StackCount {
 }
 
 /// One sample, for outputs that show samples one by one (gecko, json).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Row {
     /// Perf clock time, ns.
     pub time: u64,
@@ -57,92 +57,6 @@ pub struct Row {
     pub off_cpu: bool,
     /// The sample's weight.
     pub weight: u64,
-    /// Its frames' run-time addresses and its tracepoint data, when kept.
-    pub detail: Detail,
-}
-
-/// The run-time places of recorded stacks, stored flat (a frame is its address and an
-/// interned mapping): with DWARF stacks nearly every sample's places differ.
-#[derive(Debug)]
-pub struct Placed {
-    spans: Vec<(u32, u32)>,
-    frames: Vec<(u64, u32)>,
-    maps: Vec<(u64, u64, u64)>,
-    maps_index: rustc_hash::FxHashMap<(u64, u64, u64), u32>,
-    index: rustc_hash::FxHashMap<u64, u32>,
-}
-
-impl Default for Placed {
-    fn default() -> Self {
-        Placed {
-            spans: vec![(0, 0)],
-            frames: Vec::new(),
-            maps: Vec::new(),
-            maps_index: Default::default(),
-            index: Default::default(),
-        }
-    }
-}
-
-impl Placed {
-    /// The id of `places`, stored once (0 for none).
-    pub fn intern(&mut self, places: &[Place]) -> u32 {
-        use std::hash::{Hash, Hasher};
-        if places.is_empty() {
-            return 0;
-        }
-        let mut h = rustc_hash::FxHasher::default();
-        places.hash(&mut h);
-        let key = h.finish();
-        if let Some(&id) = self.index.get(&key) {
-            if self.len(id) == places.len()
-                && places.iter().enumerate().all(|(k, p)| self.get(id, k) == Some(*p))
-            {
-                return id;
-            }
-        }
-        let start = self.frames.len() as u32;
-        for p in places {
-            let next = self.maps.len() as u32;
-            let map = *self.maps_index.entry(p.map).or_insert(next);
-            if map == next {
-                self.maps.push(p.map);
-            }
-            self.frames.push((p.ip, map));
-        }
-        let id = self.spans.len() as u32;
-        self.spans.push((start, places.len() as u32));
-        self.index.entry(key).or_insert(id);
-        id
-    }
-
-    fn len(&self, id: u32) -> usize {
-        self.spans.get(id as usize).map_or(0, |s| s.1 as usize)
-    }
-
-    /// Frame `k` of places `id`.
-    pub fn get(&self, id: u32, k: usize) -> Option<Place> {
-        let &(start, len) = self.spans.get(id as usize)?;
-        if k >= len as usize {
-            return None;
-        }
-        let (ip, map) = self.frames[start as usize + k];
-        Some(Place { ip, map: self.maps[map as usize] })
-    }
-
-    /// The places without their indexes, once every sample is in.
-    pub fn sealed(self) -> Placed {
-        Placed { index: Default::default(), maps_index: Default::default(), ..self }
-    }
-}
-
-/// What the report library shows of a sample besides its stack (`Needs::places`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Detail {
-    /// Its frames' run-time addresses and mappings (`Profile::placed`), 0 when not kept.
-    pub placed: u32,
-    /// Its tracepoint data (`Profile::raw_data`), 0 when none.
-    pub raw: u32,
 }
 
 /// Where a frame ran: its run-time address and the mapping that held it.
@@ -282,14 +196,12 @@ pub struct Profile {
     pub lost_sideband: u64,
     /// Non-fatal problems met while reading.
     pub warnings: Vec<String>,
-    /// Run-time places of the frames of recorded stacks, by `Detail::placed` (entry 0 is
-    /// empty): each parallel to the stack as recorded, before ART's frames were hidden.
-    pub placed: Placed,
     /// For each distinct stack, the index in its recorded stack of each frame shown (empty
     /// unless places were kept).
     pub stack_origin: Vec<Vec<u32>>,
-    /// Tracepoint data of samples, by `Detail::raw` (entry 0 is empty).
-    pub raw_data: Vec<Box<[u8]>>,
+    /// Every sample with its frames' run-time places and tracepoint data, in the order
+    /// they were counted, when `Needs::places` asked for them.
+    pub sample_log: Option<crate::sample_log::SampleReader>,
     /// The layouts of the recorded tracepoints' raw data, from the recording's tracing data.
     pub tracepoint_formats: Vec<rperf_perfdata::tracing::EventFormat>,
     /// Java methods compiled at run time, by frame address, as the dex methods they were

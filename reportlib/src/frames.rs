@@ -33,9 +33,10 @@ pub struct Session {
 /// The profile and where the caller is in it.
 struct Loaded {
     profile: Profile,
-    /// Every sample of the sections shown, in time order: (section, row).
-    order: Vec<(u32, u32)>,
-    next: usize,
+    /// Its samples, read one at a time.
+    samples: report::SampleReader,
+    /// The sample at hand.
+    sample: report::LoggedSample,
     /// Per section: the event as the library names it, with its tracepoint format.
     events: Vec<EventInfo>,
 }
@@ -55,10 +56,8 @@ struct Current {
     mappings: Vec<Mapping>,
     entries: Vec<CallChainEntry>,
     chain: CallChain,
-    /// Its tracepoint data (`Profile::raw_data`), when it has any.
-    raw: Option<u32>,
-    /// (section, row) of the sample at hand.
-    at: Option<(u32, u32)>,
+    /// There is a sample at hand.
+    at: bool,
 }
 
 #[derive(Default)]
@@ -113,8 +112,7 @@ impl Default for Session {
                 mappings: Vec::new(),
                 entries: Vec::new(),
                 chain: CallChain { nr: 0, entries: std::ptr::null() },
-                raw: None,
-                at: None,
+                at: false,
             },
             modes: CString::default(),
             build_id: CString::default(),
@@ -178,24 +176,17 @@ impl Session {
     /// Reads the recording, on the first call that needs its samples.
     fn load(&mut self) -> Result<&mut Loaded, String> {
         if self.loaded.is_none() {
-            let needs = Needs { samples: true, lines: false, places: true };
+            let needs = Needs { samples: false, lines: false, places: true };
             self.opts.show_ip = self.show_ip;
             self.opts.merge_java_methods = self.merge_java;
-            let profile = report::load_with(&self.opts, needs).map_err(|e| e.to_string())?;
+            let mut profile = report::load_with(&self.opts, needs).map_err(|e| e.to_string())?;
             for w in &profile.warnings {
                 eprintln!("rperf report library: warning: {w}");
             }
-            let shown: Vec<u32> = (0..profile.sections.len() as u32)
-                .filter(|&i| profile.sections[i as usize].samples > 0 || profile.sections.len() == 1)
-                .collect();
-            let mut order: Vec<(u32, u32)> = shown
-                .iter()
-                .flat_map(|&s| (0..profile.sections[s as usize].rows.len() as u32).map(move |r| (s, r)))
-                .collect();
-            order.sort_by_key(|&(s, r)| profile.sections[s as usize].rows[r as usize].time);
+            let samples = profile.sample_log.take().expect("samples are logged when places are asked for");
             let events =
                 profile.sections.iter().map(|s| event_info(s, &profile.tracepoint_formats)).collect();
-            self.loaded = Some(Loaded { profile, order, next: 0, events });
+            self.loaded = Some(Loaded { profile, samples, sample: Default::default(), events });
         }
         Ok(self.loaded.as_mut().expect("loaded above"))
     }
@@ -203,21 +194,20 @@ impl Session {
     /// Moves to the next sample; null at the end.
     pub fn next_sample(&mut self) -> Result<*const Sample, String> {
         let loaded = self.load()?;
-        let Some(&(section, row)) = loaded.order.get(loaded.next) else {
-            self.current.at = None;
+        let more = loaded.samples.next_into(&mut loaded.sample);
+        self.current.at = matches!(more, Ok(true));
+        if !more.map_err(|e| e.to_string())? {
             return Ok(std::ptr::null());
-        };
-        loaded.next += 1;
-        self.current.at = Some((section, row));
-        self.describe(section, row);
+        }
+        self.describe();
         Ok(&self.current.sample)
     }
 
-    /// Fills the C view of sample `row` of `section`.
-    fn describe(&mut self, section: u32, row: u32) {
+    /// Fills the C view of the sample at hand.
+    fn describe(&mut self) {
         let loaded = self.loaded.as_ref().expect("loaded");
         let p = &loaded.profile;
-        let r = p.sections[section as usize].rows[row as usize];
+        let (section, r, places) = (loaded.sample.section, loaded.sample.row, &loaded.sample.places);
         let strings = &mut self.strings;
         let cur = &mut self.current;
         let stack = r.stack as usize;
@@ -225,7 +215,7 @@ impl Session {
         let origin = p.stack_origin.get(stack);
         let place_of = |k: usize| {
             let o = origin.and_then(|o| o.get(k)).copied().unwrap_or(k as u32) as usize;
-            p.placed.get(r.detail.placed, o).unwrap_or_default()
+            places.get(o).copied().unwrap_or_default()
         };
         cur.mappings.clear();
         cur.mappings.extend((0..addrs.len()).map(|k| {
@@ -276,13 +266,12 @@ impl Session {
                 fields: if ev.fields.is_empty() { std::ptr::null() } else { ev.fields.as_ptr() },
             },
         };
-        cur.raw = (r.detail.raw != 0).then_some(r.detail.raw);
     }
 
     fn current(&self, what: &str) -> Result<(), String> {
         match self.current.at {
-            Some(_) => Ok(()),
-            None => Err(format!("{what}: no sample at hand; call GetNextSample first")),
+            true => Ok(()),
+            false => Err(format!("{what}: no sample at hand; call GetNextSample first")),
         }
     }
 
@@ -305,10 +294,8 @@ impl Session {
     pub fn tracing_data(&self) -> Result<*const c_char, String> {
         self.current("GetTracingDataOfCurrentSample")?;
         let loaded = self.loaded.as_ref().expect("a sample is at hand");
-        Ok(match self.current.raw {
-            Some(i) => loaded.profile.raw_data[i as usize].as_ptr().cast(),
-            None => std::ptr::null(),
-        })
+        let raw = &loaded.sample.raw;
+        Ok(if raw.is_empty() { std::ptr::null() } else { raw.as_ptr().cast() })
     }
 
     /// The build id of a binary as recorded (`0x` and 40 hex digits), or "".
