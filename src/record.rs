@@ -84,6 +84,11 @@ pub struct RecordArgs {
     /// Unwind DWARF stacks while recording and store call chains (the default).
     #[arg(long = "post-unwind", conflicts_with = "no_post_unwind")]
     post_unwind: bool,
+    /// The clock samples are stamped with: monotonic (the default), monotonic_raw, realtime,
+    /// boottime, tai, or a clock number. The file records it with one moment on the wall
+    /// clock, so `perf script -F tod` shows the time of day.
+    #[arg(short = 'k', long = "clockid", value_name = "CLOCK", default_value = "monotonic")]
+    clockid: String,
     /// Running as the app's user, started by rperf through run-as (the output is --out-fd).
     #[arg(long = "in-app", hide = true)]
     in_app: bool,
@@ -218,6 +223,7 @@ fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
             total: parse_size(&a.jit_max_total).context("--jit-max-total")?,
         },
         post_unwind: !a.no_post_unwind,
+        clockid: rperf_record::parse_clockid(&a.clockid).map_err(anyhow::Error::msg)?,
     })
 }
 

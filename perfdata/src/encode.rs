@@ -54,6 +54,33 @@ pub fn cmdline_feature(args: &[String]) -> Vec<u8> {
     v
 }
 
+/// HEADER_SAMPLE_TIME: the times of the first and the last sample.
+pub fn sample_time_feature(first: u64, last: u64) -> Vec<u8> {
+    let mut v = Vec::new();
+    put_u64(&mut v, first);
+    put_u64(&mut v, last);
+    v
+}
+
+/// HEADER_CLOCKID: the resolution of the clock samples are stamped with, in ns.
+pub fn clockid_feature(resolution_ns: u64) -> Vec<u8> {
+    let mut v = Vec::new();
+    put_u64(&mut v, resolution_ns);
+    v
+}
+
+/// HEADER_CLOCK_DATA (version 1): the sample clock's id, and one moment read on the wall
+/// clock and on the sample clock, both in ns, from which readers tell the time of day of a
+/// sample.
+pub fn clock_data_feature(clockid: u32, wall_ns: u64, clock_ns: u64) -> Vec<u8> {
+    let mut v = Vec::new();
+    put_u32(&mut v, 1);
+    put_u32(&mut v, clockid);
+    put_u64(&mut v, wall_ns);
+    put_u64(&mut v, clock_ns);
+    v
+}
+
 /// HEADER_NRCPUS.
 pub fn nrcpus_feature(available: u32, online: u32) -> Vec<u8> {
     let mut v = Vec::new();

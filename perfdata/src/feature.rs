@@ -17,6 +17,9 @@ pub const TOTAL_MEM: u32 = Feature::TOTAL_MEM.0;
 pub const CMDLINE: u32 = Feature::CMDLINE.0;
 pub const EVENT_DESC: u32 = Feature::EVENT_DESC.0;
 pub const PMU_MAPPINGS: u32 = Feature::PMU_MAPPINGS.0;
+pub const SAMPLE_TIME: u32 = Feature::SAMPLE_TIME.0;
+pub const CLOCKID: u32 = Feature::CLOCKID.0;
+pub const CLOCK_DATA: u32 = Feature::CLOCK_DATA.0;
 
 /// The kallsyms lines needed to symbolize the recorded kernel addresses (kallsyms text).
 pub const RPERF_KALLSYMS: u32 = 192;

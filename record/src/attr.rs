@@ -86,10 +86,10 @@ pub(crate) fn make_attr(
         a.set_build_id(1);
     }
     a.set_sample_id_all(1);
-    // CLOCK_MONOTONIC: the clock runtimes stamp their JIT code with (ART), and the one the
-    // JIT interface's reads are timed with.
+    // CLOCK_MONOTONIC unless `--clockid` says otherwise: the clock runtimes stamp their JIT
+    // code with (ART), and the one the JIT interface's reads are timed with.
     a.set_use_clockid(1);
-    a.clockid = libc::CLOCK_MONOTONIC;
+    a.clockid = opts.clockid;
     a.set_watermark(1);
     a.__bindgen_anon_2.wakeup_watermark = (data_pages * sys::page_size() / 4) as u32;
     if let CallGraph::Dwarf { stack_size } = opts.call_graph {

@@ -39,6 +39,16 @@ impl Session {
                 f.push((feature::TRACING_DATA, data));
             }
         }
+        if let Some((first, last)) = self.sink.writer.sample_times() {
+            f.push((feature::SAMPLE_TIME, encode::sample_time_feature(first, last)));
+        }
+        // Where the kernel stamped samples with the clock asked for (not perf's own clock).
+        let clocked = self.events.iter().all(|e| e.attr.use_clockid() != 0);
+        if let (true, Some(resolution)) = (clocked, sys::clock_resolution_ns(self.opts.clockid)) {
+            let (wall, clock) = self.clock_reference;
+            f.push((feature::CLOCKID, encode::clockid_feature(resolution)));
+            f.push((feature::CLOCK_DATA, encode::clock_data_feature(self.opts.clockid as u32, wall, clock)));
+        }
         let info = rperf_perfdata::RecordingInfo {
             trace_offcpu: self.opts.trace_offcpu,
             recorded_ns: self.elapsed.map(|_| self.recorded.as_nanos() as u64),

@@ -15,7 +15,7 @@
 //! ART extends both (magic `Android1` or `Android2` after the standard fields): the descriptor
 //! gains flags, the sizes of both structs, a sequence lock (odd while the list changes) and the
 //! time of the last action; each entry gains its registration time (CLOCK_MONOTONIC, the clock
-//! rperf samples with) and, with `Android2`, a sequence lock of its own (odd once removed).
+//! rperf samples with unless `--clockid` picks another) and, with `Android2`, a sequence lock of its own (odd once removed).
 //! ART lists in-memory dex files the same way under `__dex_debug_descriptor`.
 //!
 //! A read is consistent or thrown away: the descriptor is read, the list walked, and the
@@ -31,13 +31,12 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
+use crate::sys::sample_clock_ns;
 use rperf_perfdata::bytes::{u32_at, u64_at};
 use rperf_perfdata::{JitReads, JitSymfile, SymfileKind};
 use rperf_symbols::mapping_vaddr;
 
-use crate::jit_layout::{
-    code_range, exports_of, monotonic_ns, Descriptor, Entry, Exports, List, Memory, Read,
-};
+use crate::jit_layout::{code_range, exports_of, Descriptor, Entry, Exports, List, Memory, Read};
 use crate::jit_store::{JitLimits, JitStore};
 
 /// How often a descriptor is read (simpleperf reads every 100 ms): a symbol file seen new was
@@ -142,7 +141,7 @@ impl JitDebugReader {
                 interval: INTERVAL,
                 last_read_ns: 0,
                 used: false,
-                last_full_ns: monotonic_ns(),
+                last_full_ns: sample_clock_ns(),
                 pending: VecDeque::new(),
                 queued: HashSet::new(),
                 resume: Vec::new(),
@@ -158,7 +157,7 @@ impl JitDebugReader {
     /// The process ran a new program: its old lists are gone.
     pub fn exec(&mut self, pid: u32) {
         if let Some(watched) = self.processes.remove(&pid) {
-            let now = monotonic_ns();
+            let now = sample_clock_ns();
             self.close(watched, now);
         }
     }
@@ -168,7 +167,7 @@ impl JitDebugReader {
         if self.processes.contains_key(&pid) {
             self.poll_process(pid, true);
             let watched = self.processes.remove(&pid).unwrap_or_default();
-            self.close(watched, monotonic_ns());
+            self.close(watched, sample_clock_ns());
         }
     }
 
@@ -184,7 +183,7 @@ impl JitDebugReader {
 
     /// Recording ends: what is still waiting is not read.
     pub fn finish(&mut self) {
-        let now = monotonic_ns();
+        let now = sample_clock_ns();
         let all = std::mem::take(&mut self.processes);
         for (_, watched) in all {
             self.close(watched, now);
@@ -254,7 +253,7 @@ impl JitDebugReader {
         }
         if gone {
             // Unreadable from now on: what it listed ends here.
-            self.close(watched, monotonic_ns());
+            self.close(watched, sample_clock_ns());
         } else {
             self.processes.insert(pid, watched);
         }
@@ -278,13 +277,13 @@ impl JitDebugReader {
                 continue;
             }
             if w.last == Some(before) {
-                w.last_read_ns = monotonic_ns();
+                w.last_read_ns = sample_clock_ns();
                 return Read::Unchanged;
             }
             // Runtimes put new entries first: walking up to the first known entry finds them.
             // The whole list is walked to notice removals: after an unregistration, and at
             // least once a second while the list changes.
-            let now = monotonic_ns();
+            let now = sample_clock_ns();
             let full = whole
                 && (before.action == JIT_UNREGISTER_FN || now.saturating_sub(w.last_full_ns) >= FULL_WALK_NS);
             let stop = (!full).then_some((&w.live, &w.queued));
@@ -307,7 +306,7 @@ impl JitDebugReader {
                 whole &= !full;
                 continue;
             }
-            let now = monotonic_ns();
+            let now = sample_clock_ns();
             if full {
                 self.forget_removed(w, &entries, now);
             }
@@ -408,7 +407,7 @@ impl JitDebugReader {
             }
             self.reads.symfiles += 1;
             self.reads.bytes += image.len() as u64;
-            let now = monotonic_ns();
+            let now = sample_clock_ns();
             let registered = if e.registered != 0 && e.registered <= now { e.registered } else { seen_after };
             let (code, kind) = match w.list {
                 List::Jit => (code_range(&image), SymfileKind::Elf),

@@ -93,14 +93,6 @@ impl Memory {
     }
 }
 
-/// CLOCK_MONOTONIC, the clock the recorder's events stamp samples with.
-pub(crate) fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime fills a local timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
 /// The descriptors `path` exports in its dynamic symbol table, with its load segments; `None`
 /// for binaries without them (most) and for files that are not regular 64-bit ELF files.
 pub(crate) fn exports_of(path: &str) -> Option<Exports> {

@@ -51,6 +51,6 @@ pub use counter::{CountOptions, CountedEvent, CounterFd, Counters, Reading};
 pub use error::{open_remedy, Error};
 pub use event::{parse_event, parse_event_list, EventKind, EventSpec};
 pub use jit_store::JitLimits;
-pub use options::{CallGraph, Rate, RecordOptions, DEFAULT_DWARF_STACK, DEFAULT_FREQUENCY};
+pub use options::{parse_clockid, CallGraph, Rate, RecordOptions, DEFAULT_DWARF_STACK, DEFAULT_FREQUENCY};
 pub use recorder::{record, Handle, RecordSummary, Recorder, StopReason};
 pub use target::Target;

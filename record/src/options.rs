@@ -87,6 +87,8 @@ pub struct RecordOptions {
     /// With DWARF call graphs, unwind each sample's user stack while recording and store the
     /// call chain instead of the stack copy (`--post-unwind`, the default).
     pub post_unwind: bool,
+    /// The clock samples are stamped with (`--clockid`; CLOCK_MONOTONIC by default).
+    pub clockid: i32,
 }
 
 impl RecordOptions {
@@ -115,6 +117,48 @@ impl RecordOptions {
             jit_interface: true,
             jit_limits: crate::JitLimits::default(),
             post_unwind: true,
+            clockid: libc::CLOCK_MONOTONIC,
         }
+    }
+}
+
+/// The clocks `--clockid` takes, by perf's names for them (`CLOCK_` and case aside).
+const CLOCKS: [(&str, &str, i32); 5] = [
+    ("monotonic", "mono", libc::CLOCK_MONOTONIC),
+    ("monotonic_raw", "raw", libc::CLOCK_MONOTONIC_RAW),
+    ("realtime", "real", libc::CLOCK_REALTIME),
+    ("boottime", "boot", libc::CLOCK_BOOTTIME),
+    ("tai", "tai", libc::CLOCK_TAI),
+];
+
+/// A clock named as perf's `--clockid` takes it: `monotonic` (`mono`), `monotonic_raw`
+/// (`raw`), `realtime` (`real`), `boottime` (`boot`), `tai`, with or without `CLOCK_`, or a
+/// number.
+pub fn parse_clockid(name: &str) -> Result<i32, String> {
+    let lower = name.trim().to_ascii_lowercase();
+    let short = lower.strip_prefix("clock_").unwrap_or(&lower);
+    if let Some(&(_, _, id)) = CLOCKS.iter().find(|(long, abbr, _)| short == *long || short == *abbr) {
+        return Ok(id);
+    }
+    match short.parse::<i32>() {
+        Ok(n) if n >= 0 => Ok(n),
+        _ => Err(format!(
+            "--clockid {name}: no such clock; give one of {} or a clock number",
+            CLOCKS.iter().map(|c| c.0).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clocks_by_perfs_names() {
+        assert_eq!(parse_clockid("monotonic"), Ok(libc::CLOCK_MONOTONIC));
+        assert_eq!(parse_clockid("CLOCK_MONOTONIC_RAW"), Ok(libc::CLOCK_MONOTONIC_RAW));
+        assert_eq!(parse_clockid("real"), Ok(libc::CLOCK_REALTIME));
+        assert_eq!(parse_clockid("7"), Ok(7));
+        assert!(parse_clockid("sundial").unwrap_err().contains("boottime"));
     }
 }

@@ -70,6 +70,8 @@ pub(crate) struct Session {
     pub(crate) builder: RecordBuilder,
     pub(crate) notes: Vec<String>,
     pub(crate) kallsyms_text: Result<std::sync::Arc<String>, String>,
+    /// One moment on the wall clock and on the sample clock (ns), read as recording began.
+    pub(crate) clock_reference: (u64, u64),
     pub(crate) kernel_syms: Option<std::thread::JoinHandle<Vec<kallsyms::KernelSymbol>>>,
 }
 
@@ -92,6 +94,7 @@ impl Session {
 
     pub(crate) fn open(opts: &RecordOptions, note: &mut dyn FnMut(&str)) -> Result<Session, Error> {
         launch::reset_stop_signal();
+        sys::set_sample_clock(opts.clockid);
         let Plan { opts, specs, rate, sample_type, cpus, data_pages, side_pages, notes } =
             Plan::new(opts, note)?;
         let opts = &opts;
@@ -128,6 +131,7 @@ impl Session {
             builder,
             notes,
             kallsyms_text: kallsyms::read_proc_text().map(std::sync::Arc::new),
+            clock_reference: (sys::clock_ns(libc::CLOCK_REALTIME), sys::clock_ns(opts.clockid)),
             kernel_syms: None,
         };
         match &s.kallsyms_text {

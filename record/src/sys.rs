@@ -210,6 +210,40 @@ pub fn parse_cpu_list(s: &str) -> Result<Vec<u32>, String> {
     Ok(cpus)
 }
 
+/// The clock samples are stamped with (`record --clockid`), which the recorder also times
+/// what it reads from the recorded processes with.
+static SAMPLE_CLOCK: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(libc::CLOCK_MONOTONIC);
+
+/// Sets the clock samples are stamped with.
+pub(crate) fn set_sample_clock(clockid: i32) {
+    SAMPLE_CLOCK.store(clockid, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Now, on `clockid`, in ns (0 if the clock cannot be read).
+pub fn clock_ns(clockid: i32) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime fills a local timespec.
+    if unsafe { libc::clock_gettime(clockid, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Now, on the clock samples are stamped with, in ns.
+pub(crate) fn sample_clock_ns() -> u64 {
+    clock_ns(SAMPLE_CLOCK.load(std::sync::atomic::Ordering::Relaxed))
+}
+
+/// The resolution of `clockid`, in ns; None for a clock this kernel does not have.
+pub fn clock_resolution_ns(clockid: i32) -> Option<u64> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_getres fills a local timespec.
+    if unsafe { libc::clock_getres(clockid, &mut ts) } != 0 {
+        return None;
+    }
+    Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
 /// The page size of this machine.
 pub fn page_size() -> usize {
     // SAFETY: sysconf has no memory-safety preconditions.

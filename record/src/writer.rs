@@ -20,6 +20,8 @@ use crate::Error;
 /// section behind the features at finish time.
 const ATTR_RESERVE: u64 = 64 * 1024;
 const FLUSH_AT: usize = 1 << 20;
+/// `PERF_RECORD_SAMPLE`.
+const PERF_RECORD_SAMPLE: u32 = 9;
 
 /// One event attribute as stored in the file.
 #[derive(Clone, Debug)]
@@ -77,6 +79,8 @@ pub struct PerfDataWriter {
     round_index: Vec<(u64, usize, usize)>,
     /// The time of the round's latest record, given to records without one.
     round_time: u64,
+    /// The times of the first and the last sample written.
+    sample_times: Option<(u64, u64)>,
 }
 
 impl PerfDataWriter {
@@ -146,6 +150,7 @@ impl PerfDataWriter {
             round: Vec::new(),
             round_index: Vec::new(),
             round_time: 0,
+            sample_times: None,
         };
         w.write_front_attrs(attrs)?;
         w.write_header(&[])?;
@@ -188,6 +193,11 @@ impl PerfDataWriter {
         Ok(())
     }
 
+    /// The times of the first and the last sample written.
+    pub fn sample_times(&self) -> Option<(u64, u64)> {
+        self.sample_times
+    }
+
     /// Appends one record (header included) at the place of the latest one.
     pub fn write_record(&mut self, record: &[u8]) -> Result<(), Error> {
         self.write_record_at(record, None)
@@ -197,6 +207,12 @@ impl PerfDataWriter {
     /// rest of its round.
     pub fn write_record_at(&mut self, record: &[u8], time: Option<u64>) -> Result<(), Error> {
         self.in_round = true;
+        if let (Some(t), Some(PERF_RECORD_SAMPLE)) =
+            (time, record.first_chunk().map(|b| u32::from_ne_bytes(*b)))
+        {
+            let (first, last) = self.sample_times.get_or_insert((t, t));
+            (*first, *last) = ((*first).min(t), (*last).max(t));
+        }
         let time = time.unwrap_or(self.round_time);
         self.round_time = self.round_time.max(time);
         self.round_index.push((time, self.round.len(), record.len()));
