@@ -70,3 +70,45 @@ fn perf_reads_the_sample_time_range_and_the_clock() {
         .arg("true"));
     assert!(!o.status.success() && stderr(&o).contains("monotonic_raw"), "{}", stderr(&o));
 }
+
+fn report(data: &Path, args: &[&str]) -> Vec<u8> {
+    let o = run(rperf().arg("report").arg("-i").arg(data).args(args));
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    o.stdout
+}
+
+/// The Firefox Profiler's processed format (the gecko output): (weight type, total weight) of
+/// all threads' samples.
+fn gecko_weights(data: &Path) -> (std::collections::BTreeSet<String>, f64) {
+    let g: serde_json::Value = serde_json::from_slice(&report(data, &["--format", "gecko"])).unwrap();
+    let mut types = std::collections::BTreeSet::new();
+    let mut total = 0.0;
+    for t in g["threads"].as_array().unwrap() {
+        let s = &t["samples"];
+        types.insert(s["weightType"].as_str().unwrap_or("samples").to_string());
+        let n = s["length"].as_u64().unwrap() as usize;
+        // A missing weight column means 1 per sample (the format's documentation).
+        total += (0..n).map(|i| s["weight"].get(i).and_then(|w| w.as_f64()).unwrap_or(1.0)).sum::<f64>();
+    }
+    (types, total)
+}
+
+#[test]
+fn gecko_weighs_off_cpu_samples_in_milliseconds() {
+    let data = scratch("gecko_offcpu").join("perf.data");
+    let o = run(rperf().args(["record", "--trace-offcpu", "-o"]).arg(&data).arg(&programs().offcpu));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ns: u64 = String::from_utf8(report(&data, &["--format", "json"]))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["period"].as_u64().unwrap())
+        .sum();
+    let (types, ms) = gecko_weights(&data);
+    assert_eq!(types.into_iter().collect::<Vec<_>>(), ["tracing-ms"]);
+    assert!(ns > 0 && (ms - ns as f64 / 1e6).abs() < 1e-6 * ms, "{ms} ms against {ns} ns");
+    // A sampled recording counts samples.
+    let data = record("gecko_sampled", &[]);
+    let (types, count) = gecko_weights(&data);
+    let rows = String::from_utf8(report(&data, &["--format", "json"])).unwrap().lines().count();
+    assert_eq!((types.into_iter().collect::<Vec<_>>(), count as usize), (vec!["samples".to_string()], rows));
+}

@@ -45,6 +45,11 @@ pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
     let mut processes = HashMap::new();
     let mut threads = HashMap::new();
     let mut frames_of: HashMap<(u32, bool), Vec<FrameInfo>> = HashMap::new();
+    // In time-weighted sections (off-CPU), each thread's sample weights in milliseconds, in
+    // the order its samples were added (time order): the crate takes integer weights only, so
+    // they are written into its JSON below, as `tracing-ms` weights.
+    let mut weights_ms: HashMap<i32, Vec<f64>> = HashMap::new();
+    let timed = p.main_section().is_some_and(|s| s.time_in_ns());
     // One section, as in the other stack outputs: the Firefox Profiler weighs every sample of
     // a thread alike.
     if let Some(s) = p.main_section() {
@@ -83,10 +88,23 @@ pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
             let stack = g.intern_stack_frames(thread, frames.iter().cloned());
             let cpu =
                 if cpu_time && !row.off_cpu { CpuDelta::from_nanos(row.weight) } else { CpuDelta::ZERO };
-            // Samples count one each; in time-weighted sections each weighs its microseconds.
-            let weight = if s.time_in_ns() { (row.weight / 1000).min(i32::MAX as u64) as i32 } else { 1 };
-            g.add_sample(thread, at(row.time), stack, cpu, weight);
+            g.add_sample(thread, at(row.time), stack, cpu, 1);
+            if timed {
+                weights_ms.entry(t.tid).or_default().push(row.weight as f64 / 1e6);
+            }
         }
     }
-    serde_json::to_writer(out, &g).map_err(io::Error::other)
+    if !timed {
+        return serde_json::to_writer(out, &g).map_err(io::Error::other);
+    }
+    // Samples count one each, but in time-weighted sections each weighs its time.
+    let mut json = serde_json::to_value(&g).map_err(io::Error::other)?;
+    for t in json["threads"].as_array_mut().into_iter().flatten() {
+        let tid = t["tid"].as_str().and_then(|s| s.parse().ok()).or(t["tid"].as_i64().map(|n| n as i32));
+        if let Some(w) = tid.and_then(|tid| weights_ms.remove(&tid)) {
+            t["samples"]["weightType"] = "tracing-ms".into();
+            t["samples"]["weight"] = w.into();
+        }
+    }
+    serde_json::to_writer(out, &json).map_err(io::Error::other)
 }
