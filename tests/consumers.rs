@@ -112,3 +112,131 @@ fn gecko_weighs_off_cpu_samples_in_milliseconds() {
     let rows = String::from_utf8(report(&data, &["--format", "json"])).unwrap().lines().count();
     assert_eq!((types.into_iter().collect::<Vec<_>>(), count as usize), (vec!["samples".to_string()], rows));
 }
+
+/// `go tool pprof -raw` of a profile: (sample type names, each sample's values, the mappings
+/// as (start, limit, offset, file), the locations as (id, address, mapping, function)).
+#[allow(clippy::type_complexity)]
+fn pprof_raw(
+    profile: &Path,
+) -> (Vec<String>, Vec<Vec<u64>>, Vec<(u64, u64, u64, String)>, Vec<(u64, u64, usize, String)>) {
+    let o = run(Command::new("go").args(["tool", "pprof", "-raw"]).arg(profile));
+    assert!(o.status.success(), "go tool pprof -raw: {}", stderr(&o));
+    let text = stdout(&o);
+    let mut lines = text.lines();
+    let types: Vec<String> = lines
+        .by_ref()
+        .skip_while(|l| *l != "Samples:")
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|t| t.split('/').next().unwrap().to_string())
+        .collect();
+    let mut samples = Vec::new();
+    for l in lines.by_ref().take_while(|l| !l.starts_with("Locations")) {
+        if let Some((values, _)) = l.split_once(':') {
+            if let Ok(v) = values.split_whitespace().map(str::parse).collect::<Result<Vec<u64>, _>>() {
+                samples.push(v);
+            }
+        }
+    }
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    let mut locations = Vec::new();
+    for l in lines.by_ref().take_while(|l| !l.starts_with("Mappings")) {
+        // `    12: 0x5651a1c2754f M=1 own_arith /path/mixed.cpp:19 s=0`
+        let t: Vec<&str> = l.split_whitespace().collect();
+        if t.len() >= 4 && t[0].ends_with(':') && t[2].starts_with("M=") {
+            let id = t[0].trim_end_matches(':').parse().unwrap();
+            locations.push((id, hex(t[1]), t[2][2..].parse().unwrap(), t[3].to_string()));
+        }
+    }
+    let mut mappings = Vec::new();
+    for l in lines {
+        // `1: 0x5651a1c27000/0x5651a1c29000/0x1000 /path/binary BUILDID [FN]...`
+        let t: Vec<&str> = l.split_whitespace().collect();
+        if t.len() >= 3 && t[0].ends_with(':') {
+            let r: Vec<u64> = t[1].split('/').map(hex).collect();
+            mappings.push((r[0], r[1], r[2], t[2].to_string()));
+        }
+    }
+    (types, samples, mappings, locations)
+}
+
+/// A symbol's (value, size) in a binary's symbol table.
+fn symbol(binary: &Path, name: &str) -> (u64, u64) {
+    let text = stdout(&run(Command::new("nm").arg("-S").arg(binary)));
+    let t: Vec<&str> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|t| t.len() == 4 && t[3] == name)
+        .expect(name)
+        .clone();
+    (u64::from_str_radix(t[0], 16).unwrap(), u64::from_str_radix(t[1], 16).unwrap())
+}
+
+#[test]
+fn pprof_mappings_are_the_recorded_ones_with_the_main_binary_first() {
+    let program = &programs().mixed_fp;
+    let data = scratch("pprof_mappings").join("perf.data");
+    let o = run(rperf().args(["record", "-g", "fp", "-o"]).arg(&data).arg(program).arg("1"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let profile = data.with_file_name("profile.pb.gz");
+    let o = run(rperf().arg("report").arg("-i").arg(&data).arg("-o").arg(&profile));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (_, _, mappings, locations) = pprof_raw(&profile);
+    assert_eq!(Path::new(&mappings[0].3), program.as_path(), "main binary first: {mappings:?}");
+    for (start, limit, _, file) in &mappings {
+        assert!(start < limit && *limit != u64::MAX, "{file}: {start:#x}..{limit:#x}");
+    }
+    // Each location of the program lies in its mapping and, taken back to the binary through
+    // the mapping's file offset, in the function it is named by.
+    let (value, size) = symbol(program, "own_arith");
+    let own: Vec<_> = locations.iter().filter(|l| l.3 == "own_arith").collect();
+    assert!(!own.is_empty(), "{locations:?}");
+    for (_, address, m, _) in own {
+        let (start, limit, offset, _) = &mappings[m - 1];
+        assert!(address >= start && address < limit);
+        // The program's code segment has equal file offsets and addresses (readelf -l).
+        let in_file = address - start + offset;
+        assert!(
+            in_file >= value && in_file < value + size,
+            "{in_file:#x} not in own_arith {value:#x}+{size:#x}"
+        );
+    }
+    // go tool pprof lists the source with the samples on its lines.
+    let o = run(Command::new("go").args(["tool", "pprof", "-list=own_arith"]).arg(&profile));
+    let list = stdout(&o);
+    assert!(
+        o.status.success() && list.contains("ROUTINE") && list.contains("mixed.cpp"),
+        "{list}{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn pprof_gives_off_cpu_time_a_sample_type_of_its_own() {
+    let data = scratch("pprof_offcpu").join("perf.data");
+    let o = run(rperf().args(["record", "--trace-offcpu", "-o"]).arg(&data).arg(&programs().offcpu));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (mut on, mut off) = (0u64, 0u64);
+    for l in String::from_utf8(report(&data, &["--format", "json"])).unwrap().lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let w = v["period"].as_u64().unwrap();
+        if v["off_cpu"] == true {
+            off += w
+        } else {
+            on += w
+        }
+    }
+    assert!(on > 0 && off > 0, "{on} {off}");
+    let profile = data.with_file_name("profile.pb.gz");
+    report(&data, &["-o", profile.to_str().unwrap()]);
+    let (types, samples, _, _) = pprof_raw(&profile);
+    assert_eq!(types, ["samples", "wall", "cpu", "off-cpu"]);
+    let sum = |k: usize| samples.iter().map(|s| s[k]).sum::<u64>();
+    assert_eq!((sum(1), sum(2), sum(3)), (on + off, on, off));
+    // Apart, each section is the time of its own kind.
+    report(&data, &["-o", profile.to_str().unwrap(), "--trace-offcpu", "on-off-cpu"]);
+    let (types, samples, _, _) = pprof_raw(&profile);
+    assert_eq!(types, ["samples", "cpu", "samples", "off-cpu"]);
+    assert_eq!(samples.iter().map(|s| s[3]).sum::<u64>(), off);
+}

@@ -24,13 +24,9 @@ struct TimeRouting {
     off_section: Option<usize>,
 }
 
-/// A thread's previous sample, waiting for its weight.
+/// A thread's previous sample, waiting for its weight (`off_cpu`: a switch-out).
 struct Pending {
-    time: u64,
-    switch: bool,
-    thread: Thread,
-    cpu: u32,
-    stack: StackId,
+    row: Row,
     /// Its places and tracepoint data, when samples are logged.
     places: Vec<Place>,
     raw: Box<[u8]>,
@@ -175,11 +171,12 @@ impl ProfileBuilder {
             Some(_) => (places.to_vec(), raw.into()),
             None => Default::default(),
         };
-        let this = Pending { time: s.time, switch, thread: s.thread, cpu: s.cpu, stack, places, raw };
+        let row = Row { time: s.time, thread: s.thread, cpu: s.cpu, stack, off_cpu: switch, weight: 0 };
+        let this = Pending { row, places, raw };
         if let Some(prev) = self.pending.insert(s.thread.tid, this) {
             // Counted under the thread's name when its time ends, as simpleperf counts it: time
             // that ran into an exec is the new program's.
-            let prev = Pending { thread: s.thread, ..prev };
+            let prev = Pending { row: Row { thread: s.thread, ..prev.row }, ..prev };
             self.settle(model, prev, s.time);
         }
     }
@@ -226,16 +223,8 @@ impl ProfileBuilder {
     /// Gives a thread's previous sample its weight: the time until `until`.
     fn settle(&mut self, model: &Model, prev: Pending, until: u64) {
         let Some(tr) = &self.timing else { return };
-        let Some(sec) = (if prev.switch { tr.off_section } else { tr.on_section }) else { return };
-        let weight = until.saturating_sub(prev.time);
-        let row = Row {
-            time: prev.time,
-            thread: prev.thread,
-            cpu: prev.cpu,
-            stack: prev.stack,
-            off_cpu: prev.switch,
-            weight,
-        };
+        let Some(sec) = (if prev.row.off_cpu { tr.off_section } else { tr.on_section }) else { return };
+        let row = Row { weight: until.saturating_sub(prev.row.time), ..prev.row };
         self.commit(model, sec, row, &prev.places, &prev.raw);
     }
 
@@ -313,15 +302,28 @@ impl ProfileBuilder {
         (stacks, stack_exec, stack_origin)
     }
 
+    /// Each section's index among those `--event` keeps (None for the others).
+    fn shown_index(&self) -> Vec<Option<u32>> {
+        let mut next = 0u32;
+        (0..self.sections.len())
+            .map(|i| {
+                let shown = self.only.as_ref().is_none_or(|only| only[i]);
+                next += u32::from(shown);
+                shown.then(|| next - 1)
+            })
+            .collect()
+    }
+
     /// Ends the recording: threads still alive get their last weights, frames are named (by
-    /// `symbolize`), the symbol filters select stacks, and totals are made.
+    /// `symbolize`), the symbol filters select stacks, and totals are made. With
+    /// `Needs::places`, the logged samples come too, to be read one by one.
     pub fn finish(
         mut self,
         mut model: Model,
         symbolize: impl FnOnce(&mut Model) -> (Symbolized, Vec<Func>, Vec<String>, Vec<String>),
         info: Info,
         warnings: Vec<String>,
-    ) -> Profile {
+    ) -> (Profile, Option<crate::sample_log::SampleReader>) {
         // Each thread's last sample, with no sample or exit after it, has no known length: it
         // is left out, as simpleperf leaves it out (a last switch-out weighed to the end of
         // the recording made a thread that slept through it the hottest).
@@ -361,16 +363,7 @@ impl ProfileBuilder {
         for (section, counts) in self.sections.iter_mut().zip(std::mem::take(&mut self.counts)) {
             fill_section(section, counts, &kept);
         }
-        let mut shown_index = 0u32;
-        let shown: Vec<Option<u32>> = (0..self.sections.len())
-            .map(|i| match self.only.as_ref().is_none_or(|only| only[i]) {
-                true => {
-                    shown_index += 1;
-                    Some(shown_index - 1)
-                }
-                false => None,
-            })
-            .collect();
+        let shown = self.shown_index();
         if let Some(only) = &self.only {
             let mut keep = only.iter();
             self.sections.retain(|_| *keep.next().expect("one flag per section"));
@@ -386,7 +379,7 @@ impl ProfileBuilder {
         }
         let mut info = info;
         info.time_range = if self.time_range.0 > self.time_range.1 { (0, 0) } else { self.time_range };
-        Profile {
+        let profile = Profile {
             info,
             sections: self.sections,
             names,
@@ -399,10 +392,10 @@ impl ProfileBuilder {
             lost_sideband: self.lost_sideband,
             warnings,
             stack_origin,
-            sample_log,
             tracepoint_formats: std::mem::take(&mut self.tracepoint_formats),
             java_dex,
-        }
+        };
+        (profile, sample_log)
     }
 }
 
@@ -516,6 +509,7 @@ mod tests {
             Info::default(),
             Vec::new(),
         )
+        .0
     }
 
     #[test]

@@ -42,15 +42,16 @@ pub struct Converter {
 
 /// Reads every record of `rec` and returns the profile.
 pub fn convert(rec: Recording, opts: &ReportOptions) -> Result<Profile, Error> {
-    convert_with(rec, opts, opts.format.needs())
+    Ok(convert_with(rec, opts, opts.format.needs())?.0)
 }
 
-/// Reads every record of `rec` and returns the profile, keeping what `needs` says.
+/// Reads every record of `rec` and returns the profile, keeping what `needs` says (and the
+/// logged samples, with `Needs::places`).
 pub fn convert_with(
     mut rec: Recording,
     opts: &ReportOptions,
     needs: crate::options::Needs,
-) -> Result<Profile, Error> {
+) -> Result<(Profile, Option<crate::sample_log::SampleReader>), Error> {
     let path = &opts.input;
     let profile = ProfileBuilder::new(&rec.events, rec.off_cpu, opts, needs)?;
     let mut c = Converter::new(&mut rec, opts, profile, needs)?;
@@ -71,7 +72,7 @@ pub fn convert_with(
         time_range: (0, 0),
         recorded: rec.recorded,
     };
-    let profile = profile.finish(
+    let (profile, samples) = profile.finish(
         model,
         |model| {
             let tables = resolver.finish_symbols(model);
@@ -86,7 +87,7 @@ pub fn convert_with(
     warnings.extend(rperf_symbols::cache::take_warning());
     let mut profile = profile;
     warnings.append(&mut profile.warnings);
-    Ok(Profile { warnings, ..profile })
+    Ok((Profile { warnings, ..profile }, samples))
 }
 
 impl Converter {
@@ -98,7 +99,7 @@ impl Converter {
         profile: ProfileBuilder,
         needs: crate::options::Needs,
     ) -> Result<Converter, Error> {
-        let this_kernel = recorded_on_this_kernel(&rec.perf_file) || rec.cut_short_here;
+        let this_kernel = crate::load::recorded_on_this_kernel(&rec.perf_file) || rec.cut_short_here;
         let kernel = kernel_symbols(opts, &rec.perf_file, &rec.stored_symbols, this_kernel)?;
         let mut finder = BinaryFinder::new(opts.symfs.as_deref());
         finder.set_same_kernel(this_kernel);
@@ -174,7 +175,7 @@ impl Converter {
                 let (attr, raw) = match record {
                     PerfFileRecord::EventRecord { attr_index, record } => (attr_index, record),
                     PerfFileRecord::UserRecord(r) => {
-                        if let Some(d) = tracing_data_record(&r) {
+                        if let Some(d) = crate::decode::tracing_data_record(&r) {
                             self.profile.tracing_data(&d);
                         }
                         continue;
@@ -381,24 +382,6 @@ const PREFETCH_AHEAD: usize = 2;
 /// fields, registers and the top of its copied stack, and the stack's dynamic size at its end)
 /// while earlier samples are converted: the record reader's thread may run on a core whose
 /// caches this thread does not share, and waiting for memory was a tenth of its time.
-/// The tracing data simpleperf writes as a record of the data section (perf writes it as a
-/// feature section): a u32 size, then the data.
-fn tracing_data_record(r: &linux_perf_data::RawUserRecord<'_>) -> Option<Vec<u8>> {
-    use linux_perf_data::UserRecordType;
-    if r.record_type != UserRecordType::PERF_HEADER_TRACING_DATA
-        && r.record_type != UserRecordType::SIMPLEPERF_TRACING_DATA
-    {
-        return None;
-    }
-    let data = r.data.as_slice();
-    let size: [u8; 4] = data.get(..4)?.try_into().ok()?;
-    let size = match r.endian {
-        linux_perf_data::Endianness::LittleEndian => u32::from_le_bytes(size),
-        linux_perf_data::Endianness::BigEndian => u32::from_be_bytes(size),
-    } as usize;
-    Some(data.get(4..)?.get(..size).unwrap_or(&data[4..]).to_vec())
-}
-
 fn prefetch(data: &RawData<'_>) {
     let RawData::Single(bytes) = data else { return };
     rperf_perfdata::mapped::prefetch(bytes, 1024);
@@ -547,13 +530,6 @@ fn decoded<'a>(
 thread_local! {
     /// Each thread's unwinding cache: the unwind rules found at recent addresses.
     static UNWIND_CACHE: std::cell::RefCell<UnwindCache> = std::cell::RefCell::new(UnwindCache::new());
-}
-
-/// Whether the recording names the running kernel's release (perf and rperf record it).
-fn recorded_on_this_kernel(perf_file: &linux_perf_data::PerfFile) -> bool {
-    let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let recorded = perf_file.os_release().ok().flatten().unwrap_or_default();
-    !recorded.is_empty() && recorded == running.trim()
 }
 
 /// Where kernel symbols come from: `--kallsyms`, rperf's snapshot, simpleperf's stored kernel

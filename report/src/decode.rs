@@ -1,5 +1,6 @@
 //! Decoding records, around the reader's limits: records its parser would panic on are
-//! refused, and samples of counter groups it misreads are rewritten first.
+//! refused, and samples of counter groups it misreads are rewritten first; and the user records
+//! the reader leaves undecoded that reports need (simpleperf's tracing data).
 
 use linux_perf_data::linux_perf_event_reader::{EventRecord, RawEventRecord};
 
@@ -83,6 +84,24 @@ pub fn reparse_read_group_sample<'a>(
     buf.resize(start + expected, 0);
     buf.extend_from_slice(&bytes[end..]);
     SampleRecord::parse::<byteorder::LittleEndian>(RawData::from(&buf[..]), record.misc, &info).ok()
+}
+
+/// The tracing data simpleperf writes as a record of the data section (perf writes it as a
+/// feature section): a u32 size, then the data.
+pub fn tracing_data_record(r: &linux_perf_data::RawUserRecord<'_>) -> Option<Vec<u8>> {
+    use linux_perf_data::UserRecordType;
+    if r.record_type != UserRecordType::PERF_HEADER_TRACING_DATA
+        && r.record_type != UserRecordType::SIMPLEPERF_TRACING_DATA
+    {
+        return None;
+    }
+    let data = r.data.as_slice();
+    let size: [u8; 4] = data.get(..4)?.try_into().ok()?;
+    let size = match r.endian {
+        linux_perf_data::Endianness::LittleEndian => u32::from_le_bytes(size),
+        linux_perf_data::Endianness::BigEndian => u32::from_be_bytes(size),
+    } as usize;
+    Some(data.get(4..)?.get(..size).unwrap_or(&data[4..]).to_vec())
 }
 
 #[cfg(test)]

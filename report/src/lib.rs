@@ -61,8 +61,9 @@ pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
 }
 
 /// Reads a recording into a profile that keeps what `needs` says, whatever the format of
-/// `opts` (the report library keeps every sample with its frames' places).
-pub fn load_with(opts: &ReportOptions, needs: Needs) -> Result<Profile, Error> {
+/// `opts`; with `Needs::places` (the report library), also every sample with its frames'
+/// places, to be read one at a time.
+pub fn load_with(opts: &ReportOptions, needs: Needs) -> Result<(Profile, Option<SampleReader>), Error> {
     convert::convert_with(load::open(opts)?, opts, needs)
 }
 

@@ -176,6 +176,13 @@ fn events_of(perf_file: &PerfFile, input: &Input) -> (Vec<EventDesc>, Option<Has
     (events, event_of_id)
 }
 
+/// Whether the recording names the running kernel's release (perf and rperf record it).
+pub(crate) fn recorded_on_this_kernel(perf_file: &linux_perf_data::PerfFile) -> bool {
+    let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let recorded = perf_file.os_release().ok().flatten().unwrap_or_default();
+    !recorded.is_empty() && recorded == running.trim()
+}
+
 /// Whether the recording was made for off-CPU weighting: rperf's info section or
 /// simpleperf's meta info says so, or (rperf's recordings from before the info section) the
 /// command line.

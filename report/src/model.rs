@@ -72,7 +72,13 @@ pub struct Dso {
     pub build_id: Option<Vec<u8>>,
     /// Kind.
     pub kind: DsoKind,
+    /// Its executable mappings as first recorded, (start, end, file offset), one per file
+    /// range (a few at most): where outputs that give run-time addresses (pprof) place it.
+    pub mapped: Vec<(u64, u64, u64)>,
 }
+
+/// Executable mappings kept per binary (`Dso::mapped`): one per loadable code segment.
+const MAPPED_PER_DSO: usize = 8;
 
 impl Dso {
     /// The name reports show: simpleperf's names for ART's JIT caches, the path otherwise.
@@ -238,7 +244,7 @@ impl Model {
             return id;
         }
         let id = self.dsos.len() as DsoId;
-        self.dsos.push(Dso { path: path.to_string(), build_id, kind });
+        self.dsos.push(Dso { path: path.to_string(), build_id, kind, mapped: Vec::new() });
         self.dso_index.insert(key, id);
         id
     }
@@ -281,6 +287,12 @@ impl Model {
         let name = if kernel && path.starts_with("[kernel.kallsyms]") { "[kernel.kallsyms]" } else { path };
         let dso = self.dso(name, build_id, kind);
         let mapping = Mapping { start, end: start.saturating_add(len), pgoff, dso, exec };
+        let mapped = &mut self.dsos[dso as usize].mapped;
+        let (end, file_end) = (mapping.end, pgoff.saturating_add(len));
+        let overlaps = mapped.iter().any(|&(s, e, o)| pgoff < o.saturating_add(e - s) && o < file_end);
+        if exec && len > 0 && !overlaps && mapped.len() < MAPPED_PER_DSO {
+            mapped.push((start, end, pgoff));
+        }
         if kernel {
             self.kernel.insert(mapping);
         } else {

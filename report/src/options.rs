@@ -225,8 +225,9 @@ pub struct Needs {
     pub samples: bool,
     /// The format shows each frame's source file and line.
     pub lines: bool,
-    /// Each sample keeps its frames' run-time addresses and mappings and its tracepoint data
-    /// (the report library's per-sample interface).
+    /// Every sample is logged with its frames' run-time addresses and mappings and its
+    /// tracepoint data, to be read one at a time (the report library's per-sample interface;
+    /// `load_with` gives the log).
     pub places: bool,
 }
 

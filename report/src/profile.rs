@@ -199,9 +199,6 @@ pub struct Profile {
     /// For each distinct stack, the index in its recorded stack of each frame shown (empty
     /// unless places were kept).
     pub stack_origin: Vec<Vec<u32>>,
-    /// Every sample with its frames' run-time places and tracepoint data, in the order
-    /// they were counted, when `Needs::places` asked for them.
-    pub sample_log: Option<crate::sample_log::SampleReader>,
     /// The layouts of the recorded tracepoints' raw data, from the recording's tracing data.
     pub tracepoint_formats: Vec<rperf_perfdata::tracing::EventFormat>,
     /// Java methods compiled at run time, by frame address, as the dex methods they were

@@ -179,11 +179,11 @@ impl Session {
             let needs = Needs { samples: false, lines: false, places: true };
             self.opts.show_ip = self.show_ip;
             self.opts.merge_java_methods = self.merge_java;
-            let mut profile = report::load_with(&self.opts, needs).map_err(|e| e.to_string())?;
+            let (profile, samples) = report::load_with(&self.opts, needs).map_err(|e| e.to_string())?;
             for w in &profile.warnings {
                 eprintln!("rperf report library: warning: {w}");
             }
-            let samples = profile.sample_log.take().expect("samples are logged when places are asked for");
+            let samples = samples.expect("samples are logged when places are asked for");
             let events =
                 profile.sections.iter().map(|s| event_info(s, &profile.tracepoint_formats)).collect();
             self.loaded = Some(Loaded { profile, samples, sample: Default::default(), events });

@@ -15,18 +15,23 @@ use fxprof_processed_profile::{
 use crate::model::DsoKind;
 use crate::profile::Profile;
 
+/// When the recording started: the duration of the recording before the file was written.
+/// Sample times from a damaged file can put that before 1970, which the format cannot hold
+/// (regression test: tests/hostile.rs, samples_far_apart_in_time).
+fn started(p: &Profile) -> SystemTime {
+    let (first, last) = p.info.time_range;
+    let ended = p.info.written.unwrap_or(SystemTime::UNIX_EPOCH);
+    ended
+        .checked_sub(Duration::from_nanos(last.saturating_sub(first)))
+        .filter(|t| *t >= SystemTime::UNIX_EPOCH)
+        .unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
 /// Writes the profile as JSON.
 pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
     let names = &p.names;
-    let (first, last) = p.info.time_range;
-    let ended = p.info.written.unwrap_or(SystemTime::UNIX_EPOCH);
-    // The profile starts the duration of the recording before the file was written; sample
-    // times from a damaged file can put that before 1970, which the format cannot hold
-    // (regression test: tests/hostile.rs, samples_far_apart_in_time).
-    let started = ended
-        .checked_sub(Duration::from_nanos(last.saturating_sub(first)))
-        .filter(|t| *t >= SystemTime::UNIX_EPOCH)
-        .unwrap_or(SystemTime::UNIX_EPOCH);
+    let first = p.info.time_range.0;
+    let started = started(p);
     let section = p.main_section();
     let interval = section.filter(|s| s.samples > 0).map_or(1_000_000, |s| (s.weight / s.samples).max(1));
     let mut g = Gecko::new(
@@ -94,11 +99,19 @@ pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
             }
         }
     }
-    if !timed {
-        return serde_json::to_writer(out, &g).map_err(io::Error::other);
+    match timed {
+        true => write_time_weighted(out, &g, weights_ms),
+        false => serde_json::to_writer(out, &g).map_err(io::Error::other),
     }
-    // Samples count one each, but in time-weighted sections each weighs its time.
-    let mut json = serde_json::to_value(&g).map_err(io::Error::other)?;
+}
+
+/// Writes the profile with each thread's samples weighing their time (`weights_ms`, by tid).
+fn write_time_weighted(
+    out: &mut dyn Write,
+    g: &Gecko,
+    mut weights_ms: HashMap<i32, Vec<f64>>,
+) -> io::Result<()> {
+    let mut json = serde_json::to_value(g).map_err(io::Error::other)?;
     for t in json["threads"].as_array_mut().into_iter().flatten() {
         let tid = t["tid"].as_str().and_then(|s| s.parse().ok()).or(t["tid"].as_i64().map(|n| n as i32));
         if let Some(w) = tid.and_then(|tid| weights_ms.remove(&tid)) {

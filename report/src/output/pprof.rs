@@ -3,14 +3,20 @@
 //!
 //! Each distinct frame address is a location in its binary's mapping; inline frames are the
 //! location's lines, innermost first. Each (thread, stack) is a sample with pid, tid and thread
-//! labels. Every event contributes two values: its sample count and its event count.
+//! labels. Every event contributes its sample count and its event count; a time-weighted
+//! (off-CPU) section contributes its time as `wall`, split into `cpu` and `off-cpu`.
+//!
+//! Mappings are the binaries' code as the recording mapped it (the first process that mapped
+//! each; start, limit and file offset), and each location's address is its run-time address
+//! there, so that `go tool pprof -list`, `-disasm` and `-symbolize` find the code in the binary.
+//! The main binary (the most sampled executable) comes first.
 
 use std::collections::HashMap;
 use std::io::{self, Write};
 
 use prost::Message;
 
-use crate::model::ExecType;
+use crate::model::{DsoKind, ExecType};
 use crate::options::ReportOptions;
 use crate::profile::Profile;
 
@@ -162,31 +168,90 @@ fn value_type(name: &str, time_in_ns: bool) -> (&str, &'static str) {
     }
 }
 
+/// What a value of a sample counts, of one (thread, stack) of a section.
+#[derive(Clone, Copy)]
+enum Column {
+    Samples,
+    Weight,
+    /// Time on the CPU (samples not off the CPU).
+    OnCpu,
+    /// Time off the CPU.
+    OffCpu,
+}
+
+impl Column {
+    fn of(self, c: &crate::profile::StackCount) -> u64 {
+        match self {
+            Column::Samples => c.samples,
+            Column::Weight => c.weight,
+            Column::OnCpu if !c.off_cpu => c.weight,
+            Column::OffCpu if c.off_cpu => c.weight,
+            Column::OnCpu | Column::OffCpu => 0,
+        }
+    }
+}
+
+/// A section's values: what each counts, with pprof's name and unit for it.
+type Columns<'a> = Vec<(Column, &'a str, &'static str)>;
+
+/// A section's values, with pprof's name and unit for each; the weight column first after the
+/// sample count. A time-weighted section gives its time as `wall`, split into `cpu` and
+/// `off-cpu` when it holds both.
+fn columns(e: &crate::profile::Section) -> Columns<'_> {
+    let samples = (Column::Samples, "samples", "count");
+    if !e.time_in_ns() {
+        let (name, unit) = value_type(&e.name, false);
+        return vec![samples, (Column::Weight, name, unit)];
+    }
+    let off = e.stacks.iter().any(|c| c.off_cpu);
+    let on = e.stacks.iter().any(|c| !c.off_cpu);
+    match (on, off) {
+        (true, true) => vec![
+            samples,
+            (Column::Weight, "wall", "nanoseconds"),
+            (Column::OnCpu, "cpu", "nanoseconds"),
+            (Column::OffCpu, "off-cpu", "nanoseconds"),
+        ],
+        (false, true) => vec![samples, (Column::Weight, "off-cpu", "nanoseconds")],
+        _ => vec![samples, (Column::Weight, "cpu", "nanoseconds")],
+    }
+}
+
 /// A count from the file as profile.proto's int64: counts past its range are held at the top.
 fn clamp(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
 }
 
-/// The profile being built, with its tables: each mapping, location and function once.
+/// The profile being built, with its tables: each location and function once; mappings are
+/// made once every location is known (`place_mappings`).
 struct Builder<'a> {
     p: &'a Profile,
-    inline: bool,
     st: Strings,
     out: proto::Profile,
-    mappings: HashMap<u32, u64>,
+    /// Each section's values, and where its first is in a sample's values.
+    columns: Vec<(usize, Columns<'a>)>,
     locations: HashMap<u32, u64>,
+    /// Per location (in order): its binary and its place there (`Symbolized::location`).
+    placed: Vec<(u32, u64)>,
+    /// Per location: every function of it has a name from a symbol.
+    named: Vec<bool>,
+    /// Samples per binary whose stacks hold it, for telling the main binary.
+    dso_samples: HashMap<u32, u64>,
     functions: HashMap<u32, u64>,
 }
 
 /// Builds the profile.
 fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
+    let _ = opts;
     let mut b = Builder {
         p,
-        inline: opts.inline,
         st: Strings::new(),
         out: proto::Profile::default(),
-        mappings: HashMap::new(),
+        columns: Vec::new(),
         locations: HashMap::new(),
+        placed: Vec::new(),
+        named: Vec::new(),
+        dso_samples: HashMap::new(),
         functions: HashMap::new(),
     };
     let events: Vec<_> = p.shown_sections().collect();
@@ -204,6 +269,7 @@ fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
             b.out.sample.push(sample);
         }
     }
+    b.place_mappings();
     let Builder { mut st, mut out, .. } = b;
     // Samples in a stable order: heaviest first.
     out.sample.sort_by(|a, b| {
@@ -223,17 +289,19 @@ fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
     out
 }
 
-impl Builder<'_> {
-    /// Two values per event: its samples, and its weight in its unit.
-    fn sample_types(&mut self, events: &[&crate::profile::Section]) {
+impl<'a> Builder<'a> {
+    /// The values of each event (`columns`).
+    fn sample_types(&mut self, events: &[&'a crate::profile::Section]) {
         let st = &mut self.st;
         for e in events {
-            let (name, unit) = value_type(&e.name, e.time_in_ns());
-            self.out.sample_type.push(proto::ValueType { r#type: st.id("samples"), unit: st.id("count") });
-            self.out.sample_type.push(proto::ValueType { r#type: st.id(name), unit: st.id(unit) });
+            let cols = columns(e);
+            self.columns.push((self.out.sample_type.len(), cols.clone()));
+            for (_, name, unit) in cols {
+                self.out.sample_type.push(proto::ValueType { r#type: st.id(name), unit: st.id(unit) });
+            }
         }
-        if let Some(e) = events.first() {
-            let (name, unit) = value_type(&e.name, e.time_in_ns());
+        if let (Some(e), Some((_, cols))) = (events.first(), self.columns.first()) {
+            let (_, name, unit) = cols[1];
             self.out.period_type = Some(proto::ValueType { r#type: st.id(name), unit: st.id(unit) });
             self.out.period = clamp(e.weight / e.samples.max(1));
             self.out.default_sample_type = st.id(name);
@@ -244,8 +312,17 @@ impl Builder<'_> {
     fn sample(&mut self, ei: usize, c: &crate::profile::StackCount, java: bool) -> proto::Sample {
         let p = self.p;
         let mut sample = proto::Sample { value: vec![0; self.out.sample_type.len()], ..Default::default() };
-        sample.value[2 * ei] = clamp(c.samples);
-        sample.value[2 * ei + 1] = clamp(c.weight);
+        let (first, cols) = &self.columns[ei];
+        for (k, (col, _, _)) in cols.iter().enumerate() {
+            sample.value[first + k] = clamp(col.of(c));
+        }
+        let mut dsos: Vec<u32> =
+            p.stacks[c.stack as usize].iter().map(|&a| p.symbols.location(a).0).collect();
+        dsos.sort_unstable();
+        dsos.dedup();
+        for d in dsos {
+            *self.dso_samples.entry(d).or_default() += c.samples;
+        }
         // Off-CPU time ends in a frame of its own, as in the stack outputs.
         let marker = if c.off_cpu { p.off_cpu_marker } else { None };
         if let Some(m) = marker {
@@ -277,21 +354,6 @@ impl Builder<'_> {
             return id;
         }
         let dso = self.p.names.funcs[m as usize].dso;
-        let mapping_id = match self.mappings.get(&dso) {
-            Some(&id) => id,
-            None => {
-                let id = self.mappings.len() as u64 + 1;
-                let filename = self.st.id("[off-cpu]");
-                self.out.mapping.push(proto::Mapping {
-                    id,
-                    filename,
-                    has_functions: true,
-                    ..Default::default()
-                });
-                self.mappings.insert(dso, id);
-                id
-            }
-        };
         let function_id = match self.functions.get(&m) {
             Some(&id) => id,
             None => {
@@ -302,9 +364,11 @@ impl Builder<'_> {
                 id
             }
         };
-        let id = self.locations.len() as u64 + 1;
+        let id = self.out.location.len() as u64 + 1;
         let line = vec![proto::Line { function_id, line: 0 }];
-        self.out.location.push(proto::Location { id, mapping_id, address: 0, line });
+        self.out.location.push(proto::Location { id, mapping_id: 0, address: 0, line });
+        self.placed.push((dso, 0));
+        self.named.push(true);
         self.locations.insert(u32::MAX, id);
         id
     }
@@ -316,8 +380,7 @@ impl Builder<'_> {
             return id;
         }
         let p = self.p;
-        let (dso, address) = p.symbols.location(a);
-        let mapping_id = self.mapping(dso);
+        let (dso, place) = p.symbols.location(a);
         let places = p.symbols.places(a);
         let line = p
             .symbols
@@ -329,33 +392,107 @@ impl Builder<'_> {
                 proto::Line { function_id: self.function(f, file), line: i64::from(line) }
             })
             .collect();
-        let id = self.locations.len() as u64 + 1;
-        self.out.location.push(proto::Location { id, mapping_id, address, line });
+        let id = self.out.location.len() as u64 + 1;
+        self.out.location.push(proto::Location { id, mapping_id: 0, address: 0, line });
+        self.placed.push((dso, place));
+        self.named.push(!p.symbols.funcs(a).iter().any(|&f| p.symbols.is_unnamed(f)));
         self.locations.insert(a, id);
         id
     }
 
-    fn mapping(&mut self, dso: u32) -> u64 {
-        if let Some(&id) = self.mappings.get(&dso) {
-            return id;
+    /// The main binary: the executable (not a shared library) in the most samples.
+    fn main_binary(&self) -> Option<u32> {
+        let p = self.p;
+        self.dso_samples
+            .iter()
+            .filter(|(&d, _)| {
+                let dso = &p.names.dsos[d as usize];
+                let file = dso.path.rsplit('/').next().unwrap_or("");
+                dso.kind == DsoKind::File && !file.contains(".so") && !dso.path.starts_with('[')
+            })
+            .max_by_key(|(&d, &n)| (n, std::cmp::Reverse(d)))
+            .map(|(&d, _)| d)
+    }
+
+    /// Makes the mappings and gives each location its mapping and run-time address. A binary's
+    /// place (a file offset) lies in one of its recorded executable mappings, where its address
+    /// is the mapping's start plus its distance from the mapping's file offset; kernel and JIT
+    /// places are addresses already. Places outside every recorded mapping get a mapping of
+    /// their own in which address, place and file offset coincide.
+    fn place_mappings(&mut self) {
+        let p = self.p;
+        let main = self.main_binary();
+        // Mappings by (binary, its recorded mapping or None), in the order they are met, the
+        // main binary's first.
+        let mut keys: Vec<(u32, Option<usize>)> = Vec::new();
+        let mut index: HashMap<(u32, Option<usize>), usize> = HashMap::new();
+        let mut of_location = Vec::with_capacity(self.placed.len());
+        let order = self
+            .placed
+            .iter()
+            .enumerate()
+            .filter(|(_, (d, _))| Some(*d) == main)
+            .chain(self.placed.iter().enumerate().filter(|(_, (d, _))| Some(*d) != main));
+        for (l, &(dso, place)) in order {
+            let d = &p.names.dsos[dso as usize];
+            let offsets = matches!(d.kind, DsoKind::File | DsoKind::Vdso | DsoKind::Dex);
+            let seg = d.mapped.iter().position(|&(s, e, o)| match offsets {
+                true => place >= o && place - o < e - s,
+                false => place >= s && place < e,
+            });
+            let key = (dso, seg);
+            let m = *index.entry(key).or_insert_with(|| {
+                keys.push(key);
+                keys.len() - 1
+            });
+            let address = match (seg, offsets) {
+                (Some(k), true) => d.mapped[k].0 + (place - d.mapped[k].2),
+                _ => place,
+            };
+            of_location.push((l, m, address));
         }
-        let d = &self.p.names.dsos[dso as usize];
-        let build_id: String = d.build_id.iter().flatten().map(|b| format!("{b:02x}")).collect();
-        let id = self.mappings.len() as u64 + 1;
-        self.out.mapping.push(proto::Mapping {
-            id,
-            memory_start: 0,
-            memory_limit: u64::MAX,
-            file_offset: 0,
-            filename: self.st.id(d.display_name()),
-            build_id: self.st.id(&build_id),
-            has_functions: true,
-            has_filenames: true,
-            has_line_numbers: true,
-            has_inline_frames: self.inline,
-        });
-        self.mappings.insert(dso, id);
-        id
+        // Each mapping's range, and what its locations tell of symbols.
+        let mut ranges = vec![(u64::MAX, 0u64); keys.len()];
+        let mut named = vec![true; keys.len()];
+        let mut files = vec![false; keys.len()];
+        let mut lines = vec![false; keys.len()];
+        let mut inlines = vec![false; keys.len()];
+        for &(l, m, address) in &of_location {
+            let loc = &mut self.out.location[l];
+            loc.mapping_id = m as u64 + 1;
+            loc.address = address;
+            ranges[m] = (ranges[m].0.min(address), ranges[m].1.max(address.saturating_add(1)));
+            inlines[m] |= loc.line.len() > 1;
+            for line in &loc.line {
+                let f = &self.out.function[line.function_id as usize - 1];
+                files[m] |= f.filename != 0;
+                lines[m] |= line.line > 0;
+            }
+            named[m] &= self.named.get(l).copied().unwrap_or(true);
+        }
+        for (m, &(dso, seg)) in keys.iter().enumerate() {
+            let d = &p.names.dsos[dso as usize];
+            let (start, limit, offset) = match seg {
+                // From where the file's start lies, as the binary's loader mapped it: readers
+                // that place symbols by the binary's load address alone (Go's pprof) then
+                // agree with those that use the file offset.
+                Some(k) => d.mapped[k],
+                None => (ranges[m].0, ranges[m].1, ranges[m].0),
+            };
+            let build_id: String = d.build_id.iter().flatten().map(|b| format!("{b:02x}")).collect();
+            self.out.mapping.push(proto::Mapping {
+                id: m as u64 + 1,
+                memory_start: start,
+                memory_limit: limit,
+                file_offset: offset,
+                filename: self.st.id(d.display_name()),
+                build_id: self.st.id(&build_id),
+                has_functions: named[m],
+                has_filenames: files[m],
+                has_line_numbers: lines[m],
+                has_inline_frames: inlines[m],
+            });
+        }
     }
 
     /// Function `f`, named in source file `file` (an index into the profile's files plus one;
