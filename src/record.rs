@@ -89,6 +89,10 @@ pub struct RecordArgs {
     /// clock, so `perf script -F tod` shows the time of day.
     #[arg(short = 'k', long = "clockid", value_name = "CLOCK", default_value = "monotonic")]
     clockid: String,
+    /// When --duration, --size-limit or a stop command ends the recording and so the launched
+    /// command, exit with the command's exit code (143 for its SIGTERM) rather than 0.
+    #[arg(long = "use-cmd-exit-code")]
+    use_cmd_exit_code: bool,
     /// Running as the app's user, started by rperf through run-as (the output is --out-fd).
     #[arg(long = "in-app", hide = true)]
     in_app: bool,
@@ -246,6 +250,7 @@ pub fn run(a: RecordArgs, argv: &[String]) -> anyhow::Result<i32> {
     }
     let system_wide_with_command = a.target.system_wide_with_command();
     let command = a.target.command.clone();
+    let use_cmd_exit_code = a.use_cmd_exit_code;
     let mut opts = options(a, argv)?;
     if system_wide_with_command {
         // `rperf record -a -- sleep 5`: profile everything while the command runs.
@@ -266,6 +271,29 @@ pub fn run(a: RecordArgs, argv: &[String]) -> anyhow::Result<i32> {
                 summary.samples_written
             );
             Ok(summary.exit_code.filter(|c| *c != 0).unwrap_or(1))
+        }
+        StopReason::Duration | StopReason::SizeLimit | StopReason::Requested => {
+            let planned = match &summary.stop {
+                StopReason::Duration => "--duration elapsed",
+                StopReason::SizeLimit => "--size-limit was reached",
+                _ => "a stop was asked for",
+            };
+            match (summary.exit_code, &opts.target) {
+                (Some(code), Target::Command(argv)) => {
+                    let stopped = match code {
+                        c if c > 128 => format!("was stopped (signal {})", c - 128),
+                        c => format!("exited with code {c}"),
+                    };
+                    let exit = if use_cmd_exit_code { code } else { 0 };
+                    eprintln!(
+                        "rperf: {planned}: the command {} {stopped} as recording ended; rperf exits with {exit}{}",
+                        printable(&argv[0]),
+                        if use_cmd_exit_code { "" } else { " (--use-cmd-exit-code gives the command's code)" }
+                    );
+                    Ok(exit)
+                }
+                _ => Ok(0),
+            }
         }
         _ => Ok(summary.exit_code.unwrap_or(0)),
     }

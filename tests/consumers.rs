@@ -240,3 +240,28 @@ fn pprof_gives_off_cpu_time_a_sample_type_of_its_own() {
     assert_eq!(types, ["samples", "cpu", "samples", "off-cpu"]);
     assert_eq!(samples.iter().map(|s| s[3]).sum::<u64>(), off);
 }
+
+#[test]
+fn a_planned_stop_ends_the_command_says_so_and_exits_0() {
+    let data = scratch("planned_stop").join("perf.data");
+    let record = |extra: &[&str]| {
+        run(rperf()
+            .args(["record", "--duration", "0.3", "-o"])
+            .arg(&data)
+            .args(extra)
+            .args(["--", "sleep", "5"]))
+    };
+    let o = record(&[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--duration elapsed: the command sleep was stopped (signal 15)"),
+        "{}",
+        stderr(&o)
+    );
+    // simpleperf's option: the command's own code.
+    let o = record(&["--use-cmd-exit-code"]);
+    assert_eq!(o.status.code(), Some(143), "{}", stderr(&o));
+    // A command that ends by itself still gives its code.
+    let o = run(rperf().args(["record", "-o"]).arg(&data).args(["--", "sh", "-c", "exit 3"]));
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+}
