@@ -342,6 +342,10 @@ impl Line<'_> {
         cols.push(self.status.map_or_else(|| format!("{:.2}", self.shown), str::to_string));
         cols.push(self.unit.to_string());
         cols.push(self.name.to_string());
+        // With -r, perf's column of the relative standard deviation over the runs.
+        if let Some(rsd) = self.rsd {
+            cols.push(format!("{rsd:.2}%"));
+        }
         cols.push(self.running.to_string());
         cols.push(format!("{:.2}", self.running_pct));
         cols.push(self.metric.as_ref().map_or(String::new(), |(v, _)| format!("{v:.2}")));

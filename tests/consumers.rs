@@ -265,3 +265,30 @@ fn a_planned_stop_ends_the_command_says_so_and_exits_0() {
     let o = run(rperf().args(["record", "-o"]).arg(&data).args(["--", "sh", "-c", "exit 3"]));
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
 }
+
+/// The rows of perf's `-x,` output, by event: its fields.
+fn csv_fields(text: &str) -> std::collections::BTreeMap<String, Vec<String>> {
+    text.lines()
+        .map(|l| l.split(',').map(String::from).collect::<Vec<_>>())
+        .filter(|f| f.len() >= 5)
+        .map(|f| (f[2].clone(), f))
+        .collect()
+}
+
+#[test]
+fn stat_csv_with_repeats_has_perfs_columns() {
+    let events = "task-clock,page-faults";
+    let o = run(Command::new("perf").args(["stat", "-r", "3", "-x,", "-e", events, "--", "true"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let theirs = csv_fields(&stderr(&o));
+    let o = run(rperf().args(["stat", "-r", "3", "--csv", "-e", events, "--", "true"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ours = csv_fields(&(stdout(&o) + &stderr(&o)));
+    for ev in ["task-clock", "page-faults"] {
+        let (a, b) = (&ours[ev], &theirs[ev]);
+        assert_eq!(a.len(), b.len(), "{ev}: rperf {a:?}, perf {b:?}");
+        // The fourth field: the relative standard deviation over the runs.
+        assert!(a[3].ends_with('%') && b[3].ends_with('%'), "{ev}: rperf {a:?}, perf {b:?}");
+        assert_eq!(a[1], b[1], "{ev}: unit");
+    }
+}
