@@ -219,6 +219,22 @@ fn simpleperfs_scripts_run_unchanged_on_rperfs_recordings() {
     // annotate.py: per-file source annotation from the symbols the library gives.
     script("annotate.py", &["-i", &data], &dir);
     assert!(dir.join("annotated_files/summary").is_file());
+    // binary_cache_builder.py: the recorded binaries, found by the build ids the library gives
+    // in a local folder (-lib); the phone is a stand-in adb that pulls nothing.
+    let fake = dir.join("fakebin");
+    std::fs::create_dir_all(&fake).unwrap();
+    write_executable(&fake.join("adb"), "#!/bin/sh\necho 'Android Debug Bridge version 1.0.41'\nexit 0\n");
+    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
+    let program = &programs().mixed;
+    let o = run(Command::new("python3")
+        .arg(scripts().join("binary_cache_builder.py"))
+        .args(["-i", &data, "-lib"])
+        .arg(program.parent().unwrap())
+        .env("PATH", path)
+        .current_dir(&dir));
+    assert!(o.status.success(), "binary_cache_builder.py: {}", stderr(&o));
+    let cached = dir.join("binary_cache").join(build_id_hex(program)).join("mixed");
+    assert!(cached.is_file(), "{} missing: {}", cached.display(), stderr(&o));
 }
 
 #[test]
