@@ -44,7 +44,7 @@ pub fn write(
             }
         }
         (Format::Html, base) => html::write(out, p, opts, base),
-        (Format::Pprof, None) => pprof::write(out, p, opts),
+        (Format::Pprof, None) => pprof::write(out, p),
         (Format::Gecko, None) => gecko::write(out, p),
         (Format::Json, None) => json::write(out, p),
         (Format::Script, None) => script::write(out, p),

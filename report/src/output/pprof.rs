@@ -17,7 +17,6 @@ use std::io::{self, Write};
 use prost::Message;
 
 use crate::model::{DsoKind, ExecType};
-use crate::options::ReportOptions;
 use crate::profile::Profile;
 
 /// The messages of profile.proto that rperf writes (field numbers as in the schema).
@@ -241,8 +240,7 @@ struct Builder<'a> {
 }
 
 /// Builds the profile.
-fn build(p: &Profile, opts: &ReportOptions) -> proto::Profile {
-    let _ = opts;
+fn build(p: &Profile) -> proto::Profile {
     let mut b = Builder {
         p,
         st: Strings::new(),
@@ -517,8 +515,8 @@ impl<'a> Builder<'a> {
 }
 
 /// Writes the gzipped profile.
-pub fn write(out: &mut dyn Write, p: &Profile, opts: &ReportOptions) -> io::Result<()> {
-    let bytes = build(p, opts).encode_to_vec();
+pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
+    let bytes = build(p).encode_to_vec();
     let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
     gz.write_all(&bytes)?;
     gz.finish()?;
