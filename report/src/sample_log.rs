@@ -23,6 +23,8 @@ pub struct SampleLog {
     count: u64,
     /// The first write that failed: reading the log gives it.
     failed: Option<io::Error>,
+    /// The entry being written (kept, so that samples reuse its memory).
+    entry: Vec<u8>,
 }
 
 /// One logged sample, as read back.
@@ -68,6 +70,7 @@ impl SampleLog {
             maps_index: Default::default(),
             count: 0,
             failed: None,
+            entry: Vec::new(),
         })
     }
 
@@ -76,7 +79,8 @@ impl SampleLog {
         if self.failed.is_some() {
             return;
         }
-        let mut entry = Vec::with_capacity(48 + places.len() * 12 + raw.len());
+        let mut entry = std::mem::take(&mut self.entry);
+        entry.clear();
         entry.extend_from_slice(&section.to_ne_bytes());
         entry.extend_from_slice(&row.time.to_ne_bytes());
         entry.extend_from_slice(&row.thread.comm.to_ne_bytes());
@@ -102,6 +106,7 @@ impl SampleLog {
             Ok(()) => self.count += 1,
             Err(e) => self.failed = Some(e),
         }
+        self.entry = entry;
     }
 
     /// Ends writing. `kept` says, per stack, whether the symbol filters keep its samples;
