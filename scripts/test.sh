@@ -44,12 +44,13 @@ if [ ! -d /sys/kernel/tracing/events ] && [ "$(id -u)" = 0 ]; then
   mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
 fi
 
+# simpleperf's recordings: ../shared/testdata/simpleperf, or fetched and checked (see the
+# script); first, so that a missing network fails at once.
+RPERF_SIMPLEPERF_TESTDATA=$(./scripts/fetch-testdata.sh)
+export RPERF_SIMPLEPERF_TESTDATA
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 ./scripts/build-device.sh
-# simpleperf's recordings: ../shared/testdata/simpleperf, or fetched and checked (see the script).
-RPERF_SIMPLEPERF_TESTDATA=$(./scripts/fetch-testdata.sh)
-export RPERF_SIMPLEPERF_TESTDATA
 # cargo prints one "test result" line per test binary; end with the sum of them all.
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

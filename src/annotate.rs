@@ -63,17 +63,12 @@ pub fn run(a: AnnotateArgs) -> anyhow::Result<i32> {
     let report = ReportOptions {
         input: a.input.clone(),
         symfs: a.symfs.clone(),
+        source_dirs: a.source_dirs.clone(),
         event: a.event.clone(),
         filters: Filters { dsos: split(&a.dsos), time, ..Default::default() },
         ..Default::default()
     };
-    let opts = AnnotateOptions {
-        report,
-        source_dirs: a.source_dirs,
-        functions: a.functions,
-        symbols: split(&a.symbols),
-        html,
-    };
+    let opts = AnnotateOptions { report, functions: a.functions, symbols: split(&a.symbols), html };
     let profile = rperf_report::load(&opts.report)?;
     for w in &profile.warnings {
         eprintln!("rperf: warning: {}", rperf_symbols::text::printable(w));

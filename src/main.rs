@@ -6,6 +6,7 @@ mod binary_cache;
 mod dump;
 mod exit;
 mod list;
+mod output_file;
 mod record;
 mod report;
 mod run_as;

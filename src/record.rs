@@ -104,13 +104,16 @@ pub struct RecordArgs {
     stop_fd: Option<i32>,
 }
 
-/// Rewrites simpleperf-style `-g [fp|dwarf[,N]]` of `rperf record` into `--call-graph=...`,
-/// so that `-g` alone (followed by the command) means DWARF. Only `record` as the subcommand
-/// counts: `rperf report -i record -g` keeps its `-g`.
+/// Rewrites simpleperf-style `-g [fp|dwarf[,N]]` of `rperf record` and `rperf top` into
+/// `--call-graph=...`, so that `-g` alone (followed by the command) means DWARF for `record`,
+/// as in simpleperf, and frame pointers for `top`, as in perf top. Only the subcommand counts:
+/// `rperf report -i record -g` keeps its `-g`.
 pub fn expand_short_g(args: Vec<String>) -> Vec<String> {
-    if args.get(1).map(String::as_str) != Some("record") {
-        return args;
-    }
+    let alone = match args.get(1).map(String::as_str) {
+        Some("record") => "dwarf",
+        Some("top") => "fp",
+        _ => return args,
+    };
     let mut out = Vec::with_capacity(args.len());
     let mut it = args.into_iter().peekable();
     while let Some(a) = it.next() {
@@ -122,7 +125,7 @@ pub fn expand_short_g(args: Vec<String>) -> Vec<String> {
         if a == "-g" {
             let next_is_mode =
                 it.peek().is_some_and(|n| n == "fp" || n == "dwarf" || n.starts_with("dwarf,") || n == "lbr");
-            let mode = if next_is_mode { it.next().unwrap() } else { "dwarf".into() };
+            let mode = if next_is_mode { it.next().unwrap() } else { alone.into() };
             out.push(format!("--call-graph={mode}"));
             continue;
         }
@@ -131,7 +134,7 @@ pub fn expand_short_g(args: Vec<String>) -> Vec<String> {
     out
 }
 
-fn parse_call_graph(mode: &str) -> anyhow::Result<CallGraph> {
+pub fn parse_call_graph(mode: &str) -> anyhow::Result<CallGraph> {
     let (kind, size) = match mode.split_once(',') {
         Some((k, s)) => (k, Some(s)),
         None => (mode, None),

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use rperf_report::{CallOrder, Filters, Format, OffCpuMode, ReportOptions, SortKey, StackPrefix};
+use rperf_report::{CallOrder, Filters, Format, NameStyle, OffCpuMode, ReportOptions, SortKey, StackPrefix};
 
 /// Report a recording (from rperf, Linux perf or simpleperf): overheads by command, process,
 /// thread, shared object and function, with call graphs.
@@ -28,7 +28,7 @@ pub struct ReportArgs {
     output: Option<PathBuf>,
     /// Sort keys, comma-separated: comm, pid, tid, dso, symbol, srcline (file:line of the
     /// sampled address, from DWARF), vaddr_in_file (the address in its binary).
-    #[arg(long = "sort", default_value = "comm,pid,tid,dso,symbol")]
+    #[arg(short = 's', long = "sort", default_value = "comm,pid,tid,dso,symbol")]
     sort: String,
     /// Children (inclusive) and Self columns; on with -g, as in simpleperf and perf.
     #[arg(long = "children")]
@@ -108,6 +108,11 @@ pub struct ReportArgs {
     /// Look binaries up here first: by recorded path, by file name, and through build_id_list.
     #[arg(long = "symfs", value_name = "DIR")]
     symfs: Option<PathBuf>,
+    /// Source files for the HTML report's code panel: looked for under DIR by their recorded
+    /// path or its trailing components (may be repeated). Without it, recorded source paths
+    /// owned by this user or root are read.
+    #[arg(long = "source-dir", value_name = "DIR", action = clap::ArgAction::Append)]
+    source_dirs: Vec<PathBuf>,
     /// Kernel symbols from this file instead of the recording's.
     #[arg(long = "kallsyms", value_name = "FILE")]
     kallsyms: Option<PathBuf>,
@@ -128,11 +133,22 @@ pub struct ReportArgs {
     csv_separator: String,
     /// Name C++ functions with their parameters (`func2(int, int)`), as simpleperf does (the
     /// default).
-    #[arg(long = "full-names", overrides_with = "short_names")]
+    #[arg(long = "full-names", overrides_with_all = ["short_names", "no_demangle"])]
     full_names: bool,
     /// Name C++ functions without their parameters (`func2`), as perf does.
-    #[arg(long = "short-names", overrides_with = "full_names")]
+    #[arg(long = "short-names", overrides_with_all = ["full_names", "no_demangle"])]
     short_names: bool,
+    /// Name functions as their binaries store them (`_Z5func2ii`), as perf's --no-demangle.
+    #[arg(long = "no-demangle", overrides_with_all = ["full_names", "short_names"])]
+    no_demangle: bool,
+    /// The text report on standard output, as perf's --stdio (rperf's report is text unless
+    /// --format or -o says otherwise; it has no interactive browser).
+    #[arg(long = "stdio")]
+    stdio: bool,
+    /// perf's option for kernel symbols from a vmlinux image: rperf reads them from the
+    /// recording or from --kallsyms FILE (e.g. a copy of /proc/kallsyms of the recorded machine).
+    #[arg(long = "vmlinux", value_name = "FILE", hide = true)]
+    vmlinux: Option<PathBuf>,
     /// Show ART's frames (interpreter, trampolines, JIT plumbing) around Java and Kotlin
     /// methods. The text report shows them by default, as `simpleperf report` does; stack
     /// outputs hide them, as simpleperf's scripts do, so Java stacks read as methods.
@@ -202,6 +218,35 @@ pub struct ReportArgs {
     diff: Option<PathBuf>,
 }
 
+/// The output format: --format, else the -o file's extension, else text.
+fn output_format(a: &ReportArgs) -> anyhow::Result<Format> {
+    let format = match (&a.format, &a.output) {
+        (Some(f), _) => {
+            Format::parse(f).with_context(|| format!("unknown --format '{f}': use {}", Format::names()))?
+        }
+        (None, Some(o)) => Format::from_extension(o).unwrap_or(Format::Text),
+        (None, None) => Format::Text,
+    };
+    perf_spellings(a, format)?;
+    Ok(format)
+}
+
+/// perf's options that rperf takes as they are, or names rperf's own for.
+fn perf_spellings(a: &ReportArgs, format: Format) -> anyhow::Result<()> {
+    if a.stdio && format != Format::Text {
+        bail!("--stdio asks for the text report, not {}: leave out one of them", format.name());
+    }
+    if let Some(v) = &a.vmlinux {
+        bail!(
+            "--vmlinux {}: rperf names kernel code from the kernel symbols kept in the recording, \
+             or from /proc/kallsyms when the recording was made on this machine; for another \
+             machine's kernel pass a copy of its /proc/kallsyms with --kallsyms FILE",
+            v.display()
+        );
+    }
+    Ok(())
+}
+
 /// The items of a list option given once or more, split at `seps`.
 fn split_list(s: &[String], seps: &[char]) -> Vec<String> {
     s.iter().flat_map(|s| s.split(seps)).map(str::trim).filter(|x| !x.is_empty()).map(String::from).collect()
@@ -222,13 +267,7 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         Some("callee") => Some(CallOrder::Callee),
         Some(o) => bail!("-g {o}: use caller or callee"),
     };
-    let format = match (&a.format, &a.output) {
-        (Some(f), _) => {
-            Format::parse(f).with_context(|| format!("unknown --format '{f}': use {}", Format::names()))?
-        }
-        (None, Some(o)) => Format::from_extension(o).unwrap_or(Format::Text),
-        (None, None) => Format::Text,
-    };
+    let format = output_format(a)?;
     let prefix = match a.prefix.as_deref() {
         None => StackPrefix::Comm,
         Some("pid") => StackPrefix::Pid,
@@ -247,6 +286,7 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
     Ok(ReportOptions {
         input: a.input.clone(),
         symfs: a.symfs.clone(),
+        source_dirs: a.source_dirs.clone(),
         kallsyms: a.kallsyms.clone(),
         sort,
         inline: !a.no_inline,
@@ -258,7 +298,13 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         full_callgraph: a.full_callgraph,
         event: a.event.clone(),
         csv_separator: a.csv_separator.clone(),
-        full_names: !a.short_names,
+        names: if a.no_demangle {
+            NameStyle::Mangled
+        } else if a.short_names {
+            NameStyle::Short
+        } else {
+            NameStyle::Full
+        },
         show_art_frames: a.show_art_frames || (format == Format::Text && !a.hide_art_frames),
         filters: filters(a)?,
         show_samples: a.show_samples,
@@ -349,6 +395,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
     for w in &profile.warnings {
         eprintln!("rperf: warning: {}", rperf_symbols::text::printable(w));
     }
+    check_filters(&profile, &opts.filters)?;
     let base = match &opts.diff_base {
         Some(path) => {
             let base_opts = ReportOptions { input: path.clone(), diff_base: None, ..opts.clone() };
@@ -361,13 +408,49 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
         }
         None => None,
     };
-    let mut out: Box<dyn Write> = match &a.output {
-        Some(p) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?,
-        )),
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
-    };
-    profile.write(&mut out, &opts, base.as_ref())?;
-    out.flush()?;
+    match &a.output {
+        Some(p) => {
+            let mut file = crate::output_file::OutputFile::create(p)?;
+            let mut out = std::io::BufWriter::new(file.file());
+            profile.write(&mut out, &opts, base.as_ref())?;
+            out.flush().with_context(|| format!("cannot write {}", p.display()))?;
+            drop(out);
+            file.finish()?;
+        }
+        None => {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            profile.write(&mut out, &opts, base.as_ref())?;
+            out.flush()?;
+        }
+    }
     Ok(0)
+}
+
+/// Says which filter values matched no sample: a warning when others did, an error (and no
+/// report) when no sample is left.
+fn check_filters(profile: &rperf_report::Profile, filters: &Filters) -> anyhow::Result<()> {
+    let outcome = profile.filter_outcome(filters);
+    let p = |s: &str| rperf_symbols::text::printable(s).into_owned();
+    let lines: Vec<String> = outcome
+        .misses
+        .iter()
+        .map(|m| format!("{} {} matches nothing: {}", m.option, p(&m.value), m.hint))
+        .collect();
+    if outcome.empty {
+        if lines.is_empty() {
+            eprintln!("rperf: each filter matches some samples, but no sample matches them all");
+        }
+        for l in &lines {
+            eprintln!("rperf: {l}");
+        }
+        bail!(
+            "no sample of {} passes the filters, so no report was written; run `rperf report` \
+             without filters to see what the recording holds",
+            p(&profile.info.input.display().to_string())
+        );
+    }
+    for l in lines {
+        eprintln!("rperf: warning: {l}");
+    }
+    Ok(())
 }

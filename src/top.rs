@@ -18,7 +18,7 @@ use rperf_report::{Filters, Format, ReportOptions, SortKey};
 /// row's binary or thread, z zooms out).
 #[derive(Args, Debug)]
 #[command(
-    after_help = "Examples:\n  rperf top\n  rperf top -p 1234 -g\n  rperf top --app com.example.app --sort comm,dso,symbol"
+    after_help = "Examples:\n  rperf top\n  rperf top -p 1234 -g\n  rperf top -g dwarf -- ./app\n  rperf top --app com.example.app --sort comm,dso,symbol"
 )]
 pub struct TopArgs {
     #[command(flatten)]
@@ -29,9 +29,10 @@ pub struct TopArgs {
     /// Samples per second.
     #[arg(short = 'F', long = "freq", default_value_t = 1000)]
     freq: u64,
-    /// Record call chains (frame pointers) and show the selected row's callers.
-    #[arg(short = 'g')]
-    call_graph: bool,
+    /// Record call chains and show the selected row's callers: fp (frame pointers; what -g
+    /// alone means) or dwarf[,STACK_SIZE] (copies of the user stack, unwound at each refresh).
+    #[arg(long = "call-graph", value_name = "MODE")]
+    call_graph: Option<String>,
     /// Sort keys, as for rperf report.
     #[arg(long = "sort", default_value = "dso,symbol")]
     sort: String,
@@ -79,6 +80,8 @@ pub fn run(a: TopArgs) -> anyhow::Result<i32> {
         .map(|k| SortKey::parse(k).with_context(|| format!("unknown sort key '{k}'")))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let events = crate::target_args::parse_events(&a.events)?;
+    let call_graph =
+        a.call_graph.as_deref().map(crate::record::parse_call_graph).transpose()?.unwrap_or(CallGraph::None);
     let dir = std::env::temp_dir().join(format!("rperf-top-{}", std::process::id()));
     std::fs::DirBuilder::new()
         .mode(0o700)
@@ -89,7 +92,7 @@ pub fn run(a: TopArgs) -> anyhow::Result<i32> {
     let opts = RecordOptions {
         events,
         rate: Some(Rate::Frequency(a.freq)),
-        call_graph: if a.call_graph { CallGraph::FramePointer } else { CallGraph::None },
+        call_graph,
         duration: a.duration,
         cmdline: vec!["rperf".into(), "top".into()],
         exclude_perf: true,
@@ -100,7 +103,7 @@ pub fn run(a: TopArgs) -> anyhow::Result<i32> {
     let _tty = rperf_record::tty::RawTerminal::enter();
     let mut view = View {
         sort,
-        call_graph: a.call_graph,
+        call_graph: call_graph != CallGraph::None,
         filters: Filters::default(),
         selected: 0,
         paused: false,
@@ -198,11 +201,33 @@ impl View {
             let end = titles.iter().map(|(s, _)| *s).filter(|s| s > start).min().unwrap_or(line.len());
             Some(line.get(*start..end.min(line.len()))?.trim().to_string())
         };
-        let rows = lines
+        let mut rows: Vec<Row> = lines
             .take_while(|l| !l.is_empty())
             .take(n)
             .map(|l| Row { text: l.to_string(), dso: cell(l, "Shared Object"), symbol: cell(l, "Symbol") })
             .collect();
+        // Binaries by file name, as perf top shows them, so that function names get the width.
+        let head = match titles.iter().position(|(_, t)| *t == "Shared Object") {
+            Some(i) => {
+                let start = titles[i].0;
+                let end = titles.get(i + 1).map(|(s, _)| *s);
+                let base = |d: &str| d.rsplit('/').next().unwrap_or(d).to_string();
+                let w = rows.iter().filter_map(|r| r.dso.as_deref()).map(|d| base(d).chars().count()).max();
+                let w = w.unwrap_or(0).max("Shared Object".len());
+                let narrow = |line: &str, dso: &str| {
+                    let rest = end.and_then(|e| line.get(e..)).unwrap_or("");
+                    let before = line.get(..start).unwrap_or(line);
+                    format!("{before}{:<w$}  {rest}", base(dso)).trim_end().to_string()
+                };
+                for r in &mut rows {
+                    if let Some(d) = r.dso.clone() {
+                        r.text = narrow(&r.text, &d);
+                    }
+                }
+                narrow(head, "Shared Object")
+            }
+            None => head.to_string(),
+        };
         let header = format!("rperf top: {samples} samples\n{head}");
         (header, rows, Some(profile))
     }
@@ -275,27 +300,49 @@ fn draw(
     view: &View,
     shown: Option<&rperf_report::Profile>,
 ) -> std::io::Result<()> {
+    // Every line fits the terminal's width: a long C++ name is cut, never wrapped.
+    let width = rperf_record::tty::width().unwrap_or(80);
+    let fit = |line: &str| fit(line, width);
     let mut s = String::from("\x1b[H\x1b[2J");
     let state = if view.paused { "  [paused]" } else { "" };
     let mut head = header.lines();
-    s.push_str(&format!("{}{state}  {}\r\n", head.next().unwrap_or(""), view.note));
+    s.push_str(&format!("{}\r\n", fit(&format!("{}{state}  {}", head.next().unwrap_or(""), view.note))));
     if let Some(h) = head.next() {
-        s.push_str(&format!("{h}\r\n"));
+        s.push_str(&format!("{}\r\n", fit(h)));
     }
     for (i, r) in rows.iter().enumerate() {
         if i == view.selected {
-            s.push_str(&format!("\x1b[7m{}\x1b[0m\r\n", r.text));
+            s.push_str(&format!("\x1b[7m{}\x1b[0m\r\n", fit(&r.text)));
         } else {
-            s.push_str(&format!("{}\r\n", r.text));
+            s.push_str(&format!("{}\r\n", fit(&r.text)));
         }
     }
     if view.call_graph {
         s.push_str("\r\nCallers of the selected row:\r\n");
         for l in view.callers(shown, rows.get(view.selected)) {
-            s.push_str(&format!("{l}\r\n"));
+            s.push_str(&format!("{}\r\n", fit(&l)));
         }
     }
-    s.push_str("\r\nq quit  p pause  j/k select  d zoom binary  t zoom thread  z zoom out\r\n");
+    s.push_str(&fit("q quit  p pause  j/k select  d zoom binary  t zoom thread  z zoom out"));
+    s.push_str("\r\n");
     out.write_all(s.as_bytes())?;
     out.flush()
+}
+
+/// `line` cut to `width` characters, its end marked `…` when cut.
+fn fit(line: &str, width: usize) -> String {
+    match line.char_indices().nth(width.saturating_sub(1)) {
+        Some((at, _)) if line[at..].chars().nth(1).is_some() => format!("{}…", &line[..at]),
+        _ => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn lines_are_cut_to_the_width() {
+        assert_eq!(super::fit("abcdef", 4), "abc…");
+        assert_eq!(super::fit("abcd", 4), "abcd");
+        assert_eq!(super::fit("ab", 4), "ab");
+    }
 }

@@ -292,3 +292,92 @@ fn stat_csv_with_repeats_has_perfs_columns() {
         assert_eq!(a[1], b[1], "{ev}: unit");
     }
 }
+
+#[test]
+fn filters_that_match_nothing_say_so_and_write_no_file() {
+    let data = record("cons_filters", &[]);
+    let dir = scratch("cons_filters_out");
+    let svg = dir.join("nothing.svg");
+    // A regular file already there stays as it was: the report is not written over it.
+    std::fs::write(&svg, "kept").unwrap();
+    let o = run(rperf()
+        .args(["report", "--comms", "phasse", "--symbols", "func_alpah", "-o"])
+        .arg(&svg)
+        .arg("-i")
+        .arg(&data));
+    let err = stderr(&o);
+    assert!(!o.status.success(), "an empty report is an error");
+    assert!(err.contains("--comms phasse matches nothing: threads with samples are named: phases"), "{err}");
+    assert!(
+        err.contains("--symbols func_alpah matches nothing: functions with samples: func_alpha,"),
+        "{err}"
+    );
+    assert!(err.contains("no report was written"), "{err}");
+    assert_eq!(std::fs::read_to_string(&svg).unwrap(), "kept");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no file left beside it");
+    // A time window past the end names the recording's span.
+    let o = run(rperf().args(["report", "--time", "30,40", "-i"]).arg(&data));
+    assert!(!o.status.success() && stderr(&o).contains("the samples span 0.000 to 1."), "{}", stderr(&o));
+    // A value that matches nothing beside one that matches is a warning; the report is written.
+    let o = run(rperf()
+        .args(["report", "--sort", "comm", "--comms", "nosuch,phases", "-o"])
+        .arg(&svg)
+        .arg("-i")
+        .arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("warning: --comms nosuch matches nothing"), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("func_alpha"));
+}
+
+#[test]
+fn perfs_spellings_work_or_name_rperfs_option() {
+    let data = record_fp("cons_spellings", &programs().overload, &["1"]);
+    let perf_style = report(&data, &["--stdio", "-s", "dso,symbol"]);
+    assert_eq!(perf_style, report(&data, &["--sort", "dso,symbol"]));
+    // --no-demangle: names as the binary stores them, as perf prints them.
+    let text = String::from_utf8(report(&data, &["--no-demangle", "-s", "symbol"])).unwrap();
+    let perf_text = perf(&["report", "--stdio", "--no-demangle", "-s", "sym"], &data);
+    for name in ["_ZN4work4spinEl", "_ZN4work4spinEd"] {
+        assert!(perf_text.contains(name), "perf names {name}:\n{perf_text}");
+        assert!(text.contains(name), "{text}");
+    }
+    assert!(!text.contains("work::spin"), "{text}");
+    let o = run(rperf().args(["report", "--vmlinux", "/boot/vmlinux", "-i"]).arg(&data));
+    assert!(!o.status.success() && stderr(&o).contains("--kallsyms FILE"), "{}", stderr(&o));
+    let o = run(rperf().args(["report", "--stdio", "--format", "svg", "-i"]).arg(&data));
+    assert!(!o.status.success() && stderr(&o).contains("--stdio asks for the text report"), "{}", stderr(&o));
+}
+
+/// Sum of the counts of folded lines that hold a frame starting with `name`.
+fn folded_weight(folded: &str, name: &str) -> u64 {
+    folded
+        .lines()
+        .filter_map(|l| l.rsplit_once(' '))
+        .filter(|(stack, _)| stack.split(';').any(|f| f.starts_with(name)))
+        .map(|(_, n)| n.parse::<u64>().unwrap())
+        .sum()
+}
+
+#[test]
+fn inferno_collapses_the_script_output_with_off_cpu_time() {
+    use inferno::collapse::Collapse;
+    let data = scratch("cons_inferno").join("perf.data");
+    let o =
+        run(rperf().args(["record", "-g", "fp", "--trace-offcpu", "-o"]).arg(&data).arg(&programs().offcpu));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let script = report(&data, &["--format", "script"]);
+    let mut collapsed = Vec::new();
+    let options = inferno::collapse::perf::Options::default();
+    inferno::collapse::perf::Folder::from(options).collapse(&script[..], &mut collapsed).unwrap();
+    let theirs = String::from_utf8(collapsed).unwrap();
+    let ours = String::from_utf8(report(&data, &["--format", "folded"])).unwrap();
+    // Every sample is read with its weight (time in ns), none dropped as a weird event line.
+    let total = |t: &str| t.lines().filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok()).sum::<u64>();
+    assert_eq!(total(&theirs), total(&ours));
+    assert!(total(&ours) > 1_000_000_000, "the run's time in ns: {}", total(&ours));
+    for f in ["spin_work", "clock_nanosleep", "schedule", "[off-cpu]"] {
+        let w = folded_weight(&ours, f);
+        assert!(w > 0, "no time in {f}:\n{ours}");
+        assert_eq!(folded_weight(&theirs, f), w, "{f}");
+    }
+}

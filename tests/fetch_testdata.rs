@@ -86,3 +86,36 @@ fn a_changed_upstream_file_is_refused_by_name() {
         stderr(&o)
     );
 }
+
+#[test]
+fn an_abbreviated_pin_is_found_in_history_and_only_the_listed_files_come() {
+    let (up, proj, pinned) = setup("fetch_short");
+    // Upstream moves on past the pinned commit: a changed recording, a new file.
+    std::fs::write(up.join("simpleperf/testdata/perf_g_fp.data"), b"changed later").unwrap();
+    std::fs::write(up.join("simpleperf/testdata/unused.data"), b"not used by the tests").unwrap();
+    git(&up, &["add", "-A"]);
+    git(&up, &["commit", "-qm", "later"]);
+    let o = fetch(&proj, &up, &pinned[..8]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let dest = PathBuf::from(stdout(&o).trim());
+    let listed = std::fs::read_to_string(proj.join("tests/simpleperf-testdata.sha256")).unwrap();
+    let mut files = Vec::new();
+    let mut stack = vec![dest.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().unwrap() != ".complete" {
+                files.push(p);
+            }
+        }
+    }
+    assert_eq!(files.len(), listed.lines().count(), "exactly the files the tests use");
+    assert!(!dest.join("unused.data").exists());
+    // An abbreviated hash that is not in the history says so.
+    std::fs::remove_dir_all(&dest).unwrap();
+    let o = fetch(&proj, &up, "abcdef12");
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("is not in the history"), "{}", stderr(&o));
+}

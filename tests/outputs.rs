@@ -451,4 +451,6 @@ fn html_timeline_selects_a_time_range_in_chromium() {
         dom.split("id=\"code-table\" data-total=\"").nth(1).and_then(|s| s.split('"').next()).unwrap_or("");
     assert_eq!(code.parse::<usize>().ok(), Some(alpha), "func_alpha's instructions in the range");
     assert!(dom.contains("phases.cpp:"), "source lines");
+    // With the text of the line, read from the source file the binary names.
+    assert!(dom.contains("void func_alpha(long n) { SPIN(n, 0.5) }"), "source text");
 }

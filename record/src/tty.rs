@@ -39,6 +39,16 @@ impl Drop for RawTerminal {
     }
 }
 
+/// The width of the terminal on standard output, in columns; None when it is not a terminal.
+pub fn width() -> Option<usize> {
+    // SAFETY: a zeroed winsize is valid; TIOCGWINSZ fills it, and it lives across the call.
+    let (ok, size) = unsafe {
+        let mut size: libc::winsize = std::mem::zeroed();
+        (libc::ioctl(1, libc::TIOCGWINSZ, &mut size) == 0, size)
+    };
+    (ok && size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
 /// The next byte typed on standard input within `timeout`, if any.
 pub fn read_key(timeout: Duration) -> Option<u8> {
     let mut p = libc::pollfd { fd: 0, events: libc::POLLIN, revents: 0 };

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use rperf_symbols::trusted::Owners;
 use rperf_symbols::{BinaryFinder, ElfInfo, Found};
 
 use crate::escape::escape_html as escape;
@@ -20,11 +21,8 @@ use crate::ReportOptions;
 /// What `annotate` needs besides a report's options.
 #[derive(Clone, Debug)]
 pub struct AnnotateOptions {
-    /// The recording, filters, `--symfs`, event and time window.
+    /// The recording, filters, `--symfs`, `--source-dir`, event and time window.
     pub report: ReportOptions,
-    /// Where source files are looked for when their recorded paths do not exist (build paths
-    /// of another machine), as simpleperf's `--source_dirs`.
-    pub source_dirs: Vec<PathBuf>,
     /// How many functions, hottest first.
     pub functions: usize,
     /// Only these functions (by name, with or without C++ parameters), whatever their rank.
@@ -91,13 +89,19 @@ pub struct CodeLine {
     pub srcline: Option<String>,
     /// The inlined function, when the line belongs to one.
     pub inlined: Option<String>,
+    /// The text of that source line, when the source file is found.
+    pub source: Option<String>,
 }
 
-/// The code of the `n` hottest functions of `p`, read from their binaries (under `symfs`).
-pub fn hot_code(p: &Profile, symfs: Option<&Path>, n: usize) -> Vec<FunctionCode> {
+/// The code of the `n` hottest functions of `p`, read from their binaries (under `opts.symfs`),
+/// with their source lines (under `opts.source_dirs`).
+pub fn hot_code(p: &Profile, opts: &ReportOptions, n: usize) -> Vec<FunctionCode> {
     let opts = AnnotateOptions {
-        report: ReportOptions { symfs: symfs.map(Path::to_path_buf), ..Default::default() },
-        source_dirs: Vec::new(),
+        report: ReportOptions {
+            symfs: opts.symfs.clone(),
+            source_dirs: opts.source_dirs.clone(),
+            ..Default::default()
+        },
         functions: n,
         symbols: Vec::new(),
         html: true,
@@ -116,6 +120,7 @@ pub fn hot_code(p: &Profile, symfs: Option<&Path>, n: usize) -> Vec<FunctionCode
                     text: l.text,
                     srcline: l.srcline,
                     inlined: l.inlined,
+                    source: l.source,
                 })
                 .collect(),
         })
@@ -231,7 +236,7 @@ fn annotate_function(
         return a;
     };
     let code = elf.bytes_at(sym.start, sym.end).unwrap_or_default();
-    let mut sources = Sources::new(&opts.source_dirs);
+    let mut sources = Sources::new(&opts.report.source_dirs);
     let debug = elf.debug_info();
     let mut by_line: HashMap<(String, bool), u64> = HashMap::new();
     for (addr, len, text) in disassemble(&elf.data[..], code, sym.start) {
@@ -329,9 +334,13 @@ impl<'a> Sources<'a> {
                     candidates.extend(rperf_symbols::inside(d, &rel));
                 }
             }
+            // The recorded path itself is read when its owner is trusted (this user or root);
+            // files under the source directories the user named, whoever owns them.
+            let trusted = dirs.is_empty();
             let text = candidates.into_iter().find_map(|c| {
-                let meta = std::fs::metadata(&c).ok()?;
-                (meta.is_file() && meta.len() < 64 << 20).then(|| std::fs::read_to_string(&c).ok()).flatten()
+                let owners = if trusted { Owners::Trusted(None) } else { Owners::Anyone };
+                let bytes = rperf_symbols::trusted::read(&c, 64 << 20, owners, true).ok()?;
+                String::from_utf8(bytes).ok()
             })?;
             Some(text.lines().map(str::to_string).collect())
         });

@@ -67,6 +67,8 @@ pub struct ProfileBuilder {
     aggregated: Vec<Option<Thread>>,
     /// `--proguard-mapping-file`: Java names shown as they were written.
     proguard: Option<crate::proguard::ProguardMapping>,
+    /// What the samples met before the filters.
+    offered: crate::unmatched::OfferedIds,
 }
 
 impl ProfileBuilder {
@@ -112,6 +114,7 @@ impl ProfileBuilder {
             stacks: Vec::new(),
             stack_index: Default::default(),
             filters: opts.filters.clone(),
+            offered: crate::unmatched::OfferedIds::new(&opts.filters),
             max_stack: opts.max_stack,
             keep_rows: needs.samples,
             children: opts.children,
@@ -232,28 +235,12 @@ impl ProfileBuilder {
     fn commit(&mut self, model: &Model, sec: usize, row: Row, places: &[Place], raw: &[u8]) {
         let Row { time, thread, cpu, stack, off_cpu, weight } = row;
         let f = &self.filters;
-        if let Some((start, end)) = f.time {
-            // Relative bounds count from the first sample (samples arrive in time order).
-            let first = self.time_range.0;
-            if start.is_some_and(|s| time < s.at(first)) || end.is_some_and(|e| time >= e.at(first)) {
-                return;
-            }
-        }
+        // Relative --time bounds count from the first sample (samples arrive in time order).
+        let time = (time, self.time_range.0);
+        self.offered.note(thread, cpu);
         let thread_name = &model.strings[thread.comm as usize];
         let process_name = || model.threads.get(&thread.pid).map_or("", |t| &model.strings[t.comm as usize]);
-        let any = |res: &[regex::Regex], name: &str| res.iter().any(|r| r.is_match(name));
-        if (!f.pids.is_empty() && !f.pids.contains(&thread.pid))
-            || (!f.tids.is_empty() && !f.tids.contains(&thread.tid))
-            || (!f.cpus.is_empty() && !f.cpus.contains(&cpu))
-            || (!f.comms.is_empty() && !f.comms.iter().any(|c| c == thread_name))
-            || f.exclude_pids.contains(&thread.pid)
-            || f.exclude_tids.contains(&thread.tid)
-            || (!f.thread_names.is_empty() && !any(&f.thread_names, thread_name))
-            || any(&f.exclude_thread_names, thread_name)
-            || (!f.process_names.is_empty() && !any(&f.process_names, process_name()))
-            || any(&f.exclude_process_names, process_name())
-            || f.time_ranges.as_ref().is_some_and(|r| !r.keeps(thread.pid, thread.tid, time))
-        {
+        if !f.keeps(thread, thread_name, process_name, cpu, time) {
             return;
         }
         let thread = self.aggregate(thread, thread_name);
@@ -335,9 +322,7 @@ impl ProfileBuilder {
             funcs.push(Func { dso, name: "[off-cpu]".into(), inlined: false, system: None });
             (funcs.len() - 1) as FuncId
         });
-        if let Some(m) = &self.proguard {
-            m.rename(&mut funcs);
-        }
+        self.proguard.iter().for_each(|m| m.rename(&mut funcs));
         let names = Names { comms: model.strings, dsos: model.dsos, funcs, srclines, files };
         // Java stacks read as methods (ART's frames hidden unless asked for).
         let java_dex = match self.merge_java {
@@ -382,6 +367,7 @@ impl ProfileBuilder {
         let profile = Profile {
             info,
             sections: self.sections,
+            offered: std::mem::take(&mut self.offered).named(&names.comms),
             names,
             symbols,
             stacks,

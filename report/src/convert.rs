@@ -119,7 +119,7 @@ impl Converter {
             .map(|r| r.path.clone())
             .collect();
         let config = ResolveConfig {
-            full_names: opts.full_names,
+            names: opts.names,
             dwarf_inline: opts.inline,
             trust_any_owner: opts.force,
             show_ip: opts.show_ip,

@@ -41,6 +41,7 @@ mod proguard;
 mod records;
 mod resolve;
 mod sample_log;
+mod unmatched;
 
 pub use annotate::{annotate, AnnotateOptions, FunctionCode};
 pub use dump::dump;
@@ -51,9 +52,11 @@ pub use model::{Dso, DsoKind, ExecType};
 pub use options::{
     CallOrder, Filters, Format, Needs, OffCpuMode, ReportOptions, SortKey, StackPrefix, TimeBound,
 };
-pub use profile::{Place, Profile, Row, Section, Thread, Unit};
+pub use profile::{Offered, Place, Profile, Row, Section, Thread, Unit};
 pub use proguard::ProguardMapping;
+pub use resolve::NameStyle;
 pub use sample_log::{LoggedSample, SampleReader};
+pub use unmatched::{FilterOutcome, Miss};
 
 /// Reads a recording into a profile: load, convert, symbolize.
 pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {

@@ -133,6 +133,36 @@ impl Filters {
         Ok(())
     }
 
+    /// Whether a sample of `thread` (named `thread_name`, in a process named `process_name`)
+    /// on `cpu` at `time` (with the recording's first sample time, for relative bounds) passes
+    /// the filters on threads, processes, CPUs and time.
+    pub(crate) fn keeps<'a>(
+        &self,
+        thread: crate::profile::Thread,
+        thread_name: &str,
+        process_name: impl Fn() -> &'a str,
+        cpu: u32,
+        (time, first): (u64, u64),
+    ) -> bool {
+        let any = |res: &[regex::Regex], name: &str| res.iter().any(|r| r.is_match(name));
+        if let Some((start, end)) = self.time {
+            if start.is_some_and(|s| time < s.at(first)) || end.is_some_and(|e| time >= e.at(first)) {
+                return false;
+            }
+        }
+        !((!self.pids.is_empty() && !self.pids.contains(&thread.pid))
+            || (!self.tids.is_empty() && !self.tids.contains(&thread.tid))
+            || (!self.cpus.is_empty() && !self.cpus.contains(&cpu))
+            || (!self.comms.is_empty() && !self.comms.iter().any(|c| c == thread_name))
+            || self.exclude_pids.contains(&thread.pid)
+            || self.exclude_tids.contains(&thread.tid)
+            || (!self.thread_names.is_empty() && !any(&self.thread_names, thread_name))
+            || any(&self.exclude_thread_names, thread_name)
+            || (!self.process_names.is_empty() && !any(&self.process_names, process_name()))
+            || any(&self.exclude_process_names, process_name())
+            || self.time_ranges.as_ref().is_some_and(|r| !r.keeps(thread.pid, thread.tid, time)))
+    }
+
     /// Which functions the `--dsos` and `--symbols` filters select, by function id; None when
     /// neither is given. A symbol matches in either form, with or without C++ parameters
     /// (`func2` or `func2(int, int)`); a binary by its path or its file name.
@@ -384,6 +414,10 @@ pub struct ReportOptions {
     pub symfs: Option<PathBuf>,
     /// Kernel symbols to use instead of the recording's.
     pub kallsyms: Option<PathBuf>,
+    /// Where source files are looked for (`--source-dir`, as simpleperf's `--source_dirs`):
+    /// recorded paths under them, or their trailing components (build paths of another
+    /// machine). Without them, a recorded source path is read when this user or root owns it.
+    pub source_dirs: Vec<PathBuf>,
     /// Sort keys (default comm,pid,tid,dso,symbol).
     pub sort: Vec<SortKey>,
     /// Children (inclusive) and Self columns.
@@ -438,9 +472,9 @@ pub struct ReportOptions {
     /// Name code without symbols by binary and offset (`libfoo.so[+1a2b]`), one entry per
     /// address; off (`--no-show-ip`), all of a binary's unnamed code is `[unknown]`.
     pub show_ip: bool,
-    /// Demangled names with their parameters (`func2(int, int)`), as simpleperf prints them;
-    /// off, without (`func2`), as perf prints them.
-    pub full_names: bool,
+    /// How C++ and Rust names are shown: demangled with their parameters (simpleperf's
+    /// way), without them (perf's), or as stored in the binary.
+    pub names: crate::resolve::NameStyle,
     /// Show ART's frames (interpreter, trampolines, JIT plumbing) next to Java methods; off,
     /// they are hidden, so Java and Kotlin stacks read as methods.
     pub show_art_frames: bool,
@@ -462,6 +496,7 @@ impl Default for ReportOptions {
         ReportOptions {
             input: PathBuf::from("perf.data"),
             symfs: None,
+            source_dirs: Vec::new(),
             kallsyms: None,
             sort: vec![SortKey::Comm, SortKey::Pid, SortKey::Tid, SortKey::Dso, SortKey::Symbol],
             children: false,
@@ -489,7 +524,7 @@ impl Default for ReportOptions {
             diff_base: None,
             force: false,
             show_ip: true,
-            full_names: true,
+            names: crate::resolve::NameStyle::Full,
             show_art_frames: false,
             aggregate_threads: Vec::new(),
             proguard_mappings: Vec::new(),

@@ -169,6 +169,22 @@ pub struct Info {
     pub recorded: Option<(u64, u64)>,
 }
 
+/// What the samples of the recording held before the filters: how many there were and, when
+/// a filter on them was given, their thread names, processes, threads and CPUs.
+#[derive(Clone, Debug, Default)]
+pub struct Offered {
+    /// Samples met, filtered or not.
+    pub samples: u64,
+    /// Their thread names.
+    pub comms: std::collections::BTreeSet<String>,
+    /// Their processes.
+    pub pids: std::collections::BTreeSet<i32>,
+    /// Their threads.
+    pub tids: std::collections::BTreeSet<i32>,
+    /// Their CPUs.
+    pub cpus: std::collections::BTreeSet<u32>,
+}
+
 /// A recording, read, symbolized, filtered and weighted.
 pub struct Profile {
     /// About the recording.
@@ -204,6 +220,8 @@ pub struct Profile {
     /// Java methods compiled at run time, by frame address, as the dex methods they were
     /// compiled from, when `merge_java_methods` asked for them.
     pub java_dex: std::collections::HashMap<AddrId, DexMethod>,
+    /// What the samples held before the filters, to say which filter matched nothing.
+    pub offered: Offered,
 }
 
 impl Profile {

@@ -139,7 +139,7 @@ pub fn write(
 }
 
 /// The code of the hottest functions (by their index in `funcs`): each instruction as
-/// `[address, text, file:line, inlined function]`, and the samples taken at each as
+/// `[address, text, file:line, inlined function, source text]`, and the samples taken at each as
 /// `[instruction, part of the timeline, weight]`, so that the page shows any time range.
 fn code(p: &Profile, opts: &ReportOptions, t: &Tables) -> Value {
     let Some(section) = p.main_section() else { return Value::Null };
@@ -147,7 +147,7 @@ fn code(p: &Profile, opts: &ReportOptions, t: &Tables) -> Value {
     let mut out = serde_json::Map::new();
     let mut index: HashMap<u32, (usize, &crate::annotate::FunctionCode)> = HashMap::new();
     // The HTML report shows the code of its hottest functions.
-    let hot = crate::annotate::hot_code(p, opts.symfs.as_deref(), 20);
+    let hot = crate::annotate::hot_code(p, opts, 20);
     for c in &hot {
         let key = (names.func_name(c.func), names.dso_of(c.func).display_name().to_string());
         if let Some(&i) = t.func_index.get(&key) {
@@ -175,8 +175,11 @@ fn code(p: &Profile, opts: &ReportOptions, t: &Tables) -> Value {
         *w = w.saturating_add(if by_period { r.weight } else { 1 });
     }
     for (f, (i, c)) in &index {
-        let lines: Vec<Value> =
-            c.lines.iter().map(|l| json!([format!("{:x}", l.addr), l.text, l.srcline, l.inlined])).collect();
+        let lines: Vec<Value> = c
+            .lines
+            .iter()
+            .map(|l| json!([format!("{:x}", l.addr), l.text, l.srcline, l.inlined, l.source]))
+            .collect();
         let mut w: Vec<[u64; 3]> = weights
             .iter()
             .filter(|((g, _, _), _)| g == f)

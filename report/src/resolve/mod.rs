@@ -28,6 +28,18 @@ pub use jit_sources::JitSources;
 pub use types::{AddrId, Func, FuncId, KernelSource, Symbolized};
 use types::{AddrKind, FrameAddr};
 
+/// How stored (mangled) function names are shown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NameStyle {
+    /// Demangled with parameters, `func2(int, int)`, as simpleperf shows them.
+    #[default]
+    Full,
+    /// Demangled without parameters, `func2`, as perf shows them.
+    Short,
+    /// As stored in the binary, `_Z5func2ii` (`--no-demangle`).
+    Mangled,
+}
+
 /// What the report asks of naming, set once from its options.
 #[derive(Clone, Copy, Debug)]
 pub struct ResolveConfig {
@@ -35,8 +47,8 @@ pub struct ResolveConfig {
     pub trust_any_owner: bool,
     /// Name code without symbols by its place (`libfoo.so[+1a2b]`); off: `[unknown]`.
     pub show_ip: bool,
-    /// Demangled names with their parameters (`func2(int, int)`), as simpleperf prints them.
-    pub full_names: bool,
+    /// How stored names are shown.
+    pub names: NameStyle,
     /// Whether DWARF inline frames are read (on unless --no-inline).
     pub dwarf_inline: bool,
     /// Whether source lines are wanted (`--sort srcline`).

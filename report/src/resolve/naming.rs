@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::binaries::{load_binary, stored_vaddr, Binary};
 use super::intern::Place;
 use super::types::{AddrKind, FrameAddr, Func, KernelSource, Symbolized};
-use super::Resolver;
+use super::{NameStyle, Resolver};
 use crate::model::{DsoId, DsoKind, Model};
 
 /// The names found for one frame address.
@@ -228,10 +228,10 @@ impl Resolver {
 
     /// A stored (mangled) name as reports show it.
     fn demangle(&self, name: &str) -> String {
-        if self.config.full_names {
-            rperf_symbols::demangle_full(name)
-        } else {
-            rperf_symbols::demangle(name)
+        match self.config.names {
+            NameStyle::Full => rperf_symbols::demangle_full(name),
+            NameStyle::Short => rperf_symbols::demangle(name),
+            NameStyle::Mangled => name.to_string(),
         }
     }
 
