@@ -159,4 +159,16 @@ fn sources_outside_the_source_dir_are_not_read() {
     // Without --source-dir, the files the binary names are this machine's own: they are read.
     let o = run(rperf().current_dir(&build).args(["annotate", "-i"]).arg(&data));
     assert!(stdout(&o).contains("TOPSECRET_ABSOLUTE"), "{}", stdout(&o));
+    let page = dir.join("report.html");
+    let o = run(rperf().current_dir(&build).arg("report").arg("-o").arg(&page).arg("-i").arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&page).unwrap().contains("TOPSECRET_ABSOLUTE"), "the HTML code panel");
+    // ... when this user or root owns them: another user's file is not read, by annotate or
+    // by the HTML report.
+    std::os::unix::fs::chown(&secret, Some(65534), Some(65534)).unwrap();
+    let o = run(rperf().current_dir(&build).args(["annotate", "-i"]).arg(&data));
+    assert!(o.status.success() && !stdout(&o).contains("TOPSECRET"), "{}", stdout(&o));
+    let o = run(rperf().current_dir(&build).arg("report").arg("-o").arg(&page).arg("-i").arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!std::fs::read_to_string(&page).unwrap().contains("TOPSECRET"), "another user's file was read");
 }
