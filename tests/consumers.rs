@@ -366,6 +366,12 @@ fn inferno_collapses_the_script_output_with_off_cpu_time() {
         run(rperf().args(["record", "-g", "fp", "--trace-offcpu", "-o"]).arg(&data).arg(&programs().offcpu));
     assert!(o.status.success(), "{}", stderr(&o));
     let script = report(&data, &["--format", "script"]);
+    // `-o NAME.script` gives the same text, and --help lists the format.
+    let file = data.with_file_name("out.script");
+    report(&data, &["-o", file.to_str().unwrap()]);
+    assert!(std::fs::read(&file).unwrap() == script, "-o x.script writes perf script's text");
+    let help = stdout(&run(rperf().args(["report", "--help"])));
+    assert!(help.contains("script (perf script's text)") && help.contains(".script"), "{help}");
     let mut collapsed = Vec::new();
     let options = inferno::collapse::perf::Options::default();
     inferno::collapse::perf::Folder::from(options).collapse(&script[..], &mut collapsed).unwrap();
