@@ -387,3 +387,29 @@ fn inferno_collapses_the_script_output_with_off_cpu_time() {
         assert_eq!(folded_weight(&theirs, f), w, "{f}");
     }
 }
+
+#[test]
+fn the_idle_task_is_swapper_as_perf_and_simpleperf_name_it() {
+    // A system-wide recording made here: whatever samples the idle task took are named as perf
+    // names them (perf reads the same file).
+    let data = scratch("cons_swapper").join("perf.data");
+    let o = run(rperf().args(["record", "-a", "--duration", "1", "-o"]).arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ours = String::from_utf8(report(&data, &["--sort", "pid,comm"])).unwrap();
+    let theirs = perf(&["report", "--stdio", "--sort", "pid,comm"], &data);
+    let idle =
+        |t: &str, pid0: &str| t.lines().filter(|l| l.contains(pid0)).map(str::to_string).collect::<Vec<_>>();
+    let perf_idle = idle(&theirs, " 0:swapper");
+    let our_idle: Vec<String> =
+        idle(&ours, " swapper").into_iter().filter(|l| l.split_whitespace().nth(1) == Some("0")).collect();
+    assert_eq!(perf_idle.is_empty(), our_idle.is_empty(), "perf:\n{theirs}\nrperf:\n{ours}");
+    assert!(!ours.contains(":0 ") && !ours.lines().any(|l| l.ends_with(" :0")), "{ours}");
+    // A perf-made system-wide recording with the idle task in 92% of its samples: rperf's row
+    // is simpleperf's.
+    let file = simpleperf_testdata().join("generated_by_linux_perf.data");
+    let ours = String::from_utf8(report(&file, &["--sort", "comm,pid"])).unwrap();
+    assert!(
+        ours.lines().any(|l| l.split_whitespace().collect::<Vec<_>>() == ["92.42%", "swapper", "0"]),
+        "{ours}"
+    );
+}
