@@ -34,8 +34,8 @@ pub struct AnnotateArgs {
     #[arg(long = "source-dir", value_name = "DIR")]
     source_dirs: Vec<PathBuf>,
     /// Look binaries up here first.
-    #[arg(long = "symfs", value_name = "DIR")]
-    symfs: Option<PathBuf>,
+    #[arg(long = "symfs", value_name = "DIR", action = clap::ArgAction::Append)]
+    symfs: Vec<PathBuf>,
     /// Only this event.
     #[arg(short = 'e', long = "event")]
     event: Option<String>,

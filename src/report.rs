@@ -105,9 +105,10 @@ pub struct ReportArgs {
     /// De-obfuscate Java and Kotlin names with this ProGuard/R8 mapping.txt (may be repeated).
     #[arg(long = "proguard-mapping-file", value_name = "FILE", action = clap::ArgAction::Append)]
     proguard_mapping_file: Vec<PathBuf>,
-    /// Look binaries up here first: by recorded path, by file name, and through build_id_list.
-    #[arg(long = "symfs", value_name = "DIR")]
-    symfs: Option<PathBuf>,
+    /// Look binaries up here first: by recorded path, by file name, and through build_id_list
+    /// (may be repeated: the folders are searched in order).
+    #[arg(long = "symfs", value_name = "DIR", action = clap::ArgAction::Append)]
+    symfs: Vec<PathBuf>,
     /// Source files for the HTML report's code panel: looked for under DIR by their recorded
     /// path or its trailing components (may be repeated). Without it, recorded source paths
     /// owned by this user or root are read.

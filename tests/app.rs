@@ -1,5 +1,6 @@
-//! `rperf record --app NAME` with Android's meaning: a process belongs to the app when the first
-//! argument of its command line is NAME or starts with `NAME:`. Processes are started under the
+//! `rperf record --app NAME` with Android's meaning: a process belongs to the app when the file
+//! name of the first argument of its command line is NAME or starts with `NAME:`, as simpleperf
+//! finds an app's processes. Processes are started under the
 //! app's name (as `exec -a` does), the way Android names an app's processes.
 
 mod common;
@@ -56,8 +57,10 @@ fn only_the_named_app_and_its_extra_processes_are_recorded() {
     let (mut rec, mut err, mut seen) = record_app("com.example.myapp", &data, &["--duration", "1.5"]);
     let mut app = start_as("com.example.myapp", &p.workload_fp, &["1", "1"]);
     let mut remote = start_as("com.example.myapp:remote", &p.workload_fp, &["1", "1"]);
+    // A program started by its path: simpleperf matches the file name.
+    let mut pathed = start_as("./build/com.example.myapp", &p.workload_fp, &["1", "1"]);
     let mut second_other = start_as("com.example.myapp2", &p.workload_fp, &["1", "1"]);
-    for c in [&mut app, &mut remote, &mut second_other] {
+    for c in [&mut app, &mut remote, &mut pathed, &mut second_other] {
         c.wait().unwrap();
     }
     std::io::Read::read_to_string(&mut err, &mut seen).unwrap();
@@ -68,6 +71,7 @@ fn only_the_named_app_and_its_extra_processes_are_recorded() {
     let count = |c: &Child| by_pid.get(&(c.id() as i32)).copied().unwrap_or(0);
     assert!(count(&app) > 200, "the app: {by_pid:?}\n{seen}");
     assert!(count(&remote) > 200, "its :remote process: {by_pid:?}\n{seen}");
+    assert!(count(&pathed) > 200, "./build/com.example.myapp: {by_pid:?}\n{seen}");
     assert_eq!(count(&other), 0, "com.example.myanotherapp was recorded: {by_pid:?}");
     assert_eq!(count(&second_other), 0, "com.example.myapp2 was recorded: {by_pid:?}");
 }

@@ -399,3 +399,25 @@ fn the_recording_is_opened_once() {
     assert_eq!(uses.len(), 1, "the input's path is used once, to open it:\n{}", uses.join("\n"));
     assert!(uses[0].contains("open"), "{}", uses[0]);
 }
+
+#[test]
+fn symbol_directories_may_be_repeated_and_are_searched_in_order() {
+    let dir = simpleperf_testdata();
+    let empty = scratch("symfs_empty");
+    let data = dir.join("perf_g_fp.data");
+    let with = |dirs: &[&Path]| {
+        let mut c = rperf();
+        c.args(["report", "--sort", "dso,symbol", "-i"]).arg(&data);
+        for d in dirs {
+            c.arg("--symfs").arg(d);
+        }
+        let o = run(&mut c);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let one = with(&[&dir]);
+    assert!(one.contains("GlobalFunc"), "{one}");
+    assert!(!with(&[&empty]).contains("GlobalFunc"));
+    // The binary is found in the second folder, as in the only one.
+    assert_eq!(with(&[&empty, &dir]), one);
+}

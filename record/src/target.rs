@@ -76,16 +76,18 @@ fn basename(s: &str) -> &str {
     s.rsplit('/').next().unwrap_or(s)
 }
 
-/// True when process `pid` belongs to app `name`, as Android names an app's processes: the
-/// first argument of its command line is the package name, or the package name, `:` and a
-/// process name (`com.example:remote`). The kernel's process name is never used: it keeps 15
-/// bytes, so two apps whose names start alike would share it.
+/// True when process `pid` belongs to app `name`, as Android names an app's processes and as
+/// simpleperf finds them: the file name of the first argument of its command line is the
+/// package name, or the package name, `:` and a process name (`com.example:remote`), so a
+/// program started as `./build/NAME` is found too. The kernel's process name is never used: it
+/// keeps 15 bytes, so two apps whose names start alike would share it.
 pub fn is_app_process(pid: i32, name: &str) -> bool {
     procfs::cmdline_of(pid).first().is_some_and(|a| names_app(a, name))
 }
 
 /// Whether a process whose first argument is `arg0` belongs to app `name`.
 fn names_app(arg0: &str, name: &str) -> bool {
+    let arg0 = basename(arg0);
     arg0 == name || arg0.strip_prefix(name).is_some_and(|rest| rest.starts_with(':'))
 }
 
@@ -184,7 +186,9 @@ mod tests {
         assert!(names_app("com.example.myapp:remote", "com.example.myapp"));
         assert!(!names_app("com.example.myanotherapp", "com.example.myapp"));
         assert!(!names_app("com.example.myapp2", "com.example.myapp"));
-        assert!(!names_app("/data/app/com.example.myapp", "com.example.myapp"));
+        assert!(names_app("./build/com.example.myapp", "com.example.myapp"));
+        assert!(names_app("/data/local/tmp/com.example.myapp:remote", "com.example.myapp"));
+        assert!(!names_app("/data/com.example.myapp/other", "com.example.myapp"));
     }
 
     #[test]

@@ -169,7 +169,7 @@ fn hottest(p: &Profile, opts: &AnnotateOptions) -> Vec<(FuncId, Annotated)> {
         };
         funcs.retain(|(f, _)| wanted(*f));
     }
-    let finder = BinaryFinder::new(opts.report.symfs.as_deref());
+    let finder = BinaryFinder::new(&opts.report.symfs);
     let mut binaries: HashMap<u32, Option<ElfInfo>> = HashMap::new();
     let mut done = Vec::new();
     for (f, weight) in funcs {

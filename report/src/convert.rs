@@ -101,7 +101,7 @@ impl Converter {
     ) -> Result<Converter, Error> {
         let this_kernel = crate::load::recorded_on_this_kernel(&rec.perf_file) || rec.cut_short_here;
         let kernel = kernel_symbols(opts, &rec.perf_file, &rec.stored_symbols, this_kernel)?;
-        let mut finder = BinaryFinder::new(opts.symfs.as_deref());
+        let mut finder = BinaryFinder::new(&opts.symfs);
         finder.set_same_kernel(this_kernel);
         let section = |id| rec.perf_file.feature_section_data(linux_perf_data::Feature(id));
         let mut profile = profile;

@@ -411,7 +411,7 @@ pub struct ReportOptions {
     /// The recording.
     pub input: PathBuf,
     /// Where binaries are looked up first.
-    pub symfs: Option<PathBuf>,
+    pub symfs: Vec<PathBuf>,
     /// Kernel symbols to use instead of the recording's.
     pub kallsyms: Option<PathBuf>,
     /// Where source files are looked for (`--source-dir`, as simpleperf's `--source_dirs`):
@@ -495,7 +495,7 @@ impl Default for ReportOptions {
     fn default() -> Self {
         ReportOptions {
             input: PathBuf::from("perf.data"),
-            symfs: None,
+            symfs: Vec::new(),
             source_dirs: Vec::new(),
             kallsyms: None,
             sort: vec![SortKey::Comm, SortKey::Pid, SortKey::Tid, SortKey::Dso, SortKey::Symbol],

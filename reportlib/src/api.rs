@@ -100,7 +100,7 @@ pub extern "C" fn SetSymfs(lib: *mut ReportLib, dir: *const c_char) -> bool {
         if !dir.is_dir() {
             return Err(format!("{} is not a folder", dir.display()));
         }
-        s.opts.symfs = Some(dir);
+        s.opts.symfs = vec![dir];
         Ok(true)
     })
 }

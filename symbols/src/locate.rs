@@ -24,7 +24,7 @@ pub enum Found {
 
 /// Looks binaries up under an optional symbol directory.
 pub struct BinaryFinder {
-    symfs: Option<PathBuf>,
+    symfs: Vec<PathBuf>,
     by_build_id: HashMap<String, PathBuf>,
     recorded_vdso: Option<Vec<u8>>,
     /// The recording was made on the running kernel, so this machine's vDSO is the one it
@@ -33,27 +33,23 @@ pub struct BinaryFinder {
 }
 
 impl BinaryFinder {
-    /// A finder for `symfs` (None: binaries are read at their recorded paths).
-    pub fn new(symfs: Option<&Path>) -> BinaryFinder {
+    /// A finder for the symbol directories `symfs`, searched in order (none: binaries are read
+    /// at their recorded paths).
+    pub fn new(symfs: &[PathBuf]) -> BinaryFinder {
         let mut by_build_id = HashMap::new();
-        if let Some(dir) = symfs {
+        for dir in symfs {
             if let Ok(list) = std::fs::read_to_string(dir.join("build_id_list")) {
                 for line in list.lines() {
                     if let Some((id, rel)) = line.split_once('=') {
                         let id = id.trim().trim_start_matches("0x").to_ascii_lowercase();
                         if let Some(p) = inside(dir, Path::new(rel.trim())) {
-                            by_build_id.insert(id, p);
+                            by_build_id.entry(id).or_insert(p);
                         }
                     }
                 }
             }
         }
-        BinaryFinder {
-            symfs: symfs.map(Path::to_path_buf),
-            by_build_id,
-            recorded_vdso: None,
-            same_kernel: false,
-        }
+        BinaryFinder { symfs: symfs.to_vec(), by_build_id, recorded_vdso: None, same_kernel: false }
     }
 
     /// Finds the binary recorded as `path` with `build_id`; a library recorded inside an APK
@@ -96,8 +92,8 @@ impl BinaryFinder {
     }
 
     /// Where a binary recorded as `path` may be, in order: by build id through the symbol
-    /// directory's `build_id_list`, under the symbol directory by path and by file name, then
-    /// the recorded path itself.
+    /// directories' `build_id_list`s, under each symbol directory by path and by file name,
+    /// else (without symbol directories) the recorded path itself.
     fn candidates(&self, path: &str, build_id: Option<&[u8]>) -> Vec<PathBuf> {
         let mut candidates = Vec::new();
         if let Some(id) = build_id.filter(|b| !b.is_empty()) {
@@ -115,15 +111,14 @@ impl BinaryFinder {
         // Under a symbol directory, nothing outside it is opened; without one, the recorded
         // path is, when it is absolute (a relative one would be opened from the current
         // folder: `../../etc/shadow`).
-        match &self.symfs {
-            Some(dir) => {
-                candidates.extend(inside(dir, Path::new(path)));
-                if let Some(base) = Path::new(path).file_name() {
-                    candidates.extend(inside(dir, Path::new(base)));
-                }
+        for dir in &self.symfs {
+            candidates.extend(inside(dir, Path::new(path)));
+            if let Some(base) = Path::new(path).file_name() {
+                candidates.extend(inside(dir, Path::new(base)));
             }
-            None if Path::new(path).is_absolute() => candidates.push(PathBuf::from(path)),
-            None => {}
+        }
+        if self.symfs.is_empty() && Path::new(path).is_absolute() {
+            candidates.push(PathBuf::from(path));
         }
         candidates
     }
@@ -167,9 +162,9 @@ pub fn inside(root: &Path, rel: &Path) -> Option<PathBuf> {
 }
 
 impl BinaryFinder {
-    /// Folders searched for separate debug files before the system's: the symbol directory.
+    /// Folders searched for separate debug files before the system's: the symbol directories.
     pub fn debug_roots(&self) -> Vec<PathBuf> {
-        self.symfs.iter().cloned().collect()
+        self.symfs.clone()
     }
 
     /// Says whether the recording was made on the running kernel.
@@ -248,13 +243,13 @@ mod tests {
         std::fs::create_dir_all(&root).unwrap();
         let outside = std::env::temp_dir().join(format!("rperf-symfs-outside-{}", std::process::id()));
         std::fs::write(&outside, b"secret").unwrap();
-        let under = BinaryFinder::new(Some(&root));
+        let under = BinaryFinder::new(std::slice::from_ref(&root));
         assert!(matches!(under.find(outside.to_str().unwrap(), None), Found::Missing));
         // Tests run in the crate's folder, where this relative path names a file.
         assert!(std::path::Path::new("src/lib.rs").is_file());
         assert!(matches!(under.find("../symbols/src/lib.rs", None), Found::Missing));
-        assert!(matches!(BinaryFinder::new(None).find("src/lib.rs", None), Found::Missing));
-        assert!(matches!(BinaryFinder::new(None).find(outside.to_str().unwrap(), None), Found::File(_)));
+        assert!(matches!(BinaryFinder::new(&[]).find("src/lib.rs", None), Found::Missing));
+        assert!(matches!(BinaryFinder::new(&[]).find(outside.to_str().unwrap(), None), Found::File(_)));
         std::fs::remove_dir_all(&root).ok();
         std::fs::remove_file(&outside).ok();
     }
