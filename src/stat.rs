@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context};
 use clap::Args;
 use rperf_record::{launch, parse_event, parse_event_list, procfs, CountOptions, Counters, Reading, Target};
+use rperf_symbols::text::printable;
 
 /// Count events (hardware, software, tracepoints) for a command, processes, threads, an app or
 /// the whole system.
@@ -402,6 +403,25 @@ struct RunOutcome {
     exit: Option<(i32, f64, f64)>,
 }
 
+/// Waits for a process of app `name`, as `record --app` and simpleperf's `stat --app` do,
+/// looking every millisecond; false when a signal (Ctrl-C) stops the wait first.
+fn wait_for_app(name: &str) -> bool {
+    let mut watcher = rperf_record::target::AppWatcher::new(name);
+    if !watcher.scan().is_empty() {
+        return true;
+    }
+    eprintln!("rperf: waiting for app {} to start (Ctrl-C to stop)", printable(name));
+    launch::install_signal_handlers();
+    launch::reset_stop_signal();
+    while launch::stop_signal().0 == 0 {
+        if !watcher.scan().is_empty() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    false
+}
+
 /// Counts once; prints interval blocks as they come.
 fn run_once(
     opts: &CountOptions,
@@ -409,6 +429,10 @@ fn run_once(
     printer: &mut Printer<'_>,
     names: &[String],
 ) -> anyhow::Result<RunOutcome> {
+    let app_pids = match &opts.target {
+        Target::App(name) => rperf_record::target::app_processes(name),
+        _ => Vec::new(),
+    };
     let mut counters = Counters::open(opts)?;
     // Said once, however many runs -r asks for.
     static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -456,6 +480,12 @@ fn run_once(
             if pids.iter().all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists()) {
                 break;
             }
+        }
+        // Counting an app ends when the processes it counts have exited, as recording it does.
+        if !app_pids.is_empty()
+            && app_pids.iter().all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+        {
+            break;
         }
     }
     let readings = counters.read();
@@ -515,6 +545,12 @@ pub fn run(a: StatArgs) -> anyhow::Result<i32> {
             if a.per_thread || a.per_core { format!("{:<21}", "thread/core") } else { String::new() },
             "counts"
         )?;
+    }
+    if let Target::App(name) = &target {
+        if !wait_for_app(name) {
+            eprintln!("rperf: stopped before app {} started; nothing was counted", printable(name));
+            return Ok(130);
+        }
     }
     let mut runs = Vec::new();
     let mut seconds = Vec::new();

@@ -152,3 +152,38 @@ fn interrupt_prints_the_counts_so_far() {
     assert!(e.contains("msec task-clock"), "{e}");
     assert_eq!(o.status.code(), Some(130), "the command's own exit from SIGINT: {e}");
 }
+
+#[test]
+fn stat_app_waits_for_the_app_and_ends_with_it() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::CommandExt;
+    let mut stat = rperf()
+        .args(["stat", "--csv", "-e", "task-clock", "--app", "com.example.statapp"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = BufReader::new(stat.stderr.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("waiting for app com.example.statapp to start") {
+        let mut line = String::new();
+        assert!(err.read_line(&mut line).unwrap() > 0, "rperf stat ended early: {seen}");
+        seen.push_str(&line);
+    }
+    // The app starts after rperf: it is counted from its start to its end.
+    let app =
+        Command::new(&programs().workload_fp).arg0("com.example.statapp").args(["1", "1"]).output().unwrap();
+    let cpu: f64 = stderr(&app).trim().strip_prefix("workload: cpu_seconds=").unwrap().parse().unwrap();
+    let end = std::time::Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        if let Some(s) = stat.try_wait().unwrap() {
+            break s;
+        }
+        assert!(std::time::Instant::now() < end, "rperf stat did not end with the app");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::io::Read::read_to_string(&mut err, &mut seen).unwrap();
+    assert!(status.success(), "{seen}");
+    let ms: f64 = csv_values(&seen)["task-clock"].parse().unwrap();
+    // The app's main thread and its worker: at least the worker's CPU time.
+    assert!(ms >= cpu * 1000.0 * 0.9, "task-clock {ms} ms, the app's worker ran {cpu} s:\n{seen}");
+}
