@@ -125,3 +125,31 @@ fn simpleperf_reads_rperf_recordings() {
         assert_eq!(rows(&text), rows(&ours), "{cg}: simpleperf:\n{text}\nrperf:\n{ours}");
     }
 }
+
+/// (share, function) of each call-graph node of the first entry, in the order printed.
+fn graph_nodes(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .skip_while(|l| !l.starts_with("Children"))
+        .skip(2)
+        .take_while(|l| l.starts_with(' '))
+        .filter_map(|l| {
+            let (_, rest) = l.split_once("--")?;
+            let (share, name) = rest.split_once("-- ")?;
+            Some((share.to_string(), name.trim().to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn call_graph_shares_are_of_the_parent_as_simpleperf_prints_them() {
+    let dir = simpleperf_testdata();
+    let file = dir.join("perf_test_max_stack_and_percent_limit.data");
+    let args = ["report", "-g", "--sort", "symbol", "--symfs"];
+    let theirs = stdout(&run(Command::new(simpleperf()).args(args).arg(&dir).arg("-i").arg(&file)));
+    let ours = stdout(&run(rperf().args(args).arg(&dir).arg("-i").arg(&file)));
+    let (theirs, ours) = (graph_nodes(&theirs), graph_nodes(&ours));
+    assert!(theirs.len() >= 10, "{theirs:?}");
+    // rperf also gives the entry itself a share (100%) where simpleperf prints none.
+    let ours: Vec<_> = ours.into_iter().filter(|(s, _)| s != "100.00%").collect();
+    assert_eq!(ours[..10], theirs[..10]);
+}

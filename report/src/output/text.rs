@@ -317,7 +317,8 @@ fn csv_field(s: &str, sep: &str) -> String {
 }
 
 /// Prints a call tree perf-style: chains of single callers continue on the next line, branches
-/// get `|--xx.xx%--` markers. Shares are of the event's total.
+/// get `|--xx.xx%--` markers. Shares are of the parent node, as simpleperf shows them (of the
+/// entry at the top); nodes under `limit` percent of the event's total are left out.
 fn write_tree(
     out: &mut dyn Write,
     tree: &CallTree,
@@ -354,10 +355,11 @@ fn write_children(
     }
     let n = kids.len();
     for (i, &k) in kids.iter().enumerate() {
+        // As simpleperf shows them: a node's share of its parent (of the entry at the top).
         let share = if raw {
             tree.nodes[k].period.to_string()
         } else {
-            format!("{:.2}%", pct(tree.nodes[k].period, total))
+            format!("{:.2}%", pct(tree.nodes[k].period, parent))
         };
         let last = i + 1 == n;
         let marker = if last { "--" } else { "|--" };
