@@ -195,6 +195,11 @@ pub struct ReportArgs {
     /// Folded stacks and flamegraphs: tag kernel frames `_[k]` and JIT frames `_[j]`.
     #[arg(long = "annotate")]
     annotate: bool,
+    /// Gecko output: leave out runs of at most N consecutive samples of a thread whose stacks
+    /// do not reach the thread's entry (a smoother Stack Chart), as simpleperf's
+    /// gecko_profile_generator.py --remove-gaps (whose default is 3; rperf's is 0, keep all).
+    #[arg(long = "remove-gaps", value_name = "N", default_value_t = 0)]
+    remove_gaps: usize,
     /// Flamegraph title.
     #[arg(long = "title")]
     title: Option<String>,
@@ -334,6 +339,7 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         proguard_mappings: a.proguard_mapping_file.clone(),
         // As simpleperf's report-sample writes them.
         merge_java_methods: format == Format::ReportSample,
+        remove_gaps: a.remove_gaps,
     })
 }
 

@@ -432,3 +432,49 @@ print("alive")
     assert!(err.contains("SetRecordFile") && err.contains("/nonexistent/perf.data"), "{err}");
     assert!(err.contains("--include-pid") && err.contains("abc"), "{err}");
 }
+
+/// Samples per thread of a gecko profile: tid -> count.
+fn gecko_samples(json: &str) -> std::collections::BTreeMap<String, u64> {
+    let d: serde_json::Value = serde_json::from_str(json).unwrap();
+    d["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let n =
+                t["samples"]["length"].as_u64().or(t["samples"]["data"].as_array().map(|a| a.len() as u64));
+            (t["tid"].to_string().trim_matches('"').to_string(), n.unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn remove_gaps_leaves_out_what_gecko_profile_generator_leaves_out() {
+    let dir = scratch("report_library_gaps");
+    let file = corpus("perf_display_bitmaps.data");
+    let symfs = simpleperf_testdata().display().to_string();
+    let mut totals = Vec::new();
+    for gap in ["0", "3"] {
+        let theirs = script(
+            "gecko_profile_generator.py",
+            &["-i", &file, "--symfs", &symfs, "--remove-gaps", gap],
+            &dir,
+        );
+        let o = run(rperf().args([
+            "report",
+            "--format",
+            "gecko",
+            "--remove-gaps",
+            gap,
+            "--symfs",
+            &symfs,
+            "-i",
+            &file,
+        ]));
+        assert!(o.status.success(), "{}", stderr(&o));
+        let ours = gecko_samples(&stdout(&o));
+        assert_eq!(ours, gecko_samples(&theirs), "--remove-gaps {gap}");
+        totals.push(ours.values().sum::<u64>());
+    }
+    assert!(totals[1] < totals[0], "short runs of broken stacks are left out: {totals:?}");
+}

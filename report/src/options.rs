@@ -486,6 +486,10 @@ pub struct ReportOptions {
     pub aggregate_threads: Vec<regex::Regex>,
     /// ProGuard/R8 mapping files: obfuscated Java and Kotlin names are shown as they map.
     pub proguard_mappings: Vec<PathBuf>,
+    /// Gecko output: runs of at most this many consecutive samples of a thread whose stacks do
+    /// not reach the thread's entry are left out, as simpleperf's gecko_profile_generator.py
+    /// `--remove-gaps` leaves them out (0: every sample is kept).
+    pub remove_gaps: usize,
     /// Java methods compiled at run time read as the dex methods they were compiled from
     /// (`Profile::java_dex`), as simpleperf's report library and report-sample show them.
     pub merge_java_methods: bool,
@@ -529,6 +533,7 @@ impl Default for ReportOptions {
             aggregate_threads: Vec::new(),
             proguard_mappings: Vec::new(),
             merge_java_methods: false,
+            remove_gaps: 0,
         }
     }
 }

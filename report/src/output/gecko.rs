@@ -27,8 +27,50 @@ fn started(p: &Profile) -> SystemTime {
         .unwrap_or(SystemTime::UNIX_EPOCH)
 }
 
-/// Writes the profile as JSON.
-pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
+/// Whether a stack (root first) reaches a thread's entry: the functions that start the main
+/// thread and other threads, in Android's libc (simpleperf's test) and in glibc.
+fn complete(p: &Profile, stack: u32, off_cpu: bool) -> bool {
+    const GLIBC: [&str; 5] = ["_start", "start_thread", "clone3", "__clone", "__libc_start_main"];
+    p.frames(stack, off_cpu, true).any(|f| {
+        let n = p.names.func(f).name.as_str();
+        n.contains("__libc_init") || n.contains("__start_thread") || GLIBC.contains(&n)
+    })
+}
+
+/// The rows of `s` kept when runs of at most `max_gap` consecutive samples of a thread with
+/// broken stacks are left out (simpleperf's `--remove-gaps`); all of them when `max_gap` is 0.
+fn kept_rows(p: &Profile, s: &crate::profile::Section, max_gap: usize) -> Vec<bool> {
+    let mut keep = vec![true; s.rows.len()];
+    if max_gap == 0 {
+        return keep;
+    }
+    let mut by_thread: HashMap<i32, Vec<usize>> = HashMap::new();
+    for (i, r) in s.rows.iter().enumerate() {
+        by_thread.entry(r.thread.tid).or_default().push(i);
+    }
+    let mut ok: HashMap<(u32, bool), bool> = HashMap::new();
+    for rows in by_thread.values() {
+        let broken: Vec<bool> = rows
+            .iter()
+            .map(|&i| {
+                let r = &s.rows[i];
+                !*ok.entry((r.stack, r.off_cpu)).or_insert_with(|| complete(p, r.stack, r.off_cpu))
+            })
+            .collect();
+        let mut i = 0;
+        while i < rows.len() {
+            let n = broken[i..].iter().take_while(|b| **b).count();
+            if n > 0 && n <= max_gap {
+                rows[i..i + n].iter().for_each(|&r| keep[r] = false);
+            }
+            i += n.max(1);
+        }
+    }
+    keep
+}
+
+/// Writes the profile as JSON; `max_gap` as `--remove-gaps`.
+pub fn write(out: &mut dyn Write, p: &Profile, max_gap: usize) -> io::Result<()> {
     let names = &p.names;
     let first = p.info.time_range.0;
     let started = started(p);
@@ -59,7 +101,8 @@ pub fn write(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
     // a thread alike.
     if let Some(s) = p.main_section() {
         let cpu_time = rperf_perfdata::events::counts_cpu_time(&s.name) || s.time_in_ns();
-        for row in &s.rows {
+        let keep = kept_rows(p, s, max_gap);
+        for (row, _) in s.rows.iter().zip(&keep).filter(|(_, k)| **k) {
             let t = row.thread;
             let process = *processes
                 .entry(t.pid)

@@ -45,7 +45,7 @@ pub fn write(
         }
         (Format::Html, base) => html::write(out, p, opts, base),
         (Format::Pprof, None) => pprof::write(out, p),
-        (Format::Gecko, None) => gecko::write(out, p),
+        (Format::Gecko, None) => gecko::write(out, p, opts.remove_gaps),
         (Format::Json, None) => json::write(out, p),
         (Format::Script, None) => script::write(out, p),
         (Format::ReportSample, None) => report_sample::write(out, p),
