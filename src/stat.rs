@@ -11,6 +11,9 @@ use clap::Args;
 use rperf_record::{launch, parse_event, parse_event_list, procfs, CountOptions, Counters, Reading, Target};
 use rperf_symbols::text::printable;
 
+mod figures;
+use figures::{grouped, is_time, mean_rsd, metric};
+
 /// Count events (hardware, software, tracepoints) for a command, processes, threads, an app or
 /// the whole system.
 #[derive(Args, Debug)]
@@ -124,79 +127,6 @@ fn core_label(cpu: i32) -> String {
             .unwrap_or_else(|_| "0".into())
     };
     format!("S{}-C{}", topo("physical_package_id"), topo("core_id"))
-}
-
-/// A figure derived from a count and its peers, perf-style.
-fn metric(name: &str, value: f64, all: &BTreeMap<String, f64>, seconds: f64) -> Option<(f64, String)> {
-    let get = |n: &str| all.get(n).copied().filter(|v| *v > 0.0);
-    let base = name.split(':').next().unwrap_or(name);
-    match base {
-        "task-clock" | "cpu-clock" => Some((value / 1e9 / seconds.max(1e-9), "CPUs utilized".into())),
-        "cpu-cycles" => get("task-clock").map(|t| (value / t, "GHz".into())),
-        "instructions" => get("cpu-cycles").map(|c| (value / c, "insn per cycle".into())),
-        "branch-misses" => {
-            get("branch-instructions").map(|b| (100.0 * value / b, "% of all branches".into()))
-        }
-        "cache-misses" => get("cache-references").map(|c| (100.0 * value / c, "% of all cache refs".into())),
-        "stalled-cycles-frontend" => {
-            get("cpu-cycles").map(|c| (100.0 * value / c, "% frontend cycles idle".into()))
-        }
-        "stalled-cycles-backend" => {
-            get("cpu-cycles").map(|c| (100.0 * value / c, "% backend cycles idle".into()))
-        }
-        _ => {
-            // Rates are per second of CPU time counted, as perf prints them, when task-clock is
-            // there; per second of wall time otherwise.
-            let secs = get("task-clock").map_or(seconds, |t| t / 1e9);
-            let rate = value / secs.max(1e-9);
-            let (v, unit) = if rate >= 1e9 {
-                (rate / 1e9, "G/sec")
-            } else if rate >= 1e6 {
-                (rate / 1e6, "M/sec")
-            } else if rate >= 1e3 {
-                (rate / 1e3, "K/sec")
-            } else {
-                (rate, "/sec")
-            };
-            Some((v, unit.into()))
-        }
-    }
-}
-
-fn is_time(name: &str) -> bool {
-    matches!(name.split(':').next(), Some("task-clock") | Some("cpu-clock"))
-}
-
-fn grouped(v: f64, decimals: usize) -> String {
-    let s = format!("{v:.decimals$}");
-    let (int, frac) = s.split_once('.').map_or((s.as_str(), None), |(a, b)| (a, Some(b)));
-    let neg = int.starts_with('-');
-    let digits: Vec<char> = int.trim_start_matches('-').chars().collect();
-    let mut out = String::new();
-    for (i, c) in digits.iter().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(*c);
-    }
-    let mut r = if neg { format!("-{out}") } else { out };
-    if let Some(f) = frac {
-        r.push('.');
-        r.push_str(f);
-    }
-    r
-}
-
-/// Mean and relative standard deviation (percent) of repeated values.
-fn mean_rsd(values: &[f64]) -> (f64, f64) {
-    let n = values.len() as f64;
-    let mean = values.iter().sum::<f64>() / n.max(1.0);
-    if values.len() < 2 || mean == 0.0 {
-        return (mean, 0.0);
-    }
-    let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
-    // Standard deviation of the mean, relative, as perf prints it.
-    (mean, 100.0 * (var / n).sqrt() / mean)
 }
 
 struct Printer<'a> {
@@ -403,23 +333,25 @@ struct RunOutcome {
     exit: Option<(i32, f64, f64)>,
 }
 
-/// Waits for a process of app `name`, as `record --app` and simpleperf's `stat --app` do,
-/// looking every millisecond; false when a signal (Ctrl-C) stops the wait first.
+/// Waits for app `name` to start, as `record --app` and simpleperf's `stat --app` do; false
+/// when Ctrl-C stops the wait first.
 fn wait_for_app(name: &str) -> bool {
-    let mut watcher = rperf_record::target::AppWatcher::new(name);
-    if !watcher.scan().is_empty() {
-        return true;
-    }
-    eprintln!("rperf: waiting for app {} to start (Ctrl-C to stop)", printable(name));
     launch::install_signal_handlers();
     launch::reset_stop_signal();
-    while launch::stop_signal().0 == 0 {
-        if !watcher.scan().is_empty() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(1));
+    let waiting = || eprintln!("rperf: waiting for app {} to start (Ctrl-C to stop)", printable(name));
+    let started = rperf_record::target::AppWatcher::new(name).wait(|| launch::stop_signal().0 != 0, waiting);
+    if !started {
+        eprintln!("rperf: stopped before app {} started; nothing was counted", printable(name));
     }
-    false
+    started
+}
+
+/// Prints the counters' notes, once however many runs -r asks for.
+fn say_once(notes: &[String]) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        notes.iter().for_each(|n| eprintln!("rperf: {}", printable(n)));
+    }
 }
 
 /// Counts once; prints interval blocks as they come.
@@ -429,18 +361,14 @@ fn run_once(
     printer: &mut Printer<'_>,
     names: &[String],
 ) -> anyhow::Result<RunOutcome> {
-    let app_pids = match &opts.target {
+    // Counting ends when the processes, threads or app processes it counts have exited.
+    let watched = match &opts.target {
+        Target::Processes(p) | Target::Threads(p) => p.clone(),
         Target::App(name) => rperf_record::target::app_processes(name),
         _ => Vec::new(),
     };
     let mut counters = Counters::open(opts)?;
-    // Said once, however many runs -r asks for.
-    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        for n in &counters.notes {
-            eprintln!("rperf: {}", rperf_symbols::text::printable(n));
-        }
-    }
+    say_once(&counters.notes);
     launch::install_signal_handlers();
     launch::reset_stop_signal();
     let start = Instant::now();
@@ -476,14 +404,8 @@ fn run_once(
                 next_tick = Some(tick + iv);
             }
         }
-        if let Target::Processes(pids) | Target::Threads(pids) = &opts.target {
-            if pids.iter().all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists()) {
-                break;
-            }
-        }
-        // Counting an app ends when the processes it counts have exited, as recording it does.
-        if !app_pids.is_empty()
-            && app_pids.iter().all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
+        if !watched.is_empty()
+            && watched.iter().all(|p| !std::path::Path::new(&format!("/proc/{p}")).exists())
         {
             break;
         }
@@ -548,7 +470,6 @@ pub fn run(a: StatArgs) -> anyhow::Result<i32> {
     }
     if let Target::App(name) = &target {
         if !wait_for_app(name) {
-            eprintln!("rperf: stopped before app {} started; nothing was counted", printable(name));
             return Ok(130);
         }
     }

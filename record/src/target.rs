@@ -126,6 +126,22 @@ impl AppWatcher {
         }
     }
 
+    /// Waits until a process of the app runs, looking every millisecond (`waiting` is called
+    /// once when none runs yet); false when `stopped` says to give up first.
+    pub fn wait(&mut self, stopped: impl Fn() -> bool, waiting: impl FnOnce()) -> bool {
+        if !self.scan().is_empty() {
+            return true;
+        }
+        waiting();
+        while !stopped() {
+            if !self.scan().is_empty() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        false
+    }
+
     /// Processes of the app that earlier scans did not return.
     pub fn scan(&mut self) -> Vec<i32> {
         use std::time::{Duration, Instant};

@@ -7,8 +7,8 @@ use linux_perf_data::linux_perf_event_reader::{
     CommOrExecRecord, CpuMode, EventRecord, ForkOrExitRecord, LostRecord, Mmap2FileId, Mmap2Record,
     MmapRecord, RawData, RawEventRecord, RecordType, SampleRecord,
 };
-use linux_perf_data::{PerfFileRecord, SimpleperfFileRecord};
-use rperf_symbols::{BinaryFinder, KernelSymbols, SymbolTable};
+use linux_perf_data::PerfFileRecord;
+use rperf_symbols::BinaryFinder;
 use rperf_unwind::{
     split_callchain, Arch, ChainFrame, CodeAddress, Context, ProcessUnwinder, Regs, UnwindCache,
 };
@@ -18,7 +18,7 @@ use crate::load::Recording;
 use crate::model::Model;
 use crate::options::ReportOptions;
 use crate::profile::{Info, Place, Profile, Sample, Thread};
-use crate::resolve::{AddrId, JitSources, KernelSource, ResolveConfig, Resolver};
+use crate::resolve::{AddrId, JitSources, ResolveConfig, Resolver};
 use crate::Error;
 
 const MAX_UNWIND_FRAMES: usize = 1024;
@@ -100,7 +100,12 @@ impl Converter {
         needs: crate::options::Needs,
     ) -> Result<Converter, Error> {
         let this_kernel = crate::load::recorded_on_this_kernel(&rec.perf_file) || rec.cut_short_here;
-        let kernel = kernel_symbols(opts, &rec.perf_file, &rec.stored_symbols, this_kernel)?;
+        let kernel = crate::resolve::kernel_source(
+            opts.kallsyms.as_deref(),
+            &rec.perf_file,
+            &rec.stored_symbols,
+            this_kernel,
+        )?;
         let mut finder = BinaryFinder::new(&opts.symfs);
         finder.set_same_kernel(this_kernel);
         let section = |id| rec.perf_file.feature_section_data(linux_perf_data::Feature(id));
@@ -530,69 +535,4 @@ fn decoded<'a>(
 thread_local! {
     /// Each thread's unwinding cache: the unwind rules found at recent addresses.
     static UNWIND_CACHE: std::cell::RefCell<UnwindCache> = std::cell::RefCell::new(UnwindCache::new());
-}
-
-/// Where kernel symbols come from: `--kallsyms`, rperf's snapshot, simpleperf's stored kernel
-/// symbols, or this machine's kernel when the recording was made on it (`this_kernel`).
-fn kernel_symbols(
-    opts: &ReportOptions,
-    perf_file: &linux_perf_data::PerfFile,
-    stored: &[SimpleperfFileRecord],
-    this_kernel: bool,
-) -> Result<KernelSource, Error> {
-    let ready = |k| Ok(KernelSource::Ready(k));
-    if let Some(p) = &opts.kallsyms {
-        // The user names the file, so any owner will do; it must still be a file of a sane size.
-        use rperf_symbols::trusted::{self, Owners, Refusal};
-        let text = match trusted::read(p, 256 << 20, Owners::Anyone, true) {
-            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-            Err(Refusal::Missing) => {
-                let source = std::io::Error::from(std::io::ErrorKind::NotFound);
-                return Err(Error::Open { path: p.clone(), source });
-            }
-            Err(Refusal::Unsafe(why)) => return Err(Error::Kallsyms { path: p.clone(), why }),
-        };
-        return Ok(KernelSource::Pending(Box::new(move |addrs| {
-            (KernelSymbols::from_kallsyms_for(&text, addrs), None)
-        })));
-    }
-    let snapshot = linux_perf_data::Feature(rperf_perfdata::feature::RPERF_KALLSYMS);
-    if let Some(d) = perf_file.feature_section_data(snapshot) {
-        let text = String::from_utf8_lossy(d).into_owned();
-        return Ok(KernelSource::Pending(Box::new(move |addrs| {
-            (KernelSymbols::from_kallsyms_for(&text, addrs), None)
-        })));
-    }
-    let stored_kernel: Vec<(u64, u64, String)> = stored
-        .iter()
-        .filter(|r| r.r#type == linux_perf_data::simpleperf_dso_type::DSO_KERNEL)
-        .flat_map(|r| r.symbol.iter().map(|s| (s.vaddr, s.len as u64, s.name.clone())))
-        .collect();
-    if !stored_kernel.is_empty() {
-        return ready(KernelSymbols::from_table(SymbolTable::new(stored_kernel)));
-    }
-    // The running kernel's symbols fit a recording made on this kernel.
-    if this_kernel {
-        // The kernel formats /proc/kallsyms slowly (~40 ms): its core symbols are kept between
-        // reports, read beside the records; only the symbols the recording's kernel addresses
-        // need are parsed.
-        use rperf_symbols::kallsyms_cache::RunningKernel;
-        let loading = std::thread::Builder::new().name("rperf-kallsyms".into()).spawn(RunningKernel::load);
-        let mut reading = loading.ok();
-        return Ok(KernelSource::Pending(Box::new(move |addrs| {
-            let mut k = reading.take().and_then(|h| h.join().ok()).unwrap_or_default();
-            if !k.covers(addrs) {
-                k = RunningKernel::live();
-            }
-            let hidden = k.hidden();
-            let k = k.symbols_for(addrs);
-            let warning = hidden.then(|| {
-                "kernel addresses in /proc/kallsyms are hidden (kptr_restrict); kernel frames stay [unknown]: \
-                 run as root or set kernel.kptr_restrict=0"
-                    .to_string()
-            });
-            (k, warning)
-        })));
-    }
-    ready(KernelSymbols::default())
 }

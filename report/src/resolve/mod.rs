@@ -10,6 +10,7 @@
 mod binaries;
 mod intern;
 mod jit_sources;
+mod kernel_source;
 mod naming;
 mod types;
 
@@ -25,6 +26,7 @@ pub use binaries::is_kernel_address;
 use binaries::{file_offset, Binaries};
 use intern::Interner;
 pub use jit_sources::JitSources;
+pub use kernel_source::kernel_source;
 pub use types::{AddrId, Func, FuncId, KernelSource, Symbolized};
 use types::{AddrKind, FrameAddr};
 
