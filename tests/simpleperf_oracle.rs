@@ -153,3 +153,23 @@ fn call_graph_shares_are_of_the_parent_as_simpleperf_prints_them() {
     let ours: Vec<_> = ours.into_iter().filter(|(s, _)| s != "100.00%").collect();
     assert_eq!(ours[..10], theirs[..10]);
 }
+
+#[test]
+fn print_event_count_gives_each_added_counter_as_simpleperf_does() {
+    let dir = simpleperf_testdata();
+    let file = dir.join("perf_with_add_counter.data");
+    let args = ["report", "--print-event-count", "--symfs"];
+    let table = |o: std::process::Output| -> Vec<String> {
+        stdout(&o)
+            .lines()
+            .skip_while(|l| !l.starts_with("Overhead"))
+            .take_while(|l| !l.is_empty())
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect()
+    };
+    let theirs = table(run(Command::new(simpleperf()).args(args).arg(&dir).arg("-i").arg(&file)));
+    let ours = table(run(rperf().args(args).arg(&dir).arg("-i").arg(&file)));
+    assert!(theirs[0].contains("EventCount_cpu-cycles EventCount_instructions"), "{theirs:?}");
+    assert!(theirs.len() > 10, "{theirs:?}");
+    assert_eq!(ours, theirs);
+}

@@ -36,6 +36,8 @@ struct Pending {
 struct SectionCounts {
     counts: rustc_hash::FxHashMap<(Thread, StackId, bool), (u64, u64)>,
     rows: Vec<Row>,
+    /// What each counter of the samples' counter group counted, per distinct stack.
+    counted: rustc_hash::FxHashMap<(Thread, StackId, bool), Vec<u64>>,
 }
 
 /// Collects samples into a profile.
@@ -58,6 +60,7 @@ pub struct ProfileBuilder {
     /// Per event of the file: it only carries side-band records (a dummy event's mmap, comm,
     /// fork and exit records), so what its ring lost are those, not samples.
     sideband: Vec<bool>,
+    event_names: Vec<String>,
     lost_sideband: u64,
     /// Every sample with its frames' places and tracepoint data (`Needs::places`).
     log: Option<crate::sample_log::SampleLog>,
@@ -122,6 +125,7 @@ impl ProfileBuilder {
             merge_java: opts.merge_java_methods,
             only,
             sideband: events.iter().map(|e| e.type_ == 1 && e.config == 9).collect(),
+            event_names: events.iter().map(|e| e.name.clone()).collect(),
             lost_sideband: 0,
             log: match needs.places {
                 true => {
@@ -159,7 +163,7 @@ impl ProfileBuilder {
                     off_cpu: false,
                     weight: s.period,
                 };
-                self.commit(model, s.attr, row, places, raw);
+                self.commit(model, s.attr, row, places, raw, s.counted);
             }
             return;
         };
@@ -228,11 +232,19 @@ impl ProfileBuilder {
         let Some(tr) = &self.timing else { return };
         let Some(sec) = (if prev.row.off_cpu { tr.off_section } else { tr.on_section }) else { return };
         let row = Row { weight: until.saturating_sub(prev.row.time), ..prev.row };
-        self.commit(model, sec, row, &prev.places, &prev.raw);
+        self.commit(model, sec, row, &prev.places, &prev.raw, &[]);
     }
 
     /// Counts a weighed sample into a section, when it passes the thread filters.
-    fn commit(&mut self, model: &Model, sec: usize, row: Row, places: &[Place], raw: &[u8]) {
+    fn commit(
+        &mut self,
+        model: &Model,
+        sec: usize,
+        row: Row,
+        places: &[Place],
+        raw: &[u8],
+        counted: &[(usize, u64)],
+    ) {
         let Row { time, thread, cpu, stack, off_cpu, weight } = row;
         let f = &self.filters;
         // Relative --time bounds count from the first sample (samples arrive in time order).
@@ -248,6 +260,16 @@ impl ProfileBuilder {
         let e = c.counts.entry((thread, stack, off_cpu)).or_default();
         e.0 = e.0.saturating_add(1);
         e.1 = e.1.saturating_add(weight);
+        if !counted.is_empty() {
+            let sums = c.counted.entry((thread, stack, off_cpu)).or_insert_with(|| vec![0; counted.len()]);
+            sums.iter_mut().zip(counted).for_each(|(s, (_, v))| *s = s.saturating_add(*v));
+            let names = &self.event_names;
+            let section = &mut self.sections[sec];
+            if section.counters.is_empty() {
+                section.counters =
+                    counted.iter().map(|(e, _)| names.get(*e).cloned().unwrap_or_default()).collect();
+            }
+        }
         let row = Row { thread, ..row };
         if self.keep_rows {
             c.rows.push(row);
@@ -386,7 +408,8 @@ impl ProfileBuilder {
 }
 
 /// A section's stacks and rows from its counts, keeping the stacks the filters `kept`.
-fn fill_section(section: &mut Section, counts: SectionCounts, kept: &[bool]) {
+fn fill_section(section: &mut Section, mut counts: SectionCounts, kept: &[bool]) {
+    let mut counted = std::mem::take(&mut counts.counted);
     let mut stacks: Vec<StackCount> = counts
         .counts
         .into_iter()
@@ -403,6 +426,10 @@ fn fill_section(section: &mut Section, counts: SectionCounts, kept: &[bool]) {
     stacks.sort_by_key(|s| (s.thread, s.stack, s.off_cpu));
     section.samples = stacks.iter().fold(0u64, |a, s| a.saturating_add(s.samples));
     section.weight = stacks.iter().fold(0u64, |a, s| a.saturating_add(s.weight));
+    if !counted.is_empty() {
+        let key = |s: &StackCount| (s.thread, s.stack, s.off_cpu);
+        section.counted = stacks.iter().map(|s| counted.remove(&key(s)).unwrap_or_default()).collect();
+    }
     section.stacks = stacks;
     let mut rows = counts.rows;
     rows.retain(|r| kept[r.stack as usize]);
@@ -411,18 +438,7 @@ fn fill_section(section: &mut Section, counts: SectionCounts, kept: &[bool]) {
 }
 
 fn section(name: String, type_: u32, config: u64, unit: Unit) -> Section {
-    Section {
-        name,
-        type_,
-        config,
-        unit,
-        lost: 0,
-        truncated: 0,
-        samples: 0,
-        weight: 0,
-        stacks: Vec::new(),
-        rows: Vec::new(),
-    }
+    Section { name, type_, config, unit, ..Default::default() }
 }
 
 /// The sections of an off-CPU recording in `mode` (mixed by default), and how its samples are
@@ -515,6 +531,7 @@ mod tests {
             truncated: false,
             places: &[],
             raw: None,
+            counted: &[],
         };
         b.add_sample(&model, &sample(0, 10_000, &[0]));
         b.add_sample(&model, &sample(1, 11_000, &[1]));
@@ -567,6 +584,7 @@ mod tests {
                     truncated: false,
                     places: &[],
                     raw: None,
+                    counted: &[],
                 },
             );
         }

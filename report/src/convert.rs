@@ -38,6 +38,10 @@ pub struct Converter {
     /// data; those of the sample at hand.
     keep_places: bool,
     places: Vec<Place>,
+    /// Counter groups: each thread's last value of each counter, and what the sample at hand
+    /// counted of each since the thread's previous sample (its first counts from 0).
+    last_group: std::collections::HashMap<(i32, usize), u64>,
+    counted: Vec<(usize, u64)>,
 }
 
 /// Reads every record of `rec` and returns the profile.
@@ -152,6 +156,8 @@ impl Converter {
             chain: Vec::new(),
             keep_places: needs.places,
             places: Vec::new(),
+            last_group: Default::default(),
+            counted: Vec::new(),
         })
     }
 
@@ -352,6 +358,11 @@ impl Converter {
             let model = &self.model;
             self.places.extend(chain.iter().map(|f| place(model, pid, f)));
         }
+        self.counted.clear();
+        for &(event, value) in &d.group {
+            let last = self.last_group.insert((tid, event), value).unwrap_or(0);
+            self.counted.push((event, value.saturating_sub(last)));
+        }
         let comm = self.model.comm_of(pid, tid);
         let sample = Sample {
             attr: d.attr,
@@ -363,6 +374,7 @@ impl Converter {
             truncated: d.truncated,
             places: &self.places,
             raw: if self.keep_places { d.raw.as_deref() } else { None },
+            counted: &self.counted,
         };
         self.profile.add_sample(&self.model, &sample);
         d.chain
@@ -421,6 +433,8 @@ struct Decoded<'a> {
     truncated: bool,
     /// Its tracepoint data.
     raw: Option<std::borrow::Cow<'a, [u8]>>,
+    /// The values of its counter group, by event (simpleperf's `--add-counter`).
+    group: Vec<(usize, u64)>,
 }
 
 impl<'a> Decoded<'a> {
@@ -431,15 +445,24 @@ impl<'a> Decoded<'a> {
         event_of_id: &Option<std::collections::HashMap<u64, usize>>,
         chain: Vec<ChainFrame>,
     ) -> Option<Decoded<'a>> {
-        match raw.parse() {
-            Ok(EventRecord::Sample(s)) => Some(decoded(attr, &s, arch, event_of_id, chain)),
-            Ok(_) => None,
+        let mut d = match raw.parse() {
+            Ok(EventRecord::Sample(s)) => decoded(attr, &s, arch, event_of_id, chain),
+            Ok(_) => return None,
             Err(_) => {
                 let mut rewritten = Vec::new();
                 let s = crate::decode::reparse_read_group_sample(raw, &mut rewritten)?;
-                Some(decoded(attr, &s, arch, event_of_id, chain).into_owned())
+                decoded(attr, &s, arch, event_of_id, chain).into_owned()
             }
+        };
+        if let Some(values) = crate::decode::group_values(raw) {
+            let event = |i: usize, id: Option<u64>| match (event_of_id, id) {
+                (Some(events), Some(id)) => events.get(&id).copied(),
+                _ => Some(d.attr + i),
+            };
+            d.group =
+                values.iter().enumerate().filter_map(|(i, (v, id))| Some((event(i, *id)?, *v))).collect();
         }
+        Some(d)
     }
 
     /// The same, holding its own copy of the stack.
@@ -529,6 +552,7 @@ fn decoded<'a>(
         user,
         truncated: false,
         raw: s.raw.map(|r| r.as_slice()),
+        group: Vec::new(),
     }
 }
 

@@ -29,17 +29,11 @@ fn record_is_sane(record: &RawEventRecord<'_>) -> bool {
     true
 }
 
-/// linux-perf-event-reader reads a PERF_SAMPLE_READ block with the group and single layouts
-/// swapped, so samples of counter groups (simpleperf's `--add-counter`) fail to parse. This
-/// rewrites the block into the shape that reader expects (the counter values themselves are not
-/// used by reports) and parses again.
-pub fn reparse_read_group_sample<'a>(
-    record: &RawEventRecord<'_>,
-    buf: &'a mut Vec<u8>,
-) -> Option<linux_perf_data::linux_perf_event_reader::SampleRecord<'a>> {
-    use linux_perf_data::linux_perf_event_reader::{
-        RawData, ReadFormat, RecordType, SampleFormat, SampleRecord,
-    };
+/// Where a sample's PERF_SAMPLE_READ group block lies in its record (start, end), how many
+/// values it holds, and the words each value takes and where the value's id is in them: None
+/// unless the record is a little-endian sample with a group read.
+fn group_block(record: &RawEventRecord<'_>) -> Option<(usize, usize, usize, usize, Option<usize>)> {
+    use linux_perf_data::linux_perf_event_reader::{ReadFormat, RecordType, SampleFormat};
     let info = record.parse_info;
     if record.record_type != RecordType::SAMPLE
         || !info.sample_format.contains(SampleFormat::READ)
@@ -48,7 +42,6 @@ pub fn reparse_read_group_sample<'a>(
     {
         return None;
     }
-    let bytes = record.data.as_slice();
     let before = [
         SampleFormat::IDENTIFIER,
         SampleFormat::IP,
@@ -64,21 +57,51 @@ pub fn reparse_read_group_sample<'a>(
     .filter(|f| info.sample_format.contains(**f))
     .count();
     let start = before * 8;
-    let word =
-        |at: usize| -> Option<u64> { Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?)) };
-    let nr = word(start)? as usize;
+    let bytes = record.data.as_slice();
+    let nr = u64::from_le_bytes(bytes.get(start..start + 8)?.try_into().ok()?) as usize;
     let te = usize::from(info.read_format.contains(ReadFormat::TOTAL_TIME_ENABLED));
     let tr = usize::from(info.read_format.contains(ReadFormat::TOTAL_TIME_RUNNING));
     let id = usize::from(info.read_format.contains(ReadFormat::ID));
     // PERF_FORMAT_LOST (1 << 4) adds a lost count per value; the reader has no name for it.
     let lost = usize::from(info.read_format.bits() & (1 << 4) != 0);
     // `nr` comes from the file: every step is checked (8 × a count near 2^61 once wrapped).
-    let real = nr.checked_mul(1 + id + lost)?.checked_add(1 + te + tr)?.checked_mul(8)?;
+    let per_value = 1 + id + lost;
+    let end = nr.checked_mul(per_value)?.checked_add(1 + te + tr)?.checked_mul(8)?.checked_add(start)?;
+    (end <= bytes.len()).then_some((start, end, nr, per_value, (id == 1).then_some(1)))
+}
+
+/// The values of a sample's counter group (simpleperf's `--add-counter`), in group order, each
+/// with its id when recorded.
+pub fn group_values(record: &RawEventRecord<'_>) -> Option<Vec<(u64, Option<u64>)>> {
+    let (start, end, nr, per_value, id_at) = group_block(record)?;
+    let bytes = record.data.as_slice();
+    let first = end - nr * per_value * 8;
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
+    debug_assert!(first >= start);
+    Some(
+        (0..nr)
+            .map(|i| first + i * per_value * 8)
+            .map(|at| (word(at), id_at.map(|o| word(at + o * 8))))
+            .collect(),
+    )
+}
+
+/// linux-perf-event-reader reads a PERF_SAMPLE_READ block with the group and single layouts
+/// swapped, so samples of counter groups (simpleperf's `--add-counter`) fail to parse. This
+/// rewrites the block into the shape that reader expects (the counter values themselves are not
+/// used by reports) and parses again.
+pub fn reparse_read_group_sample<'a>(
+    record: &RawEventRecord<'_>,
+    buf: &'a mut Vec<u8>,
+) -> Option<linux_perf_data::linux_perf_event_reader::SampleRecord<'a>> {
+    use linux_perf_data::linux_perf_event_reader::{RawData, ReadFormat, SampleRecord};
+    let (start, end, _, _, _) = group_block(record)?;
+    let info = record.parse_info;
+    let te = usize::from(info.read_format.contains(ReadFormat::TOTAL_TIME_ENABLED));
+    let tr = usize::from(info.read_format.contains(ReadFormat::TOTAL_TIME_RUNNING));
+    let id = usize::from(info.read_format.contains(ReadFormat::ID));
     let expected = 8 * (1 + te + tr + id);
-    let end = start.checked_add(real)?;
-    if end > bytes.len() {
-        return None;
-    }
+    let bytes = record.data.as_slice();
     buf.clear();
     buf.extend_from_slice(&bytes[..start]);
     buf.resize(start + expected, 0);

@@ -69,16 +69,17 @@ pub struct Place {
 }
 
 /// What a section's weights count.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Unit {
     /// The event's own counts (its periods).
+    #[default]
     Events,
     /// Nanoseconds of wall-clock time (off-CPU recordings).
     Nanoseconds,
 }
 
 /// One event's samples (or, for off-CPU recordings, one way of weighing them).
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Section {
     /// Event name.
     pub name: String,
@@ -100,6 +101,12 @@ pub struct Section {
     pub stacks: Vec<StackCount>,
     /// Every sample that passed the filters, in time order, when rows were asked for.
     pub rows: Vec<Row>,
+    /// The events of its samples' counter group (simpleperf's `--add-counter`); empty
+    /// without a group.
+    pub counters: Vec<String>,
+    /// For each of `stacks`, what each of `counters` counted in its samples; empty without
+    /// counters.
+    pub counted: Vec<Vec<u64>>,
 }
 
 impl Section {
@@ -309,6 +316,9 @@ pub struct Sample<'a> {
     pub places: &'a [Place],
     /// Its tracepoint data, when kept.
     pub raw: Option<&'a [u8]>,
+    /// What each counter of its counter group counted since the thread's previous sample,
+    /// by event (simpleperf's `--add-counter`); empty without a group.
+    pub counted: &'a [(usize, u64)],
 }
 
 /// An event of the file.

@@ -25,6 +25,8 @@ pub struct ResolvedSample<'a> {
     pub frames: &'a [FuncId],
     /// Each frame's address in its binary (`vaddr_in_file`), when sorted by it; else empty.
     pub vaddrs: &'a [u64],
+    /// What each counter of the section's counter group counted in the samples; else empty.
+    pub counted: &'a [u64],
 }
 
 /// What identifies a report entry; fields not in the sort keys are zero.
@@ -98,6 +100,8 @@ pub struct Entry {
     pub samples: u64,
     /// Their event count (self).
     pub period: u64,
+    /// What each counter of the section's counter group counted in them (self).
+    pub counted: Vec<u64>,
     /// Event count of samples with this entry anywhere in the stack (with --children).
     pub children: u64,
     /// The call graph under the entry.
@@ -211,7 +215,7 @@ impl EventAggregate {
         let cfg = AggregateConfig::new(opts);
         let mut agg = EventAggregate::default();
         let mut vaddrs = Vec::new();
-        for c in &section.stacks {
+        for (i, c) in section.stacks.iter().enumerate() {
             let frames = &p.stack_funcs[c.stack as usize];
             vaddrs.clear();
             if cfg.by_vaddr() {
@@ -231,6 +235,7 @@ impl EventAggregate {
                 srcline,
                 frames,
                 vaddrs: &vaddrs,
+                counted: section.counted.get(i).map_or(&[], Vec::as_slice),
             };
             agg.add(&cfg, &sample, &p.names.funcs, p.selected.as_deref());
         }
@@ -259,6 +264,10 @@ impl EventAggregate {
             let e = self.entries.entry(key).or_default();
             e.samples = e.samples.saturating_add(s.samples);
             e.period = e.period.saturating_add(s.period);
+            if e.counted.len() < s.counted.len() {
+                e.counted.resize(s.counted.len(), 0);
+            }
+            e.counted.iter_mut().zip(s.counted).for_each(|(a, v)| *a = a.saturating_add(*v));
         }
         if !cfg.children {
             let key = cfg.key(s, at, funcs);
@@ -336,6 +345,7 @@ mod tests {
                 samples: 1,
                 frames: &[0, 1, 2],
                 vaddrs: &[],
+                counted: &[],
             },
             &f,
             None,
@@ -351,6 +361,7 @@ mod tests {
                 samples: 1,
                 frames: &[1, 2],
                 vaddrs: &[],
+                counted: &[],
             },
             &f,
             None,
@@ -382,6 +393,7 @@ mod tests {
                 samples: 1,
                 frames: &[0, 1, 2],
                 vaddrs: &[],
+                counted: &[],
             },
             &funcs(),
             None,

@@ -174,7 +174,7 @@ fn write_section(
 ) -> io::Result<()> {
     let total = section.weight;
     let entries = sorted_entries(agg, total, opts);
-    let head = column_titles(opts);
+    let head = column_titles(opts, section);
     let rows: Vec<Vec<String>> =
         entries.iter().map(|(k, e)| row(k, e, section, names, total, opts)).collect();
     if opts.csv {
@@ -249,7 +249,14 @@ fn shows_event_counts(opts: &ReportOptions) -> bool {
     opts.print_event_count || opts.csv
 }
 
-fn column_titles(opts: &ReportOptions) -> Vec<String> {
+/// Whether `--print-event-count` shows a column per counter of the section's counter group
+/// (`EventCount_cpu-cycles`, `EventCount_instructions`), as simpleperf shows a recording made
+/// with `--add-counter`.
+fn per_counter(opts: &ReportOptions, section: &crate::profile::Section) -> bool {
+    opts.print_event_count && !opts.children && !section.counters.is_empty()
+}
+
+fn column_titles(opts: &ReportOptions, section: &crate::profile::Section) -> Vec<String> {
     let mut head: Vec<String> = Vec::new();
     if opts.children {
         head.push("Children".into());
@@ -262,7 +269,10 @@ fn column_titles(opts: &ReportOptions) -> Vec<String> {
     }
     let counts_head: &[&str] =
         if opts.children { &["AccEventCount", "SelfEventCount"] } else { &["EventCount"] };
-    if opts.print_event_count {
+    if per_counter(opts, section) {
+        let name = |c: &String| format!("EventCount_{}", crate::escape::printable(c));
+        head.extend(section.counters.iter().map(name));
+    } else if opts.print_event_count {
         head.extend(counts_head.iter().map(|s| s.to_string()));
     }
     head.extend(opts.sort.iter().map(|k| k.title().to_string()));
@@ -296,7 +306,9 @@ fn row(
         counts.push(e.children.to_string());
     }
     counts.push(e.period.to_string());
-    if opts.print_event_count {
+    if per_counter(opts, section) {
+        r.extend((0..section.counters.len()).map(|i| e.counted.get(i).copied().unwrap_or(0).to_string()));
+    } else if opts.print_event_count {
         r.extend(counts.iter().cloned());
     }
     r.extend(opts.sort.iter().map(|key| column(names, *key, k)));
