@@ -173,3 +173,18 @@ fn print_event_count_gives_each_added_counter_as_simpleperf_does() {
     assert!(theirs.len() > 10, "{theirs:?}");
     assert_eq!(ours, theirs);
 }
+
+#[test]
+fn callers_in_no_mapping_end_the_stack_as_in_simpleperf() {
+    let dir = simpleperf_testdata();
+    let file = dir.join("wrong_ip_callchain_perf.data");
+    let args = ["report", "-g", "--full-callgraph", "--sort", "symbol", "--symfs"];
+    let theirs = stdout(&run(Command::new(simpleperf()).args(args).arg(&dir).arg("-i").arg(&file)));
+    let ours = stdout(&run(rperf().args(args).arg(&dir).arg("-i").arg(&file)));
+    // 20 samples end in a return address outside every mapping; simpleperf counts them as
+    // error call chains and shows their stacks without it.
+    assert!(theirs.contains("Error Callchains: 20,"), "{theirs}");
+    assert_eq!(theirs.matches("unknown").count(), 0);
+    assert!(ours.lines().count() > 100, "{ours}");
+    assert_eq!(ours.matches("unknown").count(), 0, "{ours}");
+}

@@ -353,6 +353,12 @@ impl Converter {
         let (pid, tid, time) = (d.pid, d.tid, d.time);
         let chain = &d.chain[..d.chain.len().min(max_stack)];
         self.resolver.frames(&mut self.model, pid, chain, time, &mut self.frames);
+        // A caller in no mapping is a wrong return address (a frame-pointer chain's garbage
+        // end, or a broken chain): the stack ends before it, as simpleperf ends it.
+        let wrong = self.frames.iter().skip(1).position(|&a| self.resolver.is_unmapped(a));
+        if let Some(at) = wrong {
+            self.frames.truncate(at + 1);
+        }
         self.places.clear();
         if self.keep_places {
             let model = &self.model;

@@ -183,6 +183,11 @@ impl Resolver {
         self.chains.insert(key, seen);
     }
 
+    /// Whether the frame `id` is in no mapping of its process (nor the kernel, nor JIT code).
+    pub fn is_unmapped(&self, id: AddrId) -> bool {
+        self.addrs.get(id as usize).is_some_and(|a| a.kind == AddrKind::Unknown)
+    }
+
     /// The frame at `code` in process `pid` at `time`: which binary, and where in it. Cheap;
     /// names come later, from `symbolize`. A return address is looked up one byte back, in
     /// the call instruction, except in dex bytecode, where a caller's address is the dex pc of
