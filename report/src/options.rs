@@ -181,17 +181,19 @@ impl Filters {
                         let full = rperf_symbols::demangle_full(raw);
                         self.symbols.iter().any(|s| *s == short || *s == full || s == raw)
                     });
-                let dso_ok = self.dsos.is_empty() || {
-                    let d = &names.dsos[func.dso as usize];
-                    let path = d.display_name();
-                    let base = path.rsplit('/').next().unwrap_or(path);
-                    self.dsos.iter().any(|x| x == path || x == base || *x == d.path)
-                };
+                let dso_ok = self.dsos.is_empty()
+                    || self.dsos.iter().any(|x| names_dso(x, &names.dsos[func.dso as usize]));
                 symbol_ok && dso_ok
             })
             .collect();
         Some(selected)
     }
+}
+
+/// Whether a `--dsos` value names the binary `d`: by its path, its shown name or its file name.
+pub(crate) fn names_dso(value: &str, d: &crate::model::Dso) -> bool {
+    let shown = d.display_name();
+    value == shown || value == d.path || Some(value) == shown.rsplit('/').next()
 }
 
 /// One end of a `--time` window.

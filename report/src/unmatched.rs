@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::options::Filters;
+use crate::options::{names_dso, Filters};
 use crate::profile::{Offered, Profile, Thread};
 
 /// The threads, processes and CPUs of the samples offered to the filters (before filtering),
@@ -108,7 +108,7 @@ impl Profile {
         }
         let used: BTreeSet<u32> = names.funcs.iter().map(|x| x.dso).collect();
         let dsos = || used.iter().map(|&i| &names.dsos[i as usize]);
-        for d in f.dsos.iter().filter(|d| !dsos().any(|x| dso_is(x, d))) {
+        for d in f.dsos.iter().filter(|d| !dsos().any(|x| names_dso(d, x))) {
             let dsos = dsos().map(|x| x.display_name().to_string()).collect();
             miss("--dsos", d.clone(), listing("binaries with samples", d, &dsos));
         }
@@ -135,12 +135,6 @@ impl Profile {
         }
         FilterOutcome { misses, empty }
     }
-}
-
-/// Whether the binary `d` is the one a `--dsos` value names (path, shown name or file name).
-fn dso_is(d: &crate::model::Dso, value: &str) -> bool {
-    let shown = d.display_name();
-    value == shown || value == d.path || Some(value) == shown.rsplit('/').next()
 }
 
 /// `what: a, b, c (N in all)`: the names closest to `value` first (those containing it, then
