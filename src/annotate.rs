@@ -33,7 +33,7 @@ pub struct AnnotateArgs {
     /// another machine); may be repeated.
     #[arg(long = "source-dir", value_name = "DIR")]
     source_dirs: Vec<PathBuf>,
-    /// Look binaries up here first.
+    /// Look binaries up here first (may be repeated: the folders are searched in order).
     #[arg(long = "symfs", value_name = "DIR", action = clap::ArgAction::Append)]
     symfs: Vec<PathBuf>,
     /// Only this event.

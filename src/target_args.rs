@@ -17,8 +17,9 @@ pub struct TargetArgs {
     /// Every process on the selected CPUs.
     #[arg(short = 'a', long = "all-cpus")]
     pub system_wide: bool,
-    /// Every process of app NAME, as Android names them: the first argument of its command
-    /// line is NAME or NAME:PROCESS.
+    /// Every process of app NAME, as Android names them and simpleperf finds them: the file
+    /// name of the first argument of its command line is NAME or NAME:PROCESS. rperf waits for
+    /// the app to start when it is not running.
     #[arg(long = "app", value_name = "NAME")]
     pub app: Option<String>,
     /// The command to launch (after `--`).
