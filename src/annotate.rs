@@ -1,5 +1,6 @@
 //! `rperf annotate`: command-line options to `rperf_report::AnnotateOptions`.
 
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
@@ -73,13 +74,20 @@ pub fn run(a: AnnotateArgs) -> anyhow::Result<i32> {
     for w in &profile.warnings {
         eprintln!("rperf: warning: {}", rperf_symbols::text::printable(w));
     }
-    let mut out: Box<dyn std::io::Write> = match &a.output {
-        Some(p) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        )),
-        None => Box::new(std::io::BufWriter::new(std::io::stdout().lock())),
-    };
-    rperf_report::annotate(&profile, &opts, &mut out)?;
-    out.flush()?;
+    match &a.output {
+        Some(p) => {
+            let mut file = crate::output_file::OutputFile::create(p)?;
+            let mut out = std::io::BufWriter::new(file.file());
+            rperf_report::annotate(&profile, &opts, &mut out)?;
+            out.flush().with_context(|| format!("cannot write {}", p.display()))?;
+            drop(out);
+            file.finish()?;
+        }
+        None => {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            rperf_report::annotate(&profile, &opts, &mut out)?;
+            out.flush()?;
+        }
+    }
     Ok(0)
 }

@@ -1,7 +1,9 @@
-//! A report's `-o FILE`: written under a name of its own beside FILE and given FILE's name only
-//! when the report is complete, so that a failed report leaves no broken file and never
-//! writes through a symbolic link. A FIFO or character device named by `-o` is written to
-//! directly; anything else that is not a regular file or a link is refused.
+//! An output file (`-o FILE`): written under a name of its own beside FILE and given FILE's name
+//! only when complete, so that a failure leaves no broken file and nothing is ever written
+//! through a symbolic link. A report replaces what was there; a recording moves it to
+//! `FILE.old`, as `rperf record` does, and is readable by its owner only. A FIFO or character
+//! device named by a report's `-o` is written to directly; anything else that is not a regular
+//! file or a link is refused.
 
 use std::fs::File;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -15,6 +17,8 @@ pub struct OutputFile {
     /// The name it is being written under, for a regular file.
     temp: Option<PathBuf>,
     path: PathBuf,
+    /// A recording: what was at `path` moves to `path.old`.
+    recording: bool,
 }
 
 impl OutputFile {
@@ -28,7 +32,7 @@ impl OutputFile {
                     .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
                     .open(path)
                     .with_context(|| format!("cannot write {}", path.display()))?;
-                return Ok(OutputFile { file, temp: None, path: path.to_path_buf() });
+                return Ok(OutputFile { file, temp: None, path: path.to_path_buf(), recording: false });
             }
             if !(t.is_file() || t.is_symlink()) {
                 bail!("cannot write {}: it is not a regular file; give -o a file name", path.display());
@@ -43,7 +47,18 @@ impl OutputFile {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&temp)
             .with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(OutputFile { file, temp: Some(temp), path: path.to_path_buf() })
+        Ok(OutputFile { file, temp: Some(temp), path: path.to_path_buf(), recording: false })
+    }
+
+    /// Opens what will be the recording `path`, as `rperf record` makes one (0600, beside it).
+    pub fn recording(path: &Path) -> anyhow::Result<OutputFile> {
+        let (file, temp) = rperf_record::writer::create_beside(path)?;
+        Ok(OutputFile { file, temp: Some(temp), path: path.to_path_buf(), recording: true })
+    }
+
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.file.metadata().map_or(true, |m| m.len() == 0)
     }
 
     /// The file to write the report to.
@@ -51,10 +66,13 @@ impl OutputFile {
         &mut self.file
     }
 
-    /// Gives the complete report its name (a file or link there is replaced, not written
-    /// through).
+    /// Gives the complete file its name (a file or link there is replaced, or for a recording
+    /// moved to NAME.old; never written through).
     pub fn finish(mut self) -> anyhow::Result<()> {
-        if let Some(temp) = self.temp.take() {
+        let Some(temp) = self.temp.take() else { return Ok(()) };
+        if self.recording {
+            rperf_record::writer::publish_as(&temp, &self.path)?;
+        } else {
             std::fs::rename(&temp, &self.path)
                 .with_context(|| format!("cannot write {}", self.path.display()))?;
         }
@@ -63,7 +81,7 @@ impl OutputFile {
 }
 
 impl Drop for OutputFile {
-    /// A report that did not finish leaves nothing behind.
+    /// An output that did not finish leaves nothing behind.
     fn drop(&mut self) {
         if let Some(temp) = &self.temp {
             std::fs::remove_file(temp).ok();

@@ -12,6 +12,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context};
 
+use crate::output_file::OutputFile;
+
 /// How `rperf record --app PKG` records.
 pub enum Plan {
     /// Here, as this user: root, an app of this user, or no run-as to go through.
@@ -104,11 +106,11 @@ pub fn record(run_as: &Path, pkg: &str, argv: &[String], output: &Path) -> anyho
         bail!("run-as {pkg} could not copy rperf into the app's folder ({st})");
     }
     let output = &std::path::absolute(output).unwrap_or_else(|_| output.to_path_buf());
-    let file = OutputFile::create(output)?;
+    let mut file = OutputFile::recording(output)?;
     let (stop_read, stop_write) = rperf_record::launch::pipe().context("cannot create a pipe")?;
     let mut cmd = Command::new(run_as);
     cmd.arg(pkg).arg("./rperf").args(child_args(argv, output));
-    rperf_record::launch::pass_fds(&mut cmd, &[(file.file.as_raw_fd(), 3), (stop_read.as_raw_fd(), 4)]);
+    rperf_record::launch::pass_fds(&mut cmd, &[(file.file().as_raw_fd(), 3), (stop_read.as_raw_fd(), 4)]);
     rperf_record::launch::install_signal_handlers();
     let mut child = cmd.spawn().with_context(|| format!("cannot run {}", run_as.display()))?;
     drop(stop_read);
@@ -126,43 +128,8 @@ pub fn record(run_as: &Path, pkg: &str, argv: &[String], output: &Path) -> anyho
     if file.is_empty() {
         bail!("the recording as app {pkg} ended without writing {} ({status})", output.display());
     }
-    file.publish()?;
+    file.finish()?;
     Ok(status.code().unwrap_or(1))
-}
-
-/// The recording's file, made as `rperf record` makes it: new, beside the output, readable by
-/// its owner only, never through a link; it takes the output's name at the end (an existing
-/// file there moves to NAME.old).
-struct OutputFile {
-    file: std::fs::File,
-    temp: PathBuf,
-    output: PathBuf,
-}
-
-impl OutputFile {
-    fn create(output: &Path) -> anyhow::Result<OutputFile> {
-        let (file, temp) = rperf_record::writer::create_beside(output)?;
-        Ok(OutputFile { file, temp, output: output.to_path_buf() })
-    }
-
-    fn is_empty(&self) -> bool {
-        self.file.metadata().map_or(true, |m| m.len() == 0)
-    }
-
-    fn publish(mut self) -> anyhow::Result<()> {
-        rperf_record::writer::publish_as(&self.temp, &self.output)?;
-        self.temp = PathBuf::new();
-        Ok(())
-    }
-}
-
-impl Drop for OutputFile {
-    /// A recording that never happened leaves nothing behind.
-    fn drop(&mut self) {
-        if !self.temp.as_os_str().is_empty() {
-            std::fs::remove_file(&self.temp).ok();
-        }
-    }
 }
 
 #[cfg(test)]
