@@ -50,6 +50,37 @@ impl OutputFile {
         Ok(OutputFile { file, temp: Some(temp), path: path.to_path_buf(), recording: false })
     }
 
+    /// Opens `path` to be written as it goes (`stat -o`, read while intervals are written): a
+    /// regular file, created or truncated, a FIFO or a character device; never through a link.
+    pub fn direct(path: &Path) -> anyhow::Result<File> {
+        let refuse = |what: &str| {
+            anyhow::anyhow!("cannot write {}: it is {what}, which rperf never writes through or replaces; give -o a file name", path.display())
+        };
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            let t = meta.file_type();
+            if t.is_symlink() {
+                return Err(refuse("a symbolic link"));
+            }
+            if !(t.is_file() || t.is_fifo() || t.is_char_device()) {
+                return Err(refuse("not a regular file"));
+            }
+        }
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        // What was opened, not what the path named a moment before.
+        let t = file.metadata().with_context(|| format!("cannot write {}", path.display()))?.file_type();
+        if !(t.is_file() || t.is_fifo() || t.is_char_device()) {
+            return Err(refuse("not a regular file"));
+        }
+        Ok(file)
+    }
+
     /// Opens what will be the recording `path`, as `rperf record` makes one (0600, beside it).
     pub fn recording(path: &Path) -> anyhow::Result<OutputFile> {
         let (file, temp) = rperf_record::writer::create_beside(path)?;

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use clap::Args;
 use rperf_record::{launch, parse_event, parse_event_list, procfs, CountOptions, Counters, Reading, Target};
 use rperf_symbols::text::printable;
@@ -452,9 +452,7 @@ pub fn run(a: StatArgs) -> anyhow::Result<i32> {
         per_thread: a.per_thread,
     };
     let mut out: Box<dyn Write> = match &a.output {
-        Some(p) => {
-            Box::new(std::fs::File::create(p).with_context(|| format!("cannot write {}", p.display()))?)
-        }
+        Some(p) => Box::new(crate::output_file::OutputFile::direct(p)?),
         None => Box::new(std::io::stderr()),
     };
     let mut printer = Printer { out: &mut *out, csv: a.csv, json: a.json };

@@ -187,3 +187,20 @@ fn stat_app_waits_for_the_app_and_ends_with_it() {
     // The app's main thread and its worker: at least the worker's CPU time.
     assert!(ms >= cpu * 1000.0 * 0.9, "task-clock {ms} ms, the app's worker ran {cpu} s:\n{seen}");
 }
+
+#[test]
+fn the_output_is_never_written_through_a_link() {
+    let dir = scratch("stat_output_link");
+    let target = dir.join("target.txt");
+    let link = dir.join("counts.txt");
+    std::fs::write(&target, "kept").unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let o = run(rperf().args(["stat", "-e", "task-clock", "-o"]).arg(&link).args(["--", "true"]));
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("symbolic link"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept");
+    // A regular file is written (and truncated first).
+    let o = run(rperf().args(["stat", "-e", "task-clock", "-o"]).arg(&target).args(["--", "true"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&target).unwrap().contains("task-clock"));
+}
