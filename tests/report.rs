@@ -296,6 +296,13 @@ fn jit_symbol_maps_stored_by_simpleperf_name_jit_code() {
         .and_then(|l| l.split_whitespace().next()?.trim_end_matches('%').parse().ok())
         .unwrap_or(0.0);
     assert!(share > 90.0, "{text}");
+    // Shown under the name simpleperf stored it under, as simpleperf shows it.
+    let o = report_simpleperf("perf_with_generic_git_symbols.data", &["--sort", "dso,symbol"]);
+    let text = stdout(&o);
+    let row = |l: &str| {
+        l.split_whitespace().skip(1).collect::<Vec<_>>() == ["perf-1142.map", "generic_jit_symbol_one"]
+    };
+    assert!(text.lines().any(row), "{text}");
 }
 
 #[test]

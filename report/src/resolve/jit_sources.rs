@@ -21,7 +21,7 @@ pub struct JitSources {
     /// Symbol files of the GDB JIT interface kept in the recording.
     pub symfiles: crate::jit::Symfiles,
     /// JIT symbol maps simpleperf stored in the recording, by pid.
-    stored_perf_maps: HashMap<i32, Vec<(u64, u64, String)>>,
+    stored_perf_maps: HashMap<i32, (String, Vec<(u64, u64, String)>)>,
     pub(super) perf_maps: HashMap<i32, Option<(DsoId, SymbolTable)>>,
     pub(super) perf_map_of_dso: HashMap<DsoId, i32>,
     /// The DSO of each symbol file seen, and the DSO its functions belong to (`[JIT]`, or
@@ -40,7 +40,8 @@ impl JitSources {
             .filter_map(|r| {
                 let pid =
                     r.path.rsplit('/').next()?.strip_prefix("perf-")?.strip_suffix(".map")?.parse().ok()?;
-                Some((pid, r.symbol.iter().map(|s| (s.vaddr, s.len as u64, s.name.clone())).collect()))
+                let symbols = r.symbol.iter().map(|s| (s.vaddr, s.len as u64, s.name.clone())).collect();
+                Some((pid, (r.path.clone(), symbols)))
             })
             .collect();
     }
@@ -129,7 +130,7 @@ impl JitSources {
             Some(d) => Some(d),
             None => dump_path.as_ref().and_then(|p| self.read_jit_file(p, warnings)),
         };
-        let stored = self.stored_perf_maps.remove(&pid);
+        let (stored_name, stored) = self.stored_perf_maps.remove(&pid).unzip();
         if map_text.is_none() && dump.is_none() && stored.is_none() {
             return None;
         }
@@ -138,9 +139,12 @@ impl JitSources {
         if let Some(d) = &dump {
             raw.extend(crate::jit::parse_jitdump(d));
         }
-        let name = match (&dump, &dump_path) {
-            (Some(_), Some(p)) => p.clone(),
-            (Some(_), None) => format!("jit-{pid}.dump"),
+        let name = match (&dump, &dump_path, stored_name) {
+            (Some(_), Some(p), _) => p.clone(),
+            (Some(_), None, _) => format!("jit-{pid}.dump"),
+            // The map simpleperf stored is shown by the name it stored it under, as simpleperf
+            // shows it.
+            (None, _, Some(stored)) if map_text.is_none() => stored,
             _ => format!("/tmp/perf-{pid}.map"),
         };
         let dso = model.dso(&name, None, DsoKind::Jit);
