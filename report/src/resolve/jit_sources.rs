@@ -21,7 +21,7 @@ pub struct JitSources {
     /// Symbol files of the GDB JIT interface kept in the recording.
     pub symfiles: crate::jit::Symfiles,
     /// JIT symbol maps simpleperf stored in the recording, by pid.
-    stored_perf_maps: HashMap<i32, (String, Vec<(u64, u64, String)>)>,
+    stored_perf_maps: HashMap<i32, StoredMap>,
     pub(super) perf_maps: HashMap<i32, Option<(DsoId, SymbolTable)>>,
     pub(super) perf_map_of_dso: HashMap<DsoId, i32>,
     /// The DSO of each symbol file seen, and the DSO its functions belong to (`[JIT]`, or
@@ -31,6 +31,10 @@ pub struct JitSources {
     /// Read JIT maps and jitdumps on this machine whatever their owner (`--force`).
     pub(super) trust_any_owner: bool,
 }
+
+/// A JIT symbol map simpleperf stored in the recording: the name it stored it under, and its
+/// symbols (start, length, name).
+type StoredMap = (String, Vec<(u64, u64, String)>);
 
 impl JitSources {
     /// simpleperf stores the JIT symbol maps it read as files named `perf-PID.map`.
