@@ -402,7 +402,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
     for w in &profile.warnings {
         eprintln!("rperf: warning: {}", rperf_symbols::text::printable(w));
     }
-    check_filters(&profile, &opts.filters)?;
+    check_filters(&profile, &opts)?;
     let base = match &opts.diff_base {
         Some(path) => {
             let base_opts = ReportOptions { input: path.clone(), diff_base: None, ..opts.clone() };
@@ -435,7 +435,8 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
 
 /// Says which filter values matched no sample: a warning when others did, an error (and no
 /// report) when no sample is left.
-fn check_filters(profile: &rperf_report::Profile, filters: &Filters) -> anyhow::Result<()> {
+fn check_filters(profile: &rperf_report::Profile, opts: &ReportOptions) -> anyhow::Result<()> {
+    let filters = &opts.filters;
     let outcome = profile.filter_outcome(filters);
     let p = |s: &str| rperf_symbols::text::printable(s).into_owned();
     let lines: Vec<String> = outcome
@@ -444,7 +445,14 @@ fn check_filters(profile: &rperf_report::Profile, filters: &Filters) -> anyhow::
         .map(|m| format!("{} {} matches nothing: {}", m.option, p(&m.value), m.hint))
         .collect();
     if outcome.empty {
-        if lines.is_empty() {
+        let by_function = !filters.symbols.is_empty() || !filters.dsos.is_empty();
+        if lines.is_empty() && by_function && !opts.children {
+            eprintln!(
+                "rperf: --symbols and --dsos select the function a sample was taken in; the ones \
+                 given are only callers: add --children to count the samples with them anywhere \
+                 in the call chain"
+            );
+        } else if lines.is_empty() {
             eprintln!("rperf: each filter matches some samples, but no sample matches them all");
         }
         for l in &lines {

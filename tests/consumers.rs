@@ -315,6 +315,9 @@ fn filters_that_match_nothing_say_so_and_write_no_file() {
     assert!(err.contains("no report was written"), "{err}");
     assert_eq!(std::fs::read_to_string(&svg).unwrap(), "kept");
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no file left beside it");
+    // A function that is only ever a caller: --children is what counts it.
+    let o = run(rperf().args(["report", "--symbols", "__libc_start_call_main", "-i"]).arg(&data));
+    assert!(!o.status.success() && stderr(&o).contains("add --children"), "{}", stderr(&o));
     // A time window past the end names the recording's span.
     let o = run(rperf().args(["report", "--time", "30,40", "-i"]).arg(&data));
     assert!(!o.status.success() && stderr(&o).contains("the samples span 0.000 to 1."), "{}", stderr(&o));
