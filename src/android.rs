@@ -16,6 +16,7 @@ use clap::{Args, Subcommand};
 #[command(
     after_help = "Examples:\n  rperf android record --app com.example.app -- -g dwarf --duration 10\n  \
     rperf android record --app com.example.app --launch -s emulator-5554\n  \
+    rperf android record --app com.example.app -a .SettingsActivity -- -g fp --duration 5\n  \
     rperf android pull-binaries -i perf.data\n  rperf report --symfs binary_cache"
 )]
 pub struct AndroidArgs {
@@ -40,6 +41,10 @@ struct RecordArgs {
     /// so that its start is recorded).
     #[arg(long = "launch")]
     launch: bool,
+    /// Start this activity of the app (`.SettingsActivity` or a full class name) once recording
+    /// waits for it, instead of the main one, as app_profiler.py's -a does; implies --launch.
+    #[arg(short = 'a', long = "activity", value_name = "ACTIVITY")]
+    activity: Option<String>,
     #[command(flatten)]
     device: DeviceArgs,
     /// The recording on this machine.
@@ -255,13 +260,14 @@ fn record(a: RecordArgs) -> anyhow::Result<i32> {
     let mut args =
         vec![on_device.clone(), "record".into(), "--app".into(), a.app.clone(), "-o".into(), data.clone()];
     args.extend(a.record_options.iter().cloned());
-    if a.launch {
+    let launch = a.launch || a.activity.is_some();
+    if launch {
         adb.shell_ok(&["am", "force-stop", &a.app])?;
     }
     let mut rec =
         adb.cmd().arg("shell").args(&args).stderr(Stdio::piped()).spawn().context("cannot run adb shell")?;
     let mut err = std::io::BufReader::new(rec.stderr.take().expect("piped"));
-    if a.launch {
+    if launch {
         // Start the app once rperf waits for it, so that its start is recorded.
         let mut seen = String::new();
         while !seen.contains("waiting for app") {
@@ -272,7 +278,10 @@ fn record(a: RecordArgs) -> anyhow::Result<i32> {
             eprint!("{line}");
             seen.push_str(&line);
         }
-        let activity = main_activity(&adb, &a.app)?;
+        let activity = match &a.activity {
+            Some(name) => format!("{}/{name}", a.app),
+            None => main_activity(&adb, &a.app)?,
+        };
         adb.shell_ok(&["am", "start", "-n", &activity])?;
     }
     std::io::copy(&mut err, &mut std::io::stderr())?;
@@ -285,13 +294,12 @@ fn record(a: RecordArgs) -> anyhow::Result<i32> {
     let landing = private_folder()?;
     let got = landing.path.join("perf.data");
     adb.pull(&data, &got)?;
-    let (mut file, temp) = rperf_record::writer::create_beside(&a.output)?;
-    let copied = std::fs::File::open(&got).and_then(|mut from| std::io::copy(&mut from, &mut file));
+    let mut out = crate::output_file::OutputFile::recording(&a.output)?;
+    let copied = std::fs::File::open(&got).and_then(|mut from| std::io::copy(&mut from, out.file()));
     if let Err(e) = copied {
-        std::fs::remove_file(&temp).ok();
         bail!("cannot write {}: {e}", a.output.display());
     }
-    rperf_record::writer::publish_as(&temp, &a.output)?;
+    out.finish()?;
     eprintln!("rperf: pulled {}", a.output.display());
     pull_binaries(&adb, &a.output, &a.binary_cache)?;
     eprintln!(

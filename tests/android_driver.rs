@@ -259,3 +259,22 @@ fn an_adb_that_hangs_or_floods_is_given_up_on() {
     let err = stderr(&o);
     assert!(!o.status.success() && err.contains("no device"), "{}", &err[..err.len().min(500)]);
 }
+
+#[test]
+fn an_activity_named_with_a_is_started_once_recording_waits() {
+    let s = sandbox("android_activity", &["emulator-5554"]);
+    let dev = device_binary();
+    let args = ["android", "record", "--app", PKG, "-a", ".SecondActivity", "--device-binary", &dev];
+    let o = s.rperf(&[&args[..], &["--", "-g", "fp", "--duration", "10"]].concat());
+    assert!(o.status.success(), "{}\nadb calls:\n{}", stderr(&o), s.log());
+    let log = s.log();
+    let at = |call: &str| log.lines().position(|l| l.starts_with(call));
+    let stop = at(&format!("adb -s emulator-5554 shell am force-stop {PKG}"));
+    let record = at(&format!("adb -s emulator-5554 shell /data/local/tmp/rperf record --app {PKG}"));
+    let start = at(&format!("adb -s emulator-5554 shell am start -n {PKG}/.SecondActivity"));
+    assert!(stop < record && record < start && stop.is_some(), "{log}");
+    assert!(!log.contains("resolve-activity"), "the launcher activity was looked up:\n{log}");
+    // The app ran while recorded.
+    let o = s.rperf(&["report", "-i", "perf.data", "--sort", "comm", "-n"]);
+    assert!(o.status.success() && stdout(&o).contains("Samples: "), "{}", stderr(&o));
+}
