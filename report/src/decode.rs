@@ -29,10 +29,25 @@ fn record_is_sane(record: &RawEventRecord<'_>) -> bool {
     true
 }
 
-/// Where a sample's PERF_SAMPLE_READ group block lies in its record (start, end), how many
-/// values it holds, and the words each value takes and where the value's id is in them: None
-/// unless the record is a little-endian sample with a group read.
-fn group_block(record: &RawEventRecord<'_>) -> Option<(usize, usize, usize, usize, Option<usize>)> {
+/// Where a sample's PERF_SAMPLE_READ group block lies in its record.
+struct GroupBlock {
+    /// Its first byte (the value count).
+    start: usize,
+    /// Its first value, after the count and the enabled and running times.
+    first_value: usize,
+    /// The byte after it.
+    end: usize,
+    /// How many values it holds.
+    nr: usize,
+    /// Words per value (the value, then its id and lost count when recorded).
+    per_value: usize,
+    /// Each value's id follows it.
+    has_id: bool,
+}
+
+/// The group block of a sample: None unless the record is a little-endian sample with a group
+/// read that fits it.
+fn group_block(record: &RawEventRecord<'_>) -> Option<GroupBlock> {
     use linux_perf_data::linux_perf_event_reader::{ReadFormat, RecordType, SampleFormat};
     let info = record.parse_info;
     if record.record_type != RecordType::SAMPLE
@@ -61,46 +76,39 @@ fn group_block(record: &RawEventRecord<'_>) -> Option<(usize, usize, usize, usiz
     let nr = u64::from_le_bytes(bytes.get(start..start + 8)?.try_into().ok()?) as usize;
     let te = usize::from(info.read_format.contains(ReadFormat::TOTAL_TIME_ENABLED));
     let tr = usize::from(info.read_format.contains(ReadFormat::TOTAL_TIME_RUNNING));
-    let id = usize::from(info.read_format.contains(ReadFormat::ID));
+    let has_id = info.read_format.contains(ReadFormat::ID);
     // PERF_FORMAT_LOST (1 << 4) adds a lost count per value; the reader has no name for it.
     let lost = usize::from(info.read_format.bits() & (1 << 4) != 0);
+    let per_value = 1 + usize::from(has_id) + lost;
+    let first_value = start + 8 * (1 + te + tr);
     // `nr` comes from the file: every step is checked (8 × a count near 2^61 once wrapped).
-    let per_value = 1 + id + lost;
-    let end = nr.checked_mul(per_value)?.checked_add(1 + te + tr)?.checked_mul(8)?.checked_add(start)?;
-    (end <= bytes.len()).then_some((start, end, nr, per_value, (id == 1).then_some(1)))
+    let end = nr.checked_mul(per_value)?.checked_mul(8)?.checked_add(first_value)?;
+    (end <= bytes.len()).then_some(GroupBlock { start, first_value, end, nr, per_value, has_id })
 }
 
 /// The values of a sample's counter group (simpleperf's `--add-counter`), in group order, each
 /// with its id when recorded.
 pub fn group_values(record: &RawEventRecord<'_>) -> Option<Vec<(u64, Option<u64>)>> {
-    let (start, end, nr, per_value, id_at) = group_block(record)?;
+    let g = group_block(record)?;
     let bytes = record.data.as_slice();
-    let first = end - nr * per_value * 8;
     let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
-    debug_assert!(first >= start);
-    Some(
-        (0..nr)
-            .map(|i| first + i * per_value * 8)
-            .map(|at| (word(at), id_at.map(|o| word(at + o * 8))))
-            .collect(),
-    )
+    let at = |i: usize| g.first_value + i * g.per_value * 8;
+    Some((0..g.nr).map(|i| (word(at(i)), g.has_id.then(|| word(at(i) + 8)))).collect())
 }
 
 /// linux-perf-event-reader reads a PERF_SAMPLE_READ block with the group and single layouts
 /// swapped, so samples of counter groups (simpleperf's `--add-counter`) fail to parse. This
-/// rewrites the block into the shape that reader expects (the counter values themselves are not
-/// used by reports) and parses again.
+/// rewrites the block into the shape that reader expects (one value; the group's values are
+/// read with `group_values`) and parses again.
 pub fn reparse_read_group_sample<'a>(
     record: &RawEventRecord<'_>,
     buf: &'a mut Vec<u8>,
 ) -> Option<linux_perf_data::linux_perf_event_reader::SampleRecord<'a>> {
-    use linux_perf_data::linux_perf_event_reader::{RawData, ReadFormat, SampleRecord};
-    let (start, end, _, _, _) = group_block(record)?;
+    use linux_perf_data::linux_perf_event_reader::{RawData, SampleRecord};
+    let GroupBlock { start, first_value, end, has_id, .. } = group_block(record)?;
     let info = record.parse_info;
-    let te = usize::from(info.read_format.contains(ReadFormat::TOTAL_TIME_ENABLED));
-    let tr = usize::from(info.read_format.contains(ReadFormat::TOTAL_TIME_RUNNING));
-    let id = usize::from(info.read_format.contains(ReadFormat::ID));
-    let expected = 8 * (1 + te + tr + id);
+    // The reader's layout: the count's word, the times, then one value and its id.
+    let expected = (first_value - start) + 8 * usize::from(has_id);
     let bytes = record.data.as_slice();
     buf.clear();
     buf.extend_from_slice(&bytes[..start]);
