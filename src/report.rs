@@ -37,7 +37,7 @@ pub struct ReportArgs {
     #[arg(long = "no-children", conflicts_with = "children")]
     no_children: bool,
     /// Call graph under each entry: caller (default; what the entry calls) or callee (who
-    /// calls it).
+    /// calls it). Each node's share is of its parent, as simpleperf prints it.
     #[arg(short = 'g', num_args = 0..=1, default_missing_value = "caller", value_name = "ORDER")]
     call_graph: Option<String>,
     /// Keep at most N frames per sample, innermost first.
@@ -120,7 +120,8 @@ pub struct ReportArgs {
     /// Add a Sample (count) column.
     #[arg(short = 'n')]
     show_samples: bool,
-    /// Add an EventCount column.
+    /// Add an EventCount column; for a recording with a counter group (simpleperf's
+    /// --add-counter), a column per counter (EventCount_cpu-cycles, ...).
     #[arg(long = "print-event-count")]
     print_event_count: bool,
     /// Show raw event counts instead of percentages.
