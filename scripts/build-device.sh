@@ -27,8 +27,8 @@ export CC_aarch64_unknown_linux_musl=aarch64-linux-gnu-gcc
 export CC_x86_64_unknown_linux_musl=gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld
 export CARGO_TARGET_X86_64_UNKNOWN_LINUX_MUSL_LINKER=rust-lld
-cargo build --profile device --target aarch64-unknown-linux-musl --bin rperf
-cargo build --profile device --target x86_64-unknown-linux-musl --bin rperf
+cargo build --profile device --target aarch64-unknown-linux-musl --bin rperf --no-default-features
+cargo build --profile device --target x86_64-unknown-linux-musl --bin rperf --no-default-features
 
 built=${CARGO_TARGET_DIR:-target}
 for pair in arm64:aarch64-unknown-linux-musl x86_64:x86_64-unknown-linux-musl; do

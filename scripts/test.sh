@@ -5,7 +5,8 @@
 # permission tests, Go's pprof and headless Chromium to check the pprof and HTML outputs, an
 # aarch64 cross-compiler and qemu user-mode emulation for the device builds, GNU time for the
 # recorder's peak memory, tmux to drive
-# rperf top in a terminal, strace to see what a report opens) and mounting
+# rperf top in a terminal, strace to see what a report opens, Debian's debuginfod server to
+# serve debug info to the client's tests) and mounting
 # tracefs for the tracepoint tests; protobuf, texttable and jinja2 (pip) for simpleperf's
 # Python scripts, which the report library tests run. The device binaries are built before the
 # tests, which run them.
@@ -27,6 +28,7 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v qemu-aarch64-static >/dev/null 2>&1 || need+=(qemu-user-static)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v strace >/dev/null 2>&1 || need+=(strace)
+command -v debuginfod >/dev/null 2>&1 || need+=(debuginfod)
 [ -x /usr/bin/time ] || need+=(time)
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu)
 if [ ${#need[@]} -gt 0 ]; then
@@ -44,6 +46,8 @@ if [ ! -d /sys/kernel/tracing/events ] && [ "$(id -u)" = 0 ]; then
   mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
 fi
 
+# Reports ask no debuginfod server unless a test names one.
+unset DEBUGINFOD_URLS
 # simpleperf's recordings: ../shared/testdata/simpleperf, or fetched and checked (see the
 # script); first, so that a missing network fails at once.
 RPERF_SIMPLEPERF_TESTDATA=$(./scripts/fetch-testdata.sh)

@@ -37,6 +37,8 @@ pub struct AnnotateArgs {
     /// Look binaries up here first (may be repeated: the folders are searched in order).
     #[arg(long = "symfs", value_name = "DIR", action = clap::ArgAction::Append)]
     symfs: Vec<PathBuf>,
+    #[command(flatten)]
+    debuginfod: crate::debuginfod_args::DebuginfodArgs,
     /// Only this event.
     #[arg(short = 'e', long = "event")]
     event: Option<String>,
@@ -64,6 +66,7 @@ pub fn run(a: AnnotateArgs) -> anyhow::Result<i32> {
     let report = ReportOptions {
         input: a.input.clone(),
         symfs: a.symfs.clone(),
+        debuginfod: a.debuginfod.choice()?,
         source_dirs: a.source_dirs.clone(),
         event: a.event.clone(),
         filters: Filters { dsos: split(&a.dsos), time, ..Default::default() },

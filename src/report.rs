@@ -109,6 +109,8 @@ pub struct ReportArgs {
     /// (may be repeated: the folders are searched in order).
     #[arg(long = "symfs", value_name = "DIR", action = clap::ArgAction::Append)]
     symfs: Vec<PathBuf>,
+    #[command(flatten)]
+    debuginfod: crate::debuginfod_args::DebuginfodArgs,
     /// Source files for the HTML report's code panel: looked for under DIR by their recorded
     /// path or its trailing components (may be repeated). Without it, recorded source paths
     /// owned by this user or root are read.
@@ -293,6 +295,7 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
     Ok(ReportOptions {
         input: a.input.clone(),
         symfs: a.symfs.clone(),
+        debuginfod: a.debuginfod.choice()?,
         source_dirs: a.source_dirs.clone(),
         kallsyms: a.kallsyms.clone(),
         sort,

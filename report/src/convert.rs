@@ -145,6 +145,10 @@ impl Converter {
         if let Some(d) = section(rperf_perfdata::feature::RPERF_JITDUMPS) {
             jit.embedded_jitdumps = rperf_perfdata::sections::decode_jitdumps(d);
         }
+        if let Some(config) = opts.debuginfod.config() {
+            finder.use_debuginfod(rperf_symbols::debuginfod::Client::new(config));
+            crate::resolve::fetch_missing_binaries(&mut finder, &model, &rec.build_ids);
+        }
         let stored = std::mem::take(&mut rec.stored_symbols);
         Ok(Converter {
             model,

@@ -50,7 +50,7 @@ pub use filter_file::TimeRanges;
 pub use load::{binaries, facts, Facts};
 pub use model::{Dso, DsoKind, ExecType};
 pub use options::{
-    CallOrder, Filters, Format, Needs, OffCpuMode, ReportOptions, SortKey, StackPrefix, TimeBound,
+    CallOrder, Debuginfod, Filters, Format, Needs, OffCpuMode, ReportOptions, SortKey, StackPrefix, TimeBound,
 };
 pub use profile::{Offered, Place, Profile, Row, Section, Thread, Unit};
 pub use proguard::ProguardMapping;

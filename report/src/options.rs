@@ -407,6 +407,30 @@ impl OffCpuMode {
     }
 }
 
+/// Whether debug info and binaries missing on this machine are fetched from debuginfod
+/// servers, after `--symfs` and local files.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Debuginfod {
+    /// From the servers in `DEBUGINFOD_URLS`, when it names any.
+    #[default]
+    FromEnv,
+    /// Never (`--no-debuginfod`).
+    Off,
+    /// From these servers (space-separated), whatever `DEBUGINFOD_URLS` says.
+    Urls(String),
+}
+
+impl Debuginfod {
+    /// The client's configuration, when servers are to be asked.
+    pub fn config(&self) -> Option<rperf_symbols::debuginfod::Config> {
+        match self {
+            Debuginfod::FromEnv => rperf_symbols::debuginfod::Config::from_env(None),
+            Debuginfod::Off => None,
+            Debuginfod::Urls(urls) => rperf_symbols::debuginfod::Config::from_env(Some(urls)),
+        }
+    }
+}
+
 /// Everything `report` needs.
 #[derive(Clone, Debug)]
 pub struct ReportOptions {
@@ -414,6 +438,8 @@ pub struct ReportOptions {
     pub input: PathBuf,
     /// Where binaries are looked up first.
     pub symfs: Vec<PathBuf>,
+    /// Whether debug info and binaries missing here are fetched from debuginfod servers.
+    pub debuginfod: Debuginfod,
     /// Kernel symbols to use instead of the recording's.
     pub kallsyms: Option<PathBuf>,
     /// Where source files are looked for (`--source-dir`, as simpleperf's `--source_dirs`):
@@ -502,6 +528,7 @@ impl Default for ReportOptions {
         ReportOptions {
             input: PathBuf::from("perf.data"),
             symfs: Vec::new(),
+            debuginfod: Debuginfod::default(),
             source_dirs: Vec::new(),
             kallsyms: None,
             sort: vec![SortKey::Comm, SortKey::Pid, SortKey::Tid, SortKey::Dso, SortKey::Symbol],

@@ -174,7 +174,7 @@ impl Dir {
 
     /// The folder `name` in this one (created when missing), held open when it is this user's
     /// and written by no one else.
-    fn sub(&self, name: &str) -> std::io::Result<Dir> {
+    pub fn sub(&self, name: &str) -> std::io::Result<Dir> {
         let fd = open_or_make(&self.fd, plain(name)?.as_ref(), USE)?;
         if !private(&fstat(&fd)?) {
             return Err(std::io::Error::new(std::io::ErrorKind::PermissionDenied, "not a private folder"));
@@ -225,6 +225,14 @@ impl Dir {
             .collect()
     }
 
+    /// The size, time of last change and permission bits of the regular file `name`, not
+    /// following a link.
+    pub fn stat(&self, name: &str) -> Option<(u64, i64, u32)> {
+        let stat = fstatat(self.fd.as_fd(), plain(name).ok()?, AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
+        let regular = SFlag::from_bits_truncate(stat.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFREG;
+        regular.then_some((stat.st_size as u64, stat.st_mtime, stat.st_mode & 0o7777))
+    }
+
     /// Removes the file `name`.
     pub fn remove(&self, name: &str) -> bool {
         plain(name).is_ok_and(|n| unlinkat(self.fd.as_fd(), n, UnlinkatFlags::NoRemoveDir).is_ok())
@@ -261,6 +269,24 @@ impl NewFile {
     /// Bytes written so far.
     pub fn written(&self) -> u64 {
         self.written
+    }
+
+    /// What was written so far, mapped (to check it before it takes its name).
+    pub fn map_written(&mut self) -> std::io::Result<memmap2::Mmap> {
+        self.out.flush()?;
+        let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let fd = openat(self.dir.fd.as_fd(), self.temp.as_str(), flags, Mode::empty())?;
+        let file = std::fs::File::from(fd);
+        if file.metadata()?.len() == 0 {
+            return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "nothing was written"));
+        }
+        rperf_perfdata::mapped::map(&file)
+    }
+
+    /// Sets the file's permission bits (0600 when made).
+    pub fn set_mode(&mut self, mode: u32) -> std::io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        self.out.get_ref().set_permissions(std::fs::Permissions::from_mode(mode))
     }
 
     /// Gives the file its name.

@@ -35,6 +35,9 @@ pub struct ElfInfo {
     pub data: Arc<memmap2::Mmap>,
     debuglink: Option<String>,
     debug_roots: Vec<PathBuf>,
+    /// A separate debug file found elsewhere (fetched from a debuginfod server), looked at
+    /// before the local candidates.
+    debug_file: std::sync::OnceLock<(PathBuf, Arc<memmap2::Mmap>)>,
     debug: std::sync::OnceLock<Option<crate::DebugInfo>>,
 }
 
@@ -71,6 +74,11 @@ impl ElfInfo {
         Self::from_map(name, map, &[])
     }
 
+    /// Parses a file already mapped (fetched into a cache), named `path`.
+    pub fn from_mapped(path: &Path, data: Arc<memmap2::Mmap>) -> Result<ElfInfo, Error> {
+        Self::from_map(path, data, &[])
+    }
+
     fn from_map(path: &Path, data: Arc<memmap2::Mmap>, roots: &[PathBuf]) -> Result<ElfInfo, Error> {
         let obj = object::File::parse(&data[..])
             .map_err(|e| Error::Parse { path: path.into(), reason: e.to_string() })?;
@@ -85,8 +93,34 @@ impl ElfInfo {
             data,
             debuglink,
             debug_roots: roots.to_vec(),
+            debug_file: std::sync::OnceLock::new(),
             debug: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Uses `map` (named `path`) as this binary's separate debug file, before any found on
+    /// this machine; false when its build id is another, or when symbols or DWARF were read
+    /// already.
+    pub fn attach_debug_file(&self, path: &Path, map: Arc<memmap2::Mmap>) -> bool {
+        let matches = match (&self.build_id, crate::buildid::of_image(&map)) {
+            (Some(want), Some(have)) => crate::buildid::same(want, &have),
+            _ => false,
+        };
+        if !matches || self.symbols.get().is_some() || self.debug.get().is_some() {
+            return false;
+        }
+        self.debug_file.set((path.to_path_buf(), map)).is_ok()
+    }
+
+    /// Whether a separate debug file would add to what this machine has: the binary carries
+    /// no DWARF and no local debug file was found (and, when `dwarf` is false, the binary has
+    /// no full symbol table either).
+    pub fn lacks_debug_info(&self, dwarf: bool) -> bool {
+        let Ok(obj) = object::File::parse(&self.data[..]) else { return false };
+        if crate::dwarf::has_dwarf(&obj) || (!dwarf && obj.section_by_name(".symtab").is_some()) {
+            return false;
+        }
+        self.debug_file.get().is_none() && self.dwarf_file().is_none()
     }
 
     /// Function symbols (.symtab, else .dynsym, with MiniDebugInfo's), read on first use: a
@@ -97,6 +131,7 @@ impl ElfInfo {
             Ok(obj) => symbol_table(
                 &obj,
                 &self.data,
+                self.debug_file.get().map(|f| &f.1),
                 &self.path,
                 self.build_id.as_deref(),
                 self.debuglink.as_deref(),
@@ -142,6 +177,9 @@ impl ElfInfo {
         };
         if has_dwarf(&self.data) {
             return Some((self.path.clone(), self.data.clone()));
+        }
+        if let Some((path, map)) = self.debug_file.get().filter(|f| has_dwarf(&f.1)) {
+            return Some((path.clone(), map.clone()));
         }
         debug_file_candidates(
             &self.path,
@@ -238,6 +276,7 @@ fn offset_to_vaddr(segments: &[LoadSegment], offset: u64) -> Option<u64> {
 fn symbol_table(
     obj: &object::File<'_>,
     data: &Arc<memmap2::Mmap>,
+    attached: Option<&Arc<memmap2::Mmap>>,
     path: &Path,
     build_id: Option<&[u8]>,
     debuglink: Option<&str>,
@@ -259,8 +298,10 @@ fn symbol_table(
         return table;
     }
     // Stripped: the full table may be in a separate debug file.
-    for cand in debug_file_candidates(path, build_id, debuglink, roots) {
-        let Some(map) = open_matching(&cand, build_id) else { continue };
+    let local = debug_file_candidates(path, build_id, debuglink, roots)
+        .into_iter()
+        .filter_map(|cand| open_matching(&cand, build_id));
+    for map in attached.cloned().into_iter().chain(local) {
         let Ok(dbg) = object::File::parse(&map[..]) else { continue };
         if let Some(table) = symtab(&dbg, &map) {
             return table;

@@ -14,6 +14,7 @@
 pub mod apk;
 pub mod buildid;
 pub mod cache;
+pub mod debuginfod;
 mod demangle;
 mod dwarf;
 mod elf;

@@ -16,6 +16,8 @@ pub enum Found {
         /// The library in it.
         entry: crate::apk::Entry,
     },
+    /// Fetched from a debuginfod server by build id.
+    Fetched(crate::debuginfod::Fetched),
     /// Candidates existed but had another build id.
     BuildIdMismatch(PathBuf),
     /// Nothing found.
@@ -30,6 +32,10 @@ pub struct BinaryFinder {
     /// The recording was made on the running kernel, so this machine's vDSO is the one it
     /// ran, even without a build id to compare.
     same_kernel: bool,
+    /// Where files missing here are fetched from, when anywhere.
+    debuginfod: Option<crate::debuginfod::Client>,
+    /// What was fetched, by build id (hex) and kind.
+    fetched: HashMap<(String, crate::debuginfod::Artifact), crate::debuginfod::Fetched>,
 }
 
 impl BinaryFinder {
@@ -49,7 +55,14 @@ impl BinaryFinder {
                 }
             }
         }
-        BinaryFinder { symfs: symfs.to_vec(), by_build_id, recorded_vdso: None, same_kernel: false }
+        BinaryFinder {
+            symfs: symfs.to_vec(),
+            by_build_id,
+            recorded_vdso: None,
+            same_kernel: false,
+            debuginfod: None,
+            fetched: HashMap::new(),
+        }
     }
 
     /// Finds the binary recorded as `path` with `build_id`; a library recorded inside an APK
@@ -59,6 +72,10 @@ impl BinaryFinder {
         if matches!(found, Found::File(_)) {
             return found;
         }
+        let found = match self.fetched(build_id, crate::debuginfod::Artifact::Executable) {
+            Some(f) => return Found::Fetched(f.clone()),
+            None => found,
+        };
         let Some((apk, name)) = crate::apk::split(path) else { return found };
         let mut mismatch = None;
         for apk in self.candidates(apk, None).into_iter().filter(|c| c.is_file()) {
@@ -162,6 +179,39 @@ pub fn inside(root: &Path, rel: &Path) -> Option<PathBuf> {
 }
 
 impl BinaryFinder {
+    /// Fetches files missing here from debuginfod servers through `client`.
+    pub fn use_debuginfod(&mut self, client: crate::debuginfod::Client) {
+        self.debuginfod = Some(client);
+    }
+
+    /// The debuginfod client, when files are fetched.
+    pub fn debuginfod(&self) -> Option<&crate::debuginfod::Client> {
+        self.debuginfod.as_ref()
+    }
+
+    /// Fetches `wanted` (those not fetched before), side by side; `find` and `fetched` then
+    /// give what came.
+    pub fn fetch(&mut self, wanted: Vec<crate::debuginfod::Want>) {
+        let Some(client) = &self.debuginfod else { return };
+        let wanted: Vec<_> = wanted
+            .into_iter()
+            .filter(|w| !self.fetched.contains_key(&(crate::buildid::hex(&w.build_id), w.artifact)))
+            .collect();
+        if !wanted.is_empty() {
+            self.fetched.extend(client.fetch_all(&wanted));
+        }
+    }
+
+    /// The file of `artifact` fetched for `build_id`.
+    pub fn fetched(
+        &self,
+        build_id: Option<&[u8]>,
+        artifact: crate::debuginfod::Artifact,
+    ) -> Option<&crate::debuginfod::Fetched> {
+        let id = build_id.filter(|b| b.iter().any(|x| *x != 0))?;
+        self.fetched.get(&(crate::buildid::hex(id), artifact))
+    }
+
     /// Folders searched for separate debug files before the system's: the symbol directories.
     pub fn debug_roots(&self) -> Vec<PathBuf> {
         self.symfs.clone()

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use linux_perf_data::{SimpleperfFileRecord, SimpleperfTypeSpecificInfo};
+use rperf_symbols::debuginfod::{Artifact, Want};
 use rperf_symbols::{BinaryFinder, ElfInfo, Found, KernelSymbols, SymbolTable};
 use rperf_unwind::{Arch, UnwindSections};
 
@@ -22,6 +23,14 @@ pub(super) struct StoredTable {
 pub(super) struct Binary {
     pub(super) elf: ElfInfo,
     pub(super) unwind: Option<Arc<UnwindSections>>,
+}
+
+impl Binary {
+    /// A loaded ELF file, with its unwind tables when it has any.
+    fn new(elf: ElfInfo) -> Arc<Binary> {
+        let unwind = UnwindSections::from_shared(elf.data.clone()).filter(|u| u.has_cfi()).map(Arc::new);
+        Arc::new(Binary { elf, unwind })
+    }
 }
 
 /// The binaries of one recording.
@@ -90,6 +99,54 @@ impl Binaries {
         loaded
     }
 
+    /// Fetches from debuginfod servers what naming `dsos` needs and this machine lacks: the
+    /// binaries not found here, and the debug files of binaries without DWARF (`dwarf`) or
+    /// without a full symbol table. The binaries fetched are loaded; the DSOs loaded so come
+    /// back.
+    pub(super) fn fetch_for_naming(&mut self, model: &Model, dsos: &[DsoId], dwarf: bool) -> Vec<DsoId> {
+        if self.finder.debuginfod().is_none() {
+            return Vec::new();
+        }
+        let mut wanted = Vec::new();
+        for &d in dsos {
+            let dso = &model.dsos[d as usize];
+            let Some(id) = dso.build_id.as_ref().filter(|b| b.iter().any(|x| *x != 0)) else { continue };
+            if dso.kind != DsoKind::File {
+                continue;
+            }
+            let want = |artifact| Want { build_id: id.clone(), artifact, name: dso.path.clone() };
+            match self.loaded.get(&d) {
+                Some(Some(b)) if !b.elf.lacks_debug_info(dwarf) => {}
+                Some(Some(_)) => wanted.push(want(Artifact::Debuginfo)),
+                _ => wanted.extend([want(Artifact::Executable), want(Artifact::Debuginfo)]),
+            }
+        }
+        self.finder.fetch(wanted);
+        let mut reloaded = Vec::new();
+        for &d in dsos {
+            let dso = &model.dsos[d as usize];
+            let id = dso.build_id.as_deref();
+            if matches!(self.loaded.get(&d), Some(None) | None)
+                && self.finder.fetched(id, Artifact::Executable).is_some()
+            {
+                let (b, _) = load_binary(&self.finder, dso);
+                reloaded.extend(b.is_some().then_some(d));
+                self.loaded.insert(d, b);
+            }
+            if let (Some(Some(b)), Some(f)) =
+                (self.loaded.get(&d), self.finder.fetched(id, Artifact::Debuginfo))
+            {
+                b.elf.attach_debug_file(&f.path, f.map.clone());
+            }
+        }
+        reloaded
+    }
+
+    /// What the debuginfod client has to say, once.
+    pub(super) fn take_debuginfod_summary(&self) -> Vec<String> {
+        self.finder.debuginfod().map(|c| c.take_summary()).unwrap_or_default()
+    }
+
     /// The DSO of kernel addresses outside every recorded kernel mapping.
     pub(super) fn kernel_dso(&mut self, model: &mut Model) -> DsoId {
         *self.kernel_dso.get_or_insert_with(|| model.dso("[kernel.kallsyms]", None, DsoKind::Kernel))
@@ -111,6 +168,24 @@ impl Binaries {
             KernelSource::Pending(_) => unreachable!("loaded above"),
         }
     }
+}
+
+/// Fetches from debuginfod servers, side by side, the binaries of the recording's build-id
+/// table that are not on this machine, so that unwinding and naming can read them.
+pub fn fetch_missing_binaries(
+    finder: &mut BinaryFinder,
+    model: &Model,
+    build_ids: &HashMap<String, Vec<u8>>,
+) {
+    let wanted = build_ids
+        .iter()
+        .filter(|(path, id)| {
+            model.kind_of(path) == DsoKind::File
+                && matches!(finder.find(path, Some(id)), Found::Missing | Found::BuildIdMismatch(_))
+        })
+        .map(|(path, id)| Want { build_id: id.clone(), artifact: Artifact::Executable, name: path.clone() })
+        .collect();
+    finder.fetch(wanted);
 }
 
 /// The file offset of `addr` in mapping `m`. The mapping's offset comes from the recording, so
@@ -143,33 +218,24 @@ pub(super) fn load_binary(
         let elf = finder
             .find_vdso(d.build_id.as_deref())
             .and_then(|image| ElfInfo::from_bytes(std::path::Path::new("[vdso]"), &image).ok());
-        return (
-            elf.map(|elf| {
-                let unwind =
-                    UnwindSections::from_shared(elf.data.clone()).filter(|u| u.has_cfi()).map(Arc::new);
-                Arc::new(Binary { elf, unwind })
-            }),
-            None,
-        );
+        return (elf.map(Binary::new), None);
     }
     if d.kind != DsoKind::File {
         return (None, None);
     }
     match finder.find(&d.path, d.build_id.as_deref()) {
         Found::File(path) => match ElfInfo::load_with_debug_roots(&path, &finder.debug_roots()) {
-            Ok(elf) => {
-                let unwind = UnwindSections::from_shared(elf.data.clone()).filter(|u| u.has_cfi()).map(Arc::new);
-                (Some(Arc::new(Binary { elf, unwind })), None)
-            }
+            Ok(elf) => (Some(Binary::new(elf)), None),
             Err(e) => (None, Some(format!("cannot read {}: {e}", path.display()))),
+        },
+        Found::Fetched(f) => match ElfInfo::from_mapped(&f.path, f.map) {
+            Ok(elf) => (Some(Binary::new(elf)), None),
+            Err(e) => (None, Some(format!("cannot read {}: {e}", f.path.display()))),
         },
         Found::Embedded { apk, entry } => {
             let name = format!("{}!/{}", apk.display(), entry.name);
             match ElfInfo::load_range(std::path::Path::new(&name), &apk, entry.offset, entry.size) {
-                Ok(elf) => {
-                    let unwind = UnwindSections::from_shared(elf.data.clone()).filter(|u| u.has_cfi()).map(Arc::new);
-                    (Some(Arc::new(Binary { elf, unwind })), None)
-                }
+                Ok(elf) => (Some(Binary::new(elf)), None),
                 Err(e) => (None, Some(format!("cannot read {name}: {e}"))),
             }
         }

@@ -22,7 +22,7 @@ use rperf_symbols::BinaryFinder;
 use rperf_unwind::{Arch, ChainFrame, CodeAddress, Context, ProcessUnwinder};
 
 use crate::model::{DsoId, DsoKind, Model};
-pub use binaries::is_kernel_address;
+pub use binaries::{fetch_missing_binaries, is_kernel_address};
 use binaries::{file_offset, Binaries};
 use intern::Interner;
 pub use jit_sources::JitSources;

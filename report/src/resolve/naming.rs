@@ -37,6 +37,7 @@ impl Resolver {
     pub fn finish_symbols(&mut self, model: &mut Model) -> (Symbolized, Vec<Func>, Vec<String>, Vec<String>) {
         let mut symbolized = self.symbolize(model);
         symbolized.unnamed = self.names.unnamed.clone();
+        self.warnings.extend(self.binaries.take_debuginfod_summary());
         let funcs = std::mem::take(&mut self.names.funcs);
         (symbolized, funcs, std::mem::take(&mut self.names.srclines), std::mem::take(&mut self.names.files))
     }
@@ -100,18 +101,23 @@ impl Resolver {
                 (d, b, w)
             })
             .collect();
+        let mut held = Vec::new();
         for (d, b, w) in loaded {
             self.binaries.loaded.insert(d, b);
-            self.warnings.extend(w);
+            held.extend(w.map(|w| (d, w)));
         }
+        let mut dsos: Vec<DsoId> =
+            self.addrs.iter().filter(|a| a.kind == AddrKind::File).map(|a| a.dso).collect();
+        dsos.sort_unstable();
+        dsos.dedup();
+        // What this machine lacks, from debuginfod servers; a binary fetched makes the warning
+        // about its local copy moot.
+        let fetched = self.binaries.fetch_for_naming(model, &dsos, self.config.reads_dwarf());
+        self.warnings.extend(held.into_iter().filter(|(d, _)| !fetched.contains(d)).map(|(_, w)| w));
         // Symbol tables (read on first use: a binary loaded only to unwind through is never
         // named), before debug info, so that what reading them holds for a while is let go of
         // first.
         let named: Vec<&Arc<Binary>> = {
-            let mut dsos: Vec<DsoId> =
-                self.addrs.iter().filter(|a| a.kind == AddrKind::File).map(|a| a.dso).collect();
-            dsos.sort_unstable();
-            dsos.dedup();
             let mut named: Vec<&Arc<Binary>> =
                 dsos.iter().filter_map(|d| self.binaries.loaded.get(d)?.as_ref()).collect();
             // The largest first, each a task of its own: the threads end close together.
