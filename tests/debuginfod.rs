@@ -35,22 +35,32 @@ fn gcc(args: &[&str]) {
 
 /// Builds the subject in scratch folder `name` and records the stripped copies.
 fn subject(name: &str) -> Subject {
+    subject_built(name, &[])
+}
+
+/// `subject`, with `flags` added to gcc's.
+fn subject_built(name: &str, flags: &[&str]) -> Subject {
     let dir = scratch(name);
     let (full, run_dir) = (dir.join("full"), dir.join("run"));
     std::fs::create_dir_all(&full).unwrap();
     std::fs::create_dir_all(&run_dir).unwrap();
     let lib = full.join("libserved.so");
     let main = full.join("served_main");
-    gcc(&["-shared", "-fPIC", &format!("{PROGRAMS}/served_lib.c"), "-o", lib.to_str().unwrap()]);
+    let lib_src = format!("{PROGRAMS}/served_lib.c");
+    gcc(&[flags, &["-shared", "-fPIC", &lib_src, "-o", lib.to_str().unwrap()]].concat());
     gcc(&[
-        &format!("{PROGRAMS}/served_main.c"),
-        "-o",
-        main.to_str().unwrap(),
-        "-L",
-        full.to_str().unwrap(),
-        "-lserved",
-        "-Wl,-rpath,$ORIGIN",
-    ]);
+        flags,
+        &[
+            &format!("{PROGRAMS}/served_main.c"),
+            "-o",
+            main.to_str().unwrap(),
+            "-L",
+            full.to_str().unwrap(),
+            "-lserved",
+            "-Wl,-rpath,$ORIGIN",
+        ],
+    ]
+    .concat());
     for f in [&lib, &main] {
         let copy = run_dir.join(f.file_name().unwrap());
         copy_executable(f, &copy);
@@ -382,9 +392,30 @@ fn binaries_missing_here_are_fetched_whole_as_for_a_recording_from_another_machi
         assert!(stdout(&o).contains(named), "{named} is not named:\n{}", stdout(&o));
     }
     assert!(!stdout(&here).contains("main_inner"));
-    // The server's executables carry their DWARF: no separate debug file is needed.
     for id in [&s.main_id, &s.lib_id] {
         assert!(cache.join(id).join("executable").is_file(), "{id}/executable was not fetched");
-        assert!(!cache.join(id).join("debuginfo").exists(), "{id}/debuginfo was fetched as well");
+    }
+}
+
+#[test]
+fn perf_dwarf_stacks_through_binaries_missing_here_unwind_with_the_fetched_ones() {
+    // Without frame pointers, only the binaries' unwind tables lead through their frames.
+    let s = subject_built("debuginfod-dwarf", &["-fomit-frame-pointer"]);
+    let data = s.dir.join("perf-dwarf.data");
+    let o = run(Command::new("perf")
+        .args(["record", "-q", "--call-graph", "dwarf", "-F", "1000", "-o"])
+        .arg(&data)
+        .arg(s.run.join("served_main"))
+        .arg("0.5"));
+    assert!(o.status.success(), "perf record: {}", stderr(&o));
+    let server = Server::start(&s.full, &[&s.main_id, &s.lib_id]);
+    std::fs::remove_dir_all(&s.run).unwrap();
+    let cache = s.dir.join("cache");
+    let env = [("DEBUGINFOD_URLS", server.url.as_str()), ("DEBUGINFOD_CACHE_PATH", cache.to_str().unwrap())];
+    let o = report(&data, &env, &["--format", "folded"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let folded = stdout(&o);
+    for chain in [";main;main_outer.constprop.0;main_inner ", ";main;lib_outer;lib_inner "] {
+        assert!(folded.contains(chain), "no stack with {chain:?}:\n{folded}");
     }
 }

@@ -147,7 +147,12 @@ impl Converter {
         }
         if let Some(config) = opts.debuginfod.config() {
             finder.use_debuginfod(rperf_symbols::debuginfod::Client::new(config));
-            crate::resolve::fetch_missing_binaries(&mut finder, &model, &rec.build_ids);
+            // Unwinding user stacks reads the binaries as the samples come; naming fetches
+            // what else it needs.
+            let stacks = linux_perf_data::linux_perf_event_reader::SampleFormat::STACK_USER;
+            if rec.perf_file.event_attributes().iter().any(|a| a.attr.sample_format.contains(stacks)) {
+                crate::resolve::fetch_missing_binaries(&mut finder, &model, &rec.build_ids);
+            }
         }
         let stored = std::mem::take(&mut rec.stored_symbols);
         Ok(Converter {

@@ -116,11 +116,14 @@ impl ElfInfo {
     /// no DWARF and no local debug file was found (and, when `dwarf` is false, the binary has
     /// no full symbol table either).
     pub fn lacks_debug_info(&self, dwarf: bool) -> bool {
+        if self.debug_file.get().is_some() {
+            return false;
+        }
         let Ok(obj) = object::File::parse(&self.data[..]) else { return false };
         if crate::dwarf::has_dwarf(&obj) || (!dwarf && obj.section_by_name(".symtab").is_some()) {
             return false;
         }
-        self.debug_file.get().is_none() && self.dwarf_file().is_none()
+        self.dwarf_file().is_none()
     }
 
     /// Function symbols (.symtab, else .dynsym, with MiniDebugInfo's), read on first use: a

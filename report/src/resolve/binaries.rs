@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use linux_perf_data::{SimpleperfFileRecord, SimpleperfTypeSpecificInfo};
-use rperf_symbols::debuginfod::{Artifact, Want};
+use rperf_symbols::debuginfod::{Artifact, Cached, Want};
 use rperf_symbols::{BinaryFinder, ElfInfo, Found, KernelSymbols, SymbolTable};
 use rperf_unwind::{Arch, UnwindSections};
 
@@ -101,29 +101,48 @@ impl Binaries {
 
     /// Fetches from debuginfod servers what naming `dsos` needs and this machine lacks: the
     /// binaries not found here, and the debug files of binaries without DWARF (`dwarf`) or
-    /// without a full symbol table. The binaries fetched are loaded; the DSOs loaded so come
-    /// back.
+    /// without a full symbol table. Debug files cached before are attached right away, side
+    /// by side; the rest is fetched, and the binaries fetched are loaded. The DSOs loaded so
+    /// come back.
     pub(super) fn fetch_for_naming(&mut self, model: &Model, dsos: &[DsoId], dwarf: bool) -> Vec<DsoId> {
-        if self.finder.debuginfod().is_none() {
+        use rayon::prelude::*;
+        let Some(client) = self.finder.debuginfod() else { return Vec::new() };
+        // Telling what a binary lacks parses it, and the cache may have it: side by side.
+        let wanted: Vec<(DsoId, Want)> = dsos
+            .par_iter()
+            .flat_map_iter(|&d| {
+                let dso = &model.dsos[d as usize];
+                let id =
+                    dso.build_id.as_ref().filter(|b| b.iter().any(|x| *x != 0) && dso.kind == DsoKind::File);
+                let want = |artifact| Want {
+                    build_id: id.cloned().unwrap_or_default(),
+                    artifact,
+                    name: dso.path.clone(),
+                };
+                let wants = match (id, self.loaded.get(&d)) {
+                    (None, _) => vec![],
+                    (Some(_), Some(Some(b))) if !b.elf.lacks_debug_info(dwarf) => vec![],
+                    (Some(id), Some(Some(b))) => match client.cached(id, Artifact::Debuginfo) {
+                        Cached::Here(f) => {
+                            b.elf.attach_debug_file(&f.path, f.map);
+                            vec![]
+                        }
+                        Cached::NotOnServers => vec![],
+                        Cached::Unknown => vec![want(Artifact::Debuginfo)],
+                    },
+                    (Some(_), _) => vec![want(Artifact::Executable), want(Artifact::Debuginfo)],
+                };
+                wants.into_iter().map(move |w| (d, w))
+            })
+            .collect();
+        if wanted.is_empty() {
             return Vec::new();
         }
-        let mut wanted = Vec::new();
-        for &d in dsos {
-            let dso = &model.dsos[d as usize];
-            let Some(id) = dso.build_id.as_ref().filter(|b| b.iter().any(|x| *x != 0)) else { continue };
-            if dso.kind != DsoKind::File {
-                continue;
-            }
-            let want = |artifact| Want { build_id: id.clone(), artifact, name: dso.path.clone() };
-            match self.loaded.get(&d) {
-                Some(Some(b)) if !b.elf.lacks_debug_info(dwarf) => {}
-                Some(Some(_)) => wanted.push(want(Artifact::Debuginfo)),
-                _ => wanted.extend([want(Artifact::Executable), want(Artifact::Debuginfo)]),
-            }
-        }
-        self.finder.fetch(wanted);
+        let mut fetching: Vec<DsoId> = wanted.iter().map(|(d, _)| *d).collect();
+        fetching.dedup();
+        self.finder.fetch(wanted.into_iter().map(|(_, w)| w).collect());
         let mut reloaded = Vec::new();
-        for &d in dsos {
+        for &d in &fetching {
             let dso = &model.dsos[d as usize];
             let id = dso.build_id.as_deref();
             if matches!(self.loaded.get(&d), Some(None) | None)
@@ -133,12 +152,16 @@ impl Binaries {
                 reloaded.extend(b.is_some().then_some(d));
                 self.loaded.insert(d, b);
             }
+        }
+        // Checking a debug file's build id parses it: side by side.
+        fetching.par_iter().for_each(|d| {
+            let id = model.dsos[*d as usize].build_id.as_deref();
             if let (Some(Some(b)), Some(f)) =
-                (self.loaded.get(&d), self.finder.fetched(id, Artifact::Debuginfo))
+                (self.loaded.get(d), self.finder.fetched(id, Artifact::Debuginfo))
             {
                 b.elf.attach_debug_file(&f.path, f.map.clone());
             }
-        }
+        });
         reloaded
     }
 
@@ -171,7 +194,7 @@ impl Binaries {
 }
 
 /// Fetches from debuginfod servers, side by side, the binaries of the recording's build-id
-/// table that are not on this machine, so that unwinding and naming can read them.
+/// table that are not on this machine, so that unwinding user stacks can read them.
 pub fn fetch_missing_binaries(
     finder: &mut BinaryFinder,
     model: &Model,

@@ -63,6 +63,16 @@ pub struct Fetched {
     pub map: Arc<memmap2::Mmap>,
 }
 
+/// What the cache knows of a file.
+pub enum Cached {
+    /// Fetched before.
+    Here(Fetched),
+    /// No server had it a short while ago (or there is no cache to fetch into).
+    NotOnServers,
+    /// Not asked for yet.
+    Unknown,
+}
+
 /// The servers and limits of a client.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -136,7 +146,8 @@ struct Tally {
 pub struct Client {
     config: Config,
     store: Result<Store, String>,
-    agent: ureq::Agent,
+    /// Made on first need: a report whose files are all cached sets up no HTTP (or TLS).
+    agent: std::sync::OnceLock<ureq::Agent>,
     limits: http::Limits,
     servers: Mutex<Vec<Server>>,
     answered: Condvar,
@@ -152,7 +163,7 @@ impl Client {
             http::Limits { timeout: config.timeout, max_time: config.max_time, max_size: config.max_size };
         Client {
             store: Store::open(config.cache.clone()),
-            agent: http::agent(&limits),
+            agent: std::sync::OnceLock::new(),
             limits,
             servers: Mutex::new(vec![Server::Untried(false); config.urls.len()]),
             answered: Condvar::new(),
@@ -160,6 +171,19 @@ impl Client {
             elapsed: Mutex::default(),
             progress: Progress::new(),
             config,
+        }
+    }
+
+    /// What the cache knows of `build_id`'s `artifact`, without asking any server.
+    pub fn cached(&self, build_id: &[u8], artifact: Artifact) -> Cached {
+        let Ok(store) = &self.store else { return Cached::NotOnServers };
+        match store.lookup(&crate::buildid::hex(build_id), artifact.name()) {
+            Lookup::Hit(path, map) => {
+                self.tally().from_cache += 1;
+                Cached::Here(Fetched { path, map })
+            }
+            Lookup::KnownMissing => Cached::NotOnServers,
+            Lookup::Unknown => Cached::Unknown,
         }
     }
 
@@ -171,8 +195,25 @@ impl Client {
         wanted.sort_by_key(|w| (crate::buildid::hex(&w.build_id), w.artifact.name()));
         wanted.dedup_by_key(|w| (crate::buildid::hex(&w.build_id), w.artifact));
         let started = Instant::now();
+        // The cache first, side by side on rayon's threads: only what it lacks is fetched.
+        let looked: Vec<Cached> = {
+            use rayon::prelude::*;
+            wanted.par_iter().map(|w| self.cached(&w.build_id, w.artifact)).collect()
+        };
+        let mut found = HashMap::new();
+        let mut unknown = Vec::new();
+        for (w, cached) in wanted.iter().zip(looked) {
+            match cached {
+                Cached::Here(f) => {
+                    found.insert((crate::buildid::hex(&w.build_id), w.artifact), f);
+                }
+                Cached::NotOnServers => {}
+                Cached::Unknown => unknown.push(*w),
+            }
+        }
+        let wanted = unknown;
         let next = AtomicUsize::new(0);
-        let found = Mutex::new(HashMap::new());
+        let found = Mutex::new(found);
         std::thread::scope(|s| {
             for _ in 0..wanted.len().min(PARALLEL) {
                 s.spawn(|| {
@@ -191,16 +232,8 @@ impl Client {
         found.into_inner().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// One file: from the cache, else from the first server that has it.
+    /// One file the cache lacks, from the first server that has it.
     fn fetch_one(&self, store: &Store, w: &Want, hex: &str) -> Option<Fetched> {
-        match store.lookup(hex, w.artifact.name()) {
-            Lookup::Hit(path, map) => {
-                self.tally().from_cache += 1;
-                return Some(Fetched { path, map });
-            }
-            Lookup::KnownMissing => return None,
-            Lookup::Unknown => {}
-        }
         let mut all_answered = true;
         for (i, url) in self.config.urls.iter().enumerate() {
             if !self.take_turn(i) {
@@ -208,8 +241,8 @@ impl Client {
                 continue;
             }
             let full = format!("{url}/buildid/{hex}/{}", w.artifact.name());
-            let outcome =
-                http::get(&self.agent, &full, &self.limits, || store.create(hex, w.artifact.name()));
+            let agent = self.agent.get_or_init(|| http::agent(&self.limits));
+            let outcome = http::get(agent, &full, &self.limits, || store.create(hex, w.artifact.name()));
             self.answered_by(i, &outcome);
             match outcome {
                 http::Outcome::Got(file, bytes) => {
@@ -327,7 +360,7 @@ impl Client {
         let elapsed = std::mem::take(&mut *self.elapsed.lock().unwrap_or_else(|e| e.into_inner()));
         if t.fetched > 0 {
             lines.push(format!(
-                "debuginfod: fetched {} file{} ({:.1} MB) in {:.1} s into {}{}",
+                "debuginfod: fetched {} file{} ({:.1} MB) in {:.2} s into {}{}",
                 t.fetched,
                 if t.fetched == 1 { "" } else { "s" },
                 t.bytes as f64 / 1e6,
