@@ -174,6 +174,8 @@ impl View {
             sort: self.sort.clone(),
             filters: self.filters.clone(),
             format: Format::Text,
+            // A refresh never waits on a network: top names code of this machine.
+            debuginfod: rperf_report::Debuginfod::Off,
             ..Default::default()
         }
     }
