@@ -98,7 +98,12 @@ impl Config {
     /// The configuration the environment gives, with `urls` (space-separated) in place of
     /// `DEBUGINFOD_URLS` when given; None without any server.
     pub fn from_env(urls: Option<&str>) -> Option<Config> {
-        let from_env = std::env::var("DEBUGINFOD_URLS").unwrap_or_default();
+        Self::from_vars(urls, |k| std::env::var(k).ok())
+    }
+
+    /// `from_env`, with the environment's variables read through `var`.
+    fn from_vars(urls: Option<&str>, var: impl Fn(&str) -> Option<String>) -> Option<Config> {
+        let from_env = var("DEBUGINFOD_URLS").unwrap_or_default();
         let urls: Vec<String> = urls
             .unwrap_or(&from_env)
             .split_whitespace()
@@ -108,13 +113,16 @@ impl Config {
         if urls.is_empty() {
             return None;
         }
-        let number = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse::<u64>().ok());
+        let number = |k: &str| var(k).and_then(|v| v.trim().parse::<u64>().ok()).filter(|&n| n > 0);
+        let path = |k: &str| var(k).filter(|v| !v.is_empty()).map(PathBuf::from);
         Some(Config {
             urls,
-            timeout: Duration::from_secs(number("DEBUGINFOD_TIMEOUT").filter(|&s| s > 0).unwrap_or(90)),
-            max_time: number("DEBUGINFOD_MAXTIME").filter(|&s| s > 0).map(Duration::from_secs),
-            max_size: number("DEBUGINFOD_MAXSIZE").filter(|&s| s > 0).unwrap_or(DEFAULT_MAX_SIZE),
-            cache: Store::default_path(),
+            timeout: Duration::from_secs(number("DEBUGINFOD_TIMEOUT").unwrap_or(90)),
+            max_time: number("DEBUGINFOD_MAXTIME").map(Duration::from_secs),
+            max_size: number("DEBUGINFOD_MAXSIZE").unwrap_or(DEFAULT_MAX_SIZE),
+            cache: path("DEBUGINFOD_CACHE_PATH")
+                .or_else(|| path("XDG_CACHE_HOME").map(|d| d.join("debuginfod_client")))
+                .or_else(|| path("HOME").map(|d| d.join(".cache").join("debuginfod_client"))),
         })
     }
 }
@@ -424,5 +432,49 @@ impl Progress {
             eprint!("\r\x1b[K");
             std::io::stderr().flush().ok();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(urls: Option<&str>, vars: &[(&str, &str)]) -> Option<Config> {
+        Config::from_vars(urls, |k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn the_environment_sets_servers_limits_and_cache_as_for_elfutils() {
+        assert!(config(None, &[("HOME", "/h")]).is_none(), "no server, no client");
+        assert!(config(None, &[("DEBUGINFOD_URLS", "  ")]).is_none());
+        let c = config(None, &[("DEBUGINFOD_URLS", " http://a:8002/  https://b "), ("HOME", "/h")]).unwrap();
+        assert_eq!(c.urls, ["http://a:8002", "https://b"]);
+        assert_eq!((c.timeout, c.max_time, c.max_size), (Duration::from_secs(90), None, DEFAULT_MAX_SIZE));
+        assert_eq!(c.cache, Some(PathBuf::from("/h/.cache/debuginfod_client")));
+        let c = config(
+            Some("http://c"),
+            &[
+                ("DEBUGINFOD_URLS", "http://a"),
+                ("DEBUGINFOD_TIMEOUT", "5"),
+                ("DEBUGINFOD_MAXTIME", "60"),
+                ("DEBUGINFOD_MAXSIZE", "1000"),
+                ("XDG_CACHE_HOME", "/x"),
+                ("HOME", "/h"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.urls, ["http://c"], "--debuginfod=URLS replaces DEBUGINFOD_URLS");
+        assert_eq!(
+            (c.timeout, c.max_time, c.max_size),
+            (Duration::from_secs(5), Some(Duration::from_secs(60)), 1000)
+        );
+        assert_eq!(c.cache, Some(PathBuf::from("/x/debuginfod_client")));
+        let c = config(
+            Some("http://c"),
+            &[("DEBUGINFOD_CACHE_PATH", "/d"), ("XDG_CACHE_HOME", "/x"), ("DEBUGINFOD_TIMEOUT", "soon")],
+        )
+        .unwrap();
+        assert_eq!(c.cache, Some(PathBuf::from("/d")));
+        assert_eq!(c.timeout, Duration::from_secs(90), "an unreadable timeout keeps the default");
     }
 }

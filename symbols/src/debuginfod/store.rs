@@ -1,7 +1,7 @@
 //! The debuginfod client cache, laid out as elfutils lays it out, so that rperf, gdb and perf
 //! share what each fetched: `ROOT/BUILDID/debuginfo` and `ROOT/BUILDID/executable`. ROOT is
 //! `$DEBUGINFOD_CACHE_PATH`, else `$XDG_CACHE_HOME/debuginfod_client`, else
-//! `$HOME/.cache/debuginfod_client`.
+//! `$HOME/.cache/debuginfod_client` (`Config`).
 //!
 //! A file a server did not have is remembered as an empty file with no permissions, as elfutils
 //! does, for `ROOT/cache_miss_s` seconds (600 unless that file says otherwise); later reports
@@ -47,14 +47,6 @@ impl Store {
             .and_then(|m| std::str::from_utf8(&m).ok()?.trim().parse().ok())
             .unwrap_or(CACHE_MISS_S);
         Ok(Store { root, path, miss_s })
-    }
-
-    /// Where the environment puts the cache, as elfutils finds it.
-    pub(super) fn default_path() -> Option<PathBuf> {
-        let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-        env("DEBUGINFOD_CACHE_PATH")
-            .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("debuginfod_client")))
-            .or_else(|| env("HOME").map(|d| d.join(".cache").join("debuginfod_client")))
     }
 
     /// The folder of one build id, when it is safe to use.
