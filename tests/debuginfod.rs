@@ -265,6 +265,10 @@ fn stripped_binaries_are_named_as_their_unstripped_copies_with_a_server_then_fro
     assert_eq!(stdout(&warm), text, "the warm report differs from the cold one");
     assert!(!stderr(&warm).contains("failed"), "the warm report asked a server: {}", stderr(&warm));
     assert!(!stderr(&warm).contains("debuginfod: fetched"), "{}", stderr(&warm));
+    // elfutils' own client finds what rperf fetched: the cache is shared with gdb and perf.
+    let find = run(Command::new("debuginfod-find").envs(env).args(["debuginfo", &s.main_id]));
+    assert!(find.status.success(), "debuginfod-find: {}", stderr(&find));
+    assert_eq!(stdout(&find).trim(), cache.join(&s.main_id).join("debuginfo").to_str().unwrap());
 
     // The unstripped binaries in place of the stripped ones name the same.
     for f in ["served_main", "libserved.so"] {
