@@ -17,6 +17,8 @@ use clap::{Args, Subcommand};
     after_help = "Examples:\n  rperf android record --app com.example.app -- -g dwarf --duration 10\n  \
     rperf android record --app com.example.app --launch -s emulator-5554\n  \
     rperf android record --app com.example.app -a .SettingsActivity -- -g fp --duration 5\n  \
+    rperf android record -np surfaceflinger -- -g dwarf --duration 10\n  \
+    rperf android record --system-wide -- --duration 5\n  \
     rperf android pull-binaries -i perf.data\n  rperf report --symfs binary_cache"
 )]
 pub struct AndroidArgs {
@@ -30,13 +32,21 @@ enum AndroidCommand {
     PullBinaries(PullArgs),
 }
 
-/// Record an app on the device: push rperf, record (as the app through run-as when the device
-/// is not rooted), pull perf.data and the binaries it names.
+/// Record an app, a native program or the whole device: push rperf, record (an app as itself
+/// through run-as when the device is not rooted), pull perf.data and the binaries it names.
 #[derive(Args, Debug)]
 struct RecordArgs {
     /// The app's package name.
-    #[arg(long = "app", value_name = "PKG")]
-    app: String,
+    #[arg(long = "app", value_name = "PKG", required_unless_present_any = ["native_program", "system_wide"])]
+    app: Option<String>,
+    /// A native program running on the device (`surfaceflinger`): every process of that name,
+    /// as app_profiler.py's -np finds it with pidof (`-np NAME` works too).
+    #[arg(long = "native-program", value_name = "NAME", conflicts_with_all = ["app", "system_wide"])]
+    native_program: Option<String>,
+    /// The whole device, as app_profiler.py's --system-wide (needs a rooted device, or
+    /// security.perf_harden set to 0).
+    #[arg(long = "system-wide", conflicts_with = "app")]
+    system_wide: bool,
     /// Start the app's main activity once recording waits for it (the app is stopped first,
     /// so that its start is recorded).
     #[arg(long = "launch")]
@@ -238,31 +248,29 @@ fn device_binary(given: Option<&Path>, abi: &str) -> anyhow::Result<PathBuf> {
 }
 
 fn record(a: RecordArgs) -> anyhow::Result<i32> {
+    if (a.launch || a.activity.is_some()) && a.app.is_none() {
+        bail!("--launch and -a start an app: name it with --app PKG");
+    }
     let adb = Adb::connect(&a.device)?;
     let abi = match adb.shell_ok(&["getprop", "ro.product.cpu.abi"])?.as_str() {
         "arm64-v8a" => "arm64",
         "x86_64" => "x86_64",
         other => bail!("the device's ABI is {other}; rperf runs on arm64-v8a and x86_64 devices"),
     };
-    let packages = adb.shell_ok(&["pm", "list", "packages", &a.app])?;
-    if !packages.lines().any(|l| l.trim() == format!("package:{}", a.app)) {
-        bail!(
-            "app {} is not installed on {} (adb shell pm list packages lists it when it is)",
-            a.app,
-            adb.serial
-        );
-    }
+    let target = target(&adb, &a)?;
     let binary = device_binary(a.device_binary.as_deref(), abi)?;
     let on_device = format!("{DEVICE_DIR}/rperf");
     adb.push(&binary, &on_device)?;
     adb.shell_ok(&["chmod", "755", &on_device])?;
     let data = format!("{DEVICE_DIR}/perf.data");
-    let mut args =
-        vec![on_device.clone(), "record".into(), "--app".into(), a.app.clone(), "-o".into(), data.clone()];
+    let mut args = vec![on_device.clone(), "record".into()];
+    args.extend(target);
+    args.extend(["-o".into(), data.clone()]);
     args.extend(a.record_options.iter().cloned());
+    let app = a.app.as_deref().unwrap_or_default();
     let launch = a.launch || a.activity.is_some();
     if launch {
-        adb.shell_ok(&["am", "force-stop", &a.app])?;
+        adb.shell_ok(&["am", "force-stop", app])?;
     }
     let mut rec =
         adb.cmd().arg("shell").args(&args).stderr(Stdio::piped()).spawn().context("cannot run adb shell")?;
@@ -279,8 +287,8 @@ fn record(a: RecordArgs) -> anyhow::Result<i32> {
             seen.push_str(&line);
         }
         let activity = match &a.activity {
-            Some(name) => format!("{}/{name}", a.app),
-            None => main_activity(&adb, &a.app)?,
+            Some(name) => format!("{app}/{name}"),
+            None => main_activity(&adb, app)?,
         };
         adb.shell_ok(&["am", "start", "-n", &activity])?;
     }
@@ -308,6 +316,36 @@ fn record(a: RecordArgs) -> anyhow::Result<i32> {
         a.binary_cache.display()
     );
     Ok(0)
+}
+
+/// The options that name what the device's rperf records: the app (installed), the processes
+/// of a native program (running), or the whole device.
+fn target(adb: &Adb, a: &RecordArgs) -> anyhow::Result<Vec<String>> {
+    if let Some(app) = &a.app {
+        let packages = adb.shell_ok(&["pm", "list", "packages", app])?;
+        if !packages.lines().any(|l| l.trim() == format!("package:{app}")) {
+            bail!(
+                "app {app} is not installed on {} (adb shell pm list packages lists it when it is)",
+                adb.serial
+            );
+        }
+        return Ok(vec!["--app".into(), app.clone()]);
+    }
+    if let Some(name) = &a.native_program {
+        // pidof exits 1 when no process has the name.
+        let o = adb.shell(&["pidof", name])?;
+        let pids: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap_or_default().split_whitespace().collect();
+        if pids.is_empty() || !pids.iter().all(|p| p.parse::<u32>().is_ok()) {
+            bail!(
+                "no process named {} runs on {} (adb shell pidof {} finds none); start it first",
+                rperf_symbols::text::printable(name),
+                adb.serial,
+                rperf_symbols::text::printable(name)
+            );
+        }
+        return Ok(vec!["-p".into(), pids.join(",")]);
+    }
+    Ok(vec!["-a".into()])
 }
 
 /// The app's launcher activity (`PKG/.MainActivity`), as the package manager resolves it.
@@ -414,6 +452,20 @@ fn private_folder() -> anyhow::Result<PrivateFolder> {
         }
     }
     bail!("cannot create a folder of its own in {}; set TMPDIR to another", base.display())
+}
+
+/// app_profiler.py's one-dash long options, as `rperf android record` spells them: `-np NAME`
+/// becomes `--native-program NAME` (before any `--`; clap's short options are one letter).
+pub fn expand_one_dash_options(args: Vec<String>) -> Vec<String> {
+    if args.get(1).map(String::as_str) != Some("android") || args.get(2).map(String::as_str) != Some("record")
+    {
+        return args;
+    }
+    let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
+    args.into_iter()
+        .enumerate()
+        .map(|(i, a)| if i < end && a == "-np" { "--native-program".to_string() } else { a })
+        .collect()
 }
 
 /// Runs `rperf android`.

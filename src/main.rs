@@ -40,7 +40,7 @@ enum Command {
 }
 
 fn main() {
-    let args = record::expand_short_g(std::env::args().collect());
+    let args = android::expand_one_dash_options(record::expand_short_g(std::env::args().collect()));
     let cli = Cli::parse_from(args.clone());
     let result = match cli.command {
         Command::Record(a) => record::run(a, &args),

@@ -278,3 +278,50 @@ fn an_activity_named_with_a_is_started_once_recording_waits() {
     let o = s.rperf(&["report", "-i", "perf.data", "--sort", "comm", "-n"]);
     assert!(o.status.success() && stdout(&o).contains("Samples: "), "{}", stderr(&o));
 }
+
+#[test]
+fn a_native_program_is_recorded_by_name_and_the_whole_device_with_system_wide() {
+    let s = sandbox("android_native", &["emulator-5554"]);
+    let dev = device_binary();
+    // A native program running on the device, as a daemon runs.
+    let daemon = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("exec -a rperfnatived {} 3 1", programs().workload_fp.display()))
+        .spawn()
+        .unwrap();
+    let pid = daemon.id();
+    let args = ["android", "record", "-np", "rperfnatived", "--device-binary", &dev];
+    let o = s.rperf(&[&args[..], &["--", "-g", "fp", "--duration", "1"]].concat());
+    let mut daemon = daemon;
+    daemon.kill().ok();
+    daemon.wait().ok();
+    assert!(o.status.success(), "{}\nadb calls:\n{}", stderr(&o), s.log());
+    let log = s.log();
+    let at = |call: &str| log.lines().position(|l| l.starts_with(call));
+    let found = at("adb -s emulator-5554 shell pidof rperfnatived");
+    let record = at(&format!("adb -s emulator-5554 shell /data/local/tmp/rperf record -p {pid} -o /data/local/tmp/perf.data -g fp --duration 1"));
+    assert!(found.is_some() && found < record, "{log}");
+    let o = s.rperf(&["report", "-i", "perf.data", "--sort", "comm,symbol", "--symfs", "binary_cache"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("hot_loop"), "{}", stdout(&o));
+
+    // A name nothing runs under, and options that need an app.
+    let o = s.rperf(&["android", "record", "-np", "rperfnosuchd", "--device-binary", &dev]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("no process named rperfnosuchd runs on emulator-5554"), "{}", stderr(&o));
+    let o = s.rperf(&["android", "record", "--system-wide", "--launch", "--device-binary", &dev]);
+    assert!(!o.status.success() && stderr(&o).contains("--app"), "{}", stderr(&o));
+
+    std::fs::write(s.dir.join("adb.log"), "").unwrap();
+    let o =
+        s.rperf(&["android", "record", "--system-wide", "--device-binary", &dev, "--", "--duration", "0.5"]);
+    assert!(o.status.success(), "{}\nadb calls:\n{}", stderr(&o), s.log());
+    let log = s.log();
+    assert!(
+        log.contains("adb -s emulator-5554 shell /data/local/tmp/rperf record -a -o /data/local/tmp/perf.data --duration 0.5"),
+        "{log}"
+    );
+    assert!(!log.contains("pm list packages"), "{log}");
+    let o = s.rperf(&["report", "-i", "perf.data", "--sort", "comm", "-n"]);
+    assert!(o.status.success() && stdout(&o).contains("Samples: "), "{}", stderr(&o));
+}
