@@ -63,6 +63,11 @@ struct RecordArgs {
     /// Where binaries are pulled to.
     #[arg(long = "binary-cache", default_value = "binary_cache")]
     binary_cache: PathBuf,
+    /// Build folders holding unstripped copies of the app's libraries: a binary whose build id
+    /// matches a file under DIR (searched recursively) is taken from there instead of the
+    /// device (`-lib DIR` works too; may be repeated).
+    #[arg(long = "lib", value_name = "DIR", action = clap::ArgAction::Append)]
+    lib: Vec<PathBuf>,
     /// The rperf binary for the device (default: target/device/ABI/rperf beside this rperf's
     /// build, as scripts/build-device.sh makes it).
     #[arg(long = "device-binary", value_name = "FILE")]
@@ -83,6 +88,10 @@ struct PullArgs {
     /// The binary cache.
     #[arg(short = 'o', long = "output", default_value = "binary_cache")]
     output: PathBuf,
+    /// Build folders holding unstripped copies of the binaries, taken instead of the device's
+    /// when their build ids match (`-lib DIR` works too; may be repeated).
+    #[arg(long = "lib", value_name = "DIR", action = clap::ArgAction::Append)]
+    lib: Vec<PathBuf>,
     #[command(flatten)]
     device: DeviceArgs,
 }
@@ -309,7 +318,7 @@ fn record(a: RecordArgs) -> anyhow::Result<i32> {
     }
     out.finish()?;
     eprintln!("rperf: pulled {}", a.output.display());
-    pull_binaries(&adb, &a.output, &a.binary_cache)?;
+    pull_binaries(&adb, &a.output, &a.binary_cache, &a.lib)?;
     eprintln!(
         "rperf: report with `rperf report -i {} --symfs {}`",
         a.output.display(),
@@ -369,9 +378,11 @@ fn main_activity(adb: &Adb, pkg: &str) -> anyhow::Result<String> {
 /// Pulls the binaries `data` names into `cache`; returns how many were pulled. Each is pulled
 /// into a private folder of its own first, then copied into the cache through its descriptor
 /// (`crate::binary_cache`). Device paths that cannot be cached are skipped, and listed.
-fn pull_binaries(adb: &Adb, data: &Path, cache: &Path) -> anyhow::Result<usize> {
+fn pull_binaries(adb: &Adb, data: &Path, cache: &Path, lib: &[PathBuf]) -> anyhow::Result<usize> {
     use rperf_symbols::text::printable;
     let binaries = rperf_report::binaries(data)?;
+    let built = crate::build_dirs::index(lib);
+    let mut from_builds = 0;
     let store = crate::binary_cache::BinaryCache::open(cache)?;
     let mut list = store.read_list();
     let landing = private_folder()?;
@@ -387,6 +398,17 @@ fn pull_binaries(adb: &Adb, data: &Path, cache: &Path) -> anyhow::Result<usize> 
         };
         let id = format!("0x{}", rperf_symbols::buildid::hex(&build_id));
         let rel = parts.join("/");
+        // An unstripped copy from the build folders replaces whatever the cache holds.
+        if let Some(unstripped) = built.get(&rperf_symbols::buildid::hex(&build_id)) {
+            if let Err(why) = store.store(&parts, unstripped) {
+                skipped.push(format!("{}: {why}", printable(&path)));
+                continue;
+            }
+            list.retain(|(_, p)| *p != rel);
+            list.push((id, rel));
+            from_builds += 1;
+            continue;
+        }
         if list.iter().any(|(i, p)| *i == id && *p == rel) && store.holds(&parts) {
             continue;
         }
@@ -415,6 +437,9 @@ fn pull_binaries(adb: &Adb, data: &Path, cache: &Path) -> anyhow::Result<usize> 
     }
     store.write_list(&list)?;
     eprintln!("rperf: {pulled} binaries pulled into {}", cache.display());
+    if !lib.is_empty() {
+        eprintln!("rperf: {from_builds} binaries taken from the build folders (-lib) instead");
+    }
     if !skipped.is_empty() {
         eprintln!("rperf: {} binaries were not pulled (their frames stay unnamed):", skipped.len());
         for s in &skipped {
@@ -454,8 +479,9 @@ fn private_folder() -> anyhow::Result<PrivateFolder> {
     bail!("cannot create a folder of its own in {}; set TMPDIR to another", base.display())
 }
 
-/// app_profiler.py's one-dash long options, as `rperf android record` spells them: `-np NAME`
-/// becomes `--native-program NAME` (before any `--`; clap's short options are one letter).
+/// app_profiler.py's one-dash long options, as `rperf android record` and `pull-binaries` spell
+/// them: `-np NAME` becomes `--native-program NAME`, `-lib DIR` `--lib DIR` (before any `--`;
+/// clap's short options are one letter).
 pub fn expand_one_dash_options(args: Vec<String>) -> Vec<String> {
     if args.get(1).map(String::as_str) != Some("android") || args.get(2).map(String::as_str) != Some("record")
     {
@@ -464,7 +490,11 @@ pub fn expand_one_dash_options(args: Vec<String>) -> Vec<String> {
     let end = args.iter().position(|a| a == "--").unwrap_or(args.len());
     args.into_iter()
         .enumerate()
-        .map(|(i, a)| if i < end && a == "-np" { "--native-program".to_string() } else { a })
+        .map(|(i, a)| match a.as_str() {
+            "-np" if i < end => "--native-program".to_string(),
+            "-lib" if i < end => "--lib".to_string(),
+            _ => a,
+        })
         .collect()
 }
 
@@ -474,7 +504,7 @@ pub fn run(a: AndroidArgs) -> anyhow::Result<i32> {
         AndroidCommand::Record(r) => record(r),
         AndroidCommand::PullBinaries(p) => {
             let adb = Adb::connect(&p.device)?;
-            pull_binaries(&adb, &p.input, &p.output)?;
+            pull_binaries(&adb, &p.input, &p.output, &p.lib)?;
             Ok(0)
         }
     }

@@ -325,3 +325,25 @@ fn a_native_program_is_recorded_by_name_and_the_whole_device_with_system_wide() 
     let o = s.rperf(&["report", "-i", "perf.data", "--sort", "comm", "-n"]);
     assert!(o.status.success() && stdout(&o).contains("Samples: "), "{}", stderr(&o));
 }
+
+#[test]
+fn unstripped_libraries_from_build_folders_replace_the_devices_stripped_ones() {
+    let s = sandbox("android_lib", &["emulator-5554"]);
+    let dev = device_binary();
+    // The developer's build folder holds the unstripped binary; the device has it stripped.
+    let build = s.dir.join("build/intermediates/cmake/x86_64");
+    std::fs::create_dir_all(&build).unwrap();
+    copy_executable(&s.app_binary, &build.join("libhello"));
+    let o = run(std::process::Command::new("strip").arg("--strip-all").arg(&s.app_binary));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let args = ["android", "record", "--app", PKG, "--launch", "-lib", "build", "--device-binary", &dev];
+    let o = s.rperf(&[&args[..], &["--", "-g", "fp", "--duration", "10"]].concat());
+    assert!(o.status.success(), "{}\nadb calls:\n{}", stderr(&o), s.log());
+    assert!(stderr(&o).contains("1 binaries taken from the build folders (-lib)"), "{}", stderr(&o));
+    let log = s.log();
+    assert!(!log.contains(&format!("pull {}", s.app_binary.display())), "pulled from the device:\n{log}");
+    let cached = s.dir.join("binary_cache").join(s.app_binary.display().to_string().trim_start_matches('/'));
+    assert_eq!(std::fs::read(&cached).unwrap(), std::fs::read(build.join("libhello")).unwrap());
+    let o = s.rperf(&["report", "-i", "perf.data", "--sort", "symbol", "--symfs", "binary_cache"]);
+    assert!(o.status.success() && stdout(&o).contains("hot_loop"), "{}", stdout(&o));
+}
