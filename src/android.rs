@@ -39,8 +39,8 @@ struct RecordArgs {
     /// The app's package name.
     #[arg(long = "app", value_name = "PKG", required_unless_present_any = ["native_program", "system_wide"])]
     app: Option<String>,
-    /// A native program running on the device (`surfaceflinger`): every process of that name,
-    /// as app_profiler.py's -np finds it with pidof (`-np NAME` works too).
+    /// A native program on the device (`surfaceflinger`): every process of that name, as
+    /// app_profiler.py's -np finds it with pidof, waiting until it runs (`-np NAME` works too).
     #[arg(long = "native-program", value_name = "NAME", conflicts_with_all = ["app", "system_wide"])]
     native_program: Option<String>,
     /// The whole device, as app_profiler.py's --system-wide (needs a rooted device, or
@@ -341,20 +341,41 @@ fn target(adb: &Adb, a: &RecordArgs) -> anyhow::Result<Vec<String>> {
         return Ok(vec!["--app".into(), app.clone()]);
     }
     if let Some(name) = &a.native_program {
-        // pidof exits 1 when no process has the name.
-        let o = adb.shell(&["pidof", name])?;
-        let pids: Vec<&str> = std::str::from_utf8(&o.stdout).unwrap_or_default().split_whitespace().collect();
-        if pids.is_empty() || !pids.iter().all(|p| p.parse::<u32>().is_ok()) {
-            bail!(
-                "no process named {} runs on {} (adb shell pidof {} finds none); start it first",
-                rperf_symbols::text::printable(name),
-                adb.serial,
-                rperf_symbols::text::printable(name)
-            );
-        }
-        return Ok(vec!["-p".into(), pids.join(",")]);
+        return Ok(vec!["-p".into(), wait_for_program(adb, name)?]);
     }
     Ok(vec!["-a".into()])
+}
+
+/// The processes named `name` on the device (a comma list of pids), once there is one: as
+/// app_profiler.py's -np, rperf asks `pidof` until the program runs (Ctrl-C to give up).
+fn wait_for_program(adb: &Adb, name: &str) -> anyhow::Result<String> {
+    use rperf_symbols::text::{printable, printable_cut};
+    let mut said = false;
+    loop {
+        // pidof prints nothing (and exits 1) while no process has the name.
+        let o = adb.shell(&["pidof", name])?;
+        let text = String::from_utf8_lossy(&o.stdout);
+        let pids: Vec<&str> = text.split_whitespace().collect();
+        if pids.iter().any(|p| p.parse::<u32>().is_err()) {
+            bail!(
+                "adb shell pidof {} answered {:?}, not process ids",
+                printable(name),
+                printable_cut(&text, 200)
+            );
+        }
+        if !pids.is_empty() {
+            return Ok(pids.join(","));
+        }
+        if !said {
+            eprintln!(
+                "rperf: waiting for native program {} on {} (Ctrl-C to stop)",
+                printable(name),
+                adb.serial
+            );
+            said = true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// The app's launcher activity (`PKG/.MainActivity`), as the package manager resolves it.
