@@ -22,7 +22,7 @@ pub fn code(result: anyhow::Result<i32>) -> i32 {
             }
             // Messages quote names from outside (paths, comms, control input): nothing reaches the
             // terminal raw.
-            eprintln!("rperf: error: {}", rperf_symbols::text::printable(&msg));
+            crate::log::say(crate::log::Level::Error, &format!("rperf: error: {msg}"));
             1
         }
     }

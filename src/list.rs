@@ -13,6 +13,10 @@ pub struct ListArgs {
     /// Only this group: hw, sw, cache, tracepoint, raw or pmu.
     #[arg(value_name = "GROUP")]
     group: Option<String>,
+    /// With `tracepoint`: only `system:name id` lines, the file `record --tracepoint-events`
+    /// reads where tracefs cannot be (an app's user on Android).
+    #[arg(long = "ids")]
+    ids: bool,
 }
 
 fn mark(name: &str) -> &'static str {
@@ -33,6 +37,22 @@ pub fn run(a: ListArgs) -> anyhow::Result<i32> {
     }
     let want = |g: &str| only.is_none_or(|o| o == g);
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if a.ids {
+        if only != Some("tracepoint") {
+            anyhow::bail!("--ids lists tracepoints: rperf list tracepoint --ids");
+        }
+        let ids = rperf_record::event::tracepoint_ids();
+        if ids.is_empty() {
+            anyhow::bail!(
+                "no tracepoint ids found: tracefs is not mounted or not readable here (run as root)"
+            );
+        }
+        for (name, id) in ids {
+            writeln!(out, "{name} {id}")?;
+        }
+        out.flush()?;
+        return Ok(0);
+    }
     if want("hw") {
         writeln!(out, "List of hardware events:")?;
         for e in NAMED_EVENTS.iter().filter(|e| e.kind == EventKind::Hardware) {

@@ -8,6 +8,7 @@ mod debuginfod_args;
 mod dump;
 mod exit;
 mod list;
+mod log;
 mod output_file;
 mod record;
 mod report;
@@ -42,6 +43,14 @@ enum Command {
 
 fn main() {
     let args = android::expand_one_dash_options(record::expand_short_g(std::env::args().collect()));
+    if args.len() == 1 {
+        // `rperf` alone: the help, and success, as simpleperf answers (its app API runs the
+        // profiler so, to check that the app may execute it).
+        use clap::CommandFactory;
+        Cli::command().print_help().ok();
+        println!();
+        return;
+    }
     let cli = Cli::parse_from(args.clone());
     let result = match cli.command {
         Command::Record(a) => record::run(a, &args),

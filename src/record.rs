@@ -1,6 +1,6 @@
 //! `rperf record`: command-line options to `rperf_record::RecordOptions`, and the summary.
 
-use rperf_symbols::text::printable;
+use crate::log::{say, Level};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -93,14 +93,31 @@ pub struct RecordArgs {
     /// command, exit with the command's exit code (143 for its SIGTERM) rather than 0.
     #[arg(long = "use-cmd-exit-code")]
     use_cmd_exit_code: bool,
-    /// Running as the app's user, started by rperf through run-as (the output is --out-fd).
+    /// Take `pause` and `resume` on stdin, answering `ok` on stdout (`started` once recording
+    /// runs); stop at the end of stdin. simpleperf's option, which its app API
+    /// (`ProfileSession`) drives, so that apps record a chosen code path with rperf.
+    #[arg(long = "stdio-controls-profiling", conflicts_with = "control")]
+    stdio_controls: bool,
+    /// Read tracepoint ids from FILE where tracefs cannot be read (an app's user on Android):
+    /// lines of `system:name id`, as `rperf list tracepoint --ids` prints them.
+    #[arg(long = "tracepoint-events", value_name = "FILE")]
+    tracepoint_events: Option<PathBuf>,
+    /// Messages under LEVEL are left out: verbose, debug, info (the default), warning, error
+    /// or fatal (simpleperf's levels).
+    #[arg(long = "log", value_name = "LEVEL", value_parser = crate::log::parse_level)]
+    log: Option<crate::log::Level>,
+    /// Write messages to Android's log (`adb logcat -s rperf`) instead of stderr.
+    #[arg(long = "log-to-android-buffer")]
+    log_to_android_buffer: bool,
+    /// Running in the app's context already: as the app's user, started by rperf through
+    /// run-as, by simpleperf_app_runner or by the app itself (simpleperf's option).
     #[arg(long = "in-app", hide = true)]
     in_app: bool,
     /// Write the recording into this open file descriptor.
     #[arg(long = "out-fd", hide = true, requires = "in_app")]
     out_fd: Option<i32>,
     /// Stop when this file descriptor becomes readable or is closed.
-    #[arg(long = "stop-fd", hide = true, requires = "in_app")]
+    #[arg(long = "stop-fd", visible_alias = "stop-signal-fd", hide = true, requires = "in_app")]
     stop_fd: Option<i32>,
 }
 
@@ -223,6 +240,7 @@ fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
         stop_fd: a.stop_fd,
         delay: a.delay.map(Duration::from_millis),
         control,
+        stdio_controls: a.stdio_controls,
         exclude_perf: a.exclude_perf,
         jit_interface: !a.no_jit_interface,
         jit_limits: rperf_record::JitLimits {
@@ -244,6 +262,14 @@ fn check_output_writable(path: &std::path::Path) -> anyhow::Result<()> {
 
 /// Runs `rperf record`; returns the launched command's exit code (0 otherwise).
 pub fn run(a: RecordArgs, argv: &[String]) -> anyhow::Result<i32> {
+    if a.log.is_some() || a.log_to_android_buffer {
+        if let Some(why) = crate::log::configure(a.log.unwrap_or(Level::Info), a.log_to_android_buffer) {
+            say(Level::Warning, &format!("rperf: {why}"));
+        }
+    }
+    if let Some(file) = &a.tracepoint_events {
+        rperf_record::event::use_tracepoint_ids_from(file.clone());
+    }
     // An app of another user is recorded as that user, through run-as.
     if let (Some(pkg), false) = (&a.target.app, a.in_app) {
         if let crate::run_as::Plan::RunAs(run_as) = crate::run_as::plan(pkg)? {
@@ -260,19 +286,19 @@ pub fn run(a: RecordArgs, argv: &[String]) -> anyhow::Result<i32> {
         opts.target = Target::SystemWide;
         return run_system_wide_with(opts, command);
     }
-    let summary = record(&opts, &mut |note| eprintln!("rperf: {}", printable(note)))?;
+    let summary = record(&opts, &mut |note| say(Level::Info, &format!("rperf: {note}")))?;
     if let (StopReason::AppExited, Target::App(name)) = (&summary.stop, &opts.target) {
-        eprintln!("rperf: every process of app {} exited; recording stopped", printable(name));
+        say(Level::Info, &format!("rperf: every process of app {name} exited; recording stopped"));
     }
     report_summary(&opts, &summary);
     match &summary.stop {
         StopReason::WriteError(e) => {
-            eprintln!(
-                "rperf: recording stopped early: {}; {} holds the {} samples written before",
-                printable(e),
+            let text = format!(
+                "rperf: recording stopped early: {e}; {} holds the {} samples written before",
                 opts.output.display(),
                 summary.samples_written
             );
+            say(Level::Error, &text);
             Ok(summary.exit_code.filter(|c| *c != 0).unwrap_or(1))
         }
         StopReason::Duration | StopReason::SizeLimit | StopReason::Requested => {
@@ -288,11 +314,16 @@ pub fn run(a: RecordArgs, argv: &[String]) -> anyhow::Result<i32> {
                         c => format!("exited with code {c}"),
                     };
                     let exit = if use_cmd_exit_code { code } else { 0 };
-                    eprintln!(
-                        "rperf: {planned}: the command {} {stopped} as recording ended; rperf exits with {exit}{}",
-                        printable(&argv[0]),
-                        if use_cmd_exit_code { "" } else { " (--use-cmd-exit-code gives the command's code)" }
+                    let hint = if use_cmd_exit_code {
+                        ""
+                    } else {
+                        " (--use-cmd-exit-code gives the command's code)"
+                    };
+                    let text = format!(
+                        "rperf: {planned}: the command {} {stopped} as recording ended; rperf exits with {exit}{hint}",
+                        &argv[0]
                     );
+                    say(Level::Info, &text);
                     Ok(exit)
                 }
                 _ => Ok(0),
@@ -309,7 +340,7 @@ fn run_system_wide_with(opts: RecordOptions, command: Vec<String>) -> anyhow::Re
         .with_context(|| format!("cannot run '{}'", command[0]))?;
     // Everything is recorded until the command exits.
     let recording =
-        match Recorder::start(opts.clone(), Box::new(|note| eprintln!("rperf: {}", printable(note)))) {
+        match Recorder::start(opts.clone(), Box::new(|note| say(Level::Info, &format!("rperf: {note}")))) {
             Ok(r) => r,
             Err(e) => {
                 child.kill().ok();
@@ -327,34 +358,40 @@ fn run_system_wide_with(opts: RecordOptions, command: Vec<String>) -> anyhow::Re
 fn report_summary(opts: &RecordOptions, s: &rperf_record::RecordSummary) {
     let total = s.samples + s.lost;
     let pct = if total > 0 { 100.0 * s.lost as f64 / total as f64 } else { 0.0 };
-    eprintln!("Samples recorded: {}. Samples lost: {} ({:.2}%)", s.samples, s.lost, pct);
+    say(Level::Info, &format!("Samples recorded: {}. Samples lost: {} ({:.2}%)", s.samples, s.lost, pct));
     if s.unwound > 0 {
-        eprintln!(
-            "Unwound while recording: {} samples, {} ({:.2}%) stopped before the stack's end",
-            s.unwound,
-            s.unwind_incomplete,
-            100.0 * s.unwind_incomplete as f64 / s.unwound as f64
+        say(
+            Level::Info,
+            &format!(
+                "Unwound while recording: {} samples, {} ({:.2}%) stopped before the stack's end",
+                s.unwound,
+                s.unwind_incomplete,
+                100.0 * s.unwind_incomplete as f64 / s.unwound as f64
+            ),
         );
     }
     if s.cut_stacks > 0 {
-        eprintln!(
+        let text = format!(
             "rperf: {} samples had their stack copies cut to 1 KiB while the ring buffers were more than \
              half full (their call chains may end early)",
             s.cut_stacks
         );
+        say(Level::Warning, &text);
     }
     if s.lost_sideband > 0 {
-        eprintln!(
+        let text = format!(
             "rperf: {} mmap/comm/fork/exit records were lost; some samples may be attributed to the wrong \
              binary or thread",
             s.lost_sideband
         );
+        say(Level::Warning, &text);
     }
     if s.lost > 0 {
-        eprintln!(
+        say(
+            Level::Warning,
             "rperf: to lose fewer samples, give the ring buffers more pages (-m), sample less often (-F), \
-             or copy less stack per sample (-g dwarf,SIZE)"
+             or copy less stack per sample (-g dwarf,SIZE)",
         );
     }
-    eprintln!("rperf: wrote {} ({:.1} MB)", opts.output.display(), s.bytes as f64 / 1e6);
+    say(Level::Info, &format!("rperf: wrote {} ({:.1} MB)", opts.output.display(), s.bytes as f64 / 1e6));
 }

@@ -4,54 +4,8 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-
+use common::android::*;
 use common::*;
-
-struct Sandbox {
-    dir: PathBuf,
-    bin: PathBuf,
-    app_binary: PathBuf,
-}
-
-const PKG: &str = "com.example.hello";
-
-/// A device with serials `serials`, the app installed: its binary under /data/app and a start
-/// script that runs it under the app's name.
-fn sandbox(name: &str, serials: &[&str]) -> Sandbox {
-    let dir = scratch(name);
-    let bin = dir.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let adb = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/adb.sh");
-    copy_executable(&adb, &bin.join("adb"));
-    std::fs::write(dir.join("serials"), serials.join("\n")).unwrap();
-    std::fs::write(dir.join("packages"), format!("com.android.settings\n{PKG}\n")).unwrap();
-    let app_dir = dir.join("data/app").join(PKG).join("lib/x86_64");
-    std::fs::create_dir_all(&app_dir).unwrap();
-    let app_binary = app_dir.join("libhello");
-    copy_executable(&programs().workload_fp, &app_binary);
-    std::fs::create_dir_all(dir.join("apps")).unwrap();
-    let start = dir.join("apps").join(PKG);
-    write_executable(&start, &format!("#!/bin/bash\nexec -a {PKG} {} 1 1\n", app_binary.display()));
-    Sandbox { dir, bin, app_binary }
-}
-
-impl Sandbox {
-    fn rperf(&self, args: &[&str]) -> std::process::Output {
-        let path = format!("{}:{}", self.bin.display(), std::env::var("PATH").unwrap());
-        run(rperf().args(args).env("PATH", path).env("ADB_SANDBOX", &self.dir).current_dir(&self.dir))
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("adb.log")).unwrap_or_default()
-    }
-}
-
-fn device_binary() -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/device/x86_64/rperf");
-    assert!(p.is_file(), "{} is missing: run ./scripts/build-device.sh (the test command does)", p.display());
-    p.display().to_string()
-}
 
 #[test]
 fn record_on_the_device_and_report_from_the_binary_cache() {

@@ -1,5 +1,9 @@
-//! `--control fifo:CTL[,ACK]`: commands (`enable`, `disable`, `stop`, `ping`) come in on one
-//! fifo, one per line, and each is answered `ack` on the other, as perf's `--control` does.
+//! Commands from outside while recording, one per line, in one of two dialects:
+//! - `--control fifo:CTL[,ACK]`, as perf's: `enable`, `disable`, `stop`, `ping` come in on one
+//!   fifo, and each is answered `ack` on the other.
+//! - `--stdio-controls-profiling`, as simpleperf's (what its app API, `ProfileSession`, drives):
+//!   `started` is written to stdout once recording runs; `pause` and `resume` come in on stdin,
+//!   each answered `ok` (or `error`) on stdout; the end of stdin stops the recording.
 //!
 //! The input is anyone's who can write to the fifo: lines are bounded (`CONTROL_LINE_MAX`; a
 //! longer one is ignored and reported with its first bytes only), and at most
@@ -63,14 +67,27 @@ impl Lines {
     }
 }
 
-/// The fifos, open.
+/// Which commands a control input takes, and how they are answered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dialect {
+    /// perf's `--control`: enable, disable, stop, ping; each answered `ack`.
+    Perf,
+    /// simpleperf's `--stdio-controls-profiling`: pause, resume; each answered `ok` or `error`.
+    Simpleperf,
+}
+
+/// The control input and where answers go, open.
 pub(crate) struct Control {
-    ctl: std::fs::File,
-    ack: Option<std::fs::File>,
+    input: std::fs::File,
+    answers: Option<std::fs::File>,
     lines: Lines,
+    pub dialect: Dialect,
+    /// The input ended (stdin closed): for simpleperf's dialect, a stop.
+    pub ended: bool,
 }
 
 impl Control {
+    /// perf's `--control fifo:CTL[,ACK]`.
     pub fn open(ctl: &std::path::Path, ack: Option<&std::path::Path>) -> Result<Control, Error> {
         use std::os::unix::fs::OpenOptionsExt;
         // Opened for writing too, so that a writer closing it is no end of file, and without
@@ -93,19 +110,56 @@ impl Control {
                 ));
             }
         }
-        Ok(Control { ctl: open(ctl)?, ack: ack.map(open).transpose()?, lines: Lines::default() })
+        Ok(Control {
+            input: open(ctl)?,
+            answers: ack.map(open).transpose()?,
+            lines: Lines::default(),
+            dialect: Dialect::Perf,
+            ended: false,
+        })
     }
 
-    /// The lines written since the last look (at most `CONTROL_READ_MAX` bytes of them).
+    /// simpleperf's `--stdio-controls-profiling`: commands on stdin, answers on stdout (copies
+    /// of both descriptors, so that the streams themselves stay as they are).
+    pub fn stdio() -> Result<Control, Error> {
+        use std::os::fd::AsFd;
+        let dup = |fd: std::os::fd::BorrowedFd<'_>, what: &str| {
+            fd.try_clone_to_owned()
+                .map(std::fs::File::from)
+                .map_err(|e| Error::Usage(format!("--stdio-controls-profiling: cannot use {what}: {e}")))
+        };
+        Ok(Control {
+            input: dup(std::io::stdin().as_fd(), "stdin")?,
+            answers: Some(dup(std::io::stdout().as_fd(), "stdout")?),
+            lines: Lines::default(),
+            dialect: Dialect::Simpleperf,
+            ended: false,
+        })
+    }
+
+    /// The lines written since the last look (at most `CONTROL_READ_MAX` bytes of them); notes
+    /// the end of the input.
     pub fn read(&mut self) -> Vec<ControlLine> {
         use std::io::Read;
+        use std::os::fd::AsRawFd;
         let mut buf = [0u8; 4096];
         let mut out = Vec::new();
         let mut read = 0;
-        while read < CONTROL_READ_MAX {
-            let n = match self.ctl.read(&mut buf) {
-                Ok(n) if n > 0 => n,
-                _ => break,
+        // Looked at before each read: stdin is not made non-blocking, as others share it.
+        let ready = |fd: i32| {
+            let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+            // SAFETY: one pollfd, for the duration of the call.
+            unsafe { libc::poll(&mut p, 1, 0) > 0 }
+        };
+        while read < CONTROL_READ_MAX && !self.ended && ready(self.input.as_raw_fd()) {
+            let n = match self.input.read(&mut buf) {
+                Ok(0) => {
+                    self.ended = true;
+                    break;
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
             };
             read += n;
             out.extend(self.lines.feed(&buf[..n]));
@@ -113,9 +167,26 @@ impl Control {
         out
     }
 
-    pub fn ack(&mut self) {
-        if let Some(a) = &mut self.ack {
-            std::io::Write::write_all(a, b"ack\n").ok();
+    /// Answers a command: `ack` (perf), `ok` or `error` (simpleperf).
+    pub fn answer(&mut self, done: bool) {
+        let text: &[u8] = match (self.dialect, done) {
+            (Dialect::Perf, _) => b"ack\n",
+            (Dialect::Simpleperf, true) => b"ok\n",
+            (Dialect::Simpleperf, false) => b"error\n",
+        };
+        self.say(text);
+    }
+
+    /// Says that recording runs (simpleperf's dialect: `started`).
+    pub fn started(&mut self) {
+        if self.dialect == Dialect::Simpleperf {
+            self.say(b"started\n");
+        }
+    }
+
+    fn say(&mut self, text: &[u8]) {
+        if let Some(a) = &mut self.answers {
+            std::io::Write::write_all(a, text).ok();
         }
     }
 }

@@ -193,6 +193,20 @@ pub fn tracepoints() -> Vec<String> {
     out
 }
 
+/// Every tracepoint in tracefs with its id, by name.
+pub fn tracepoint_ids() -> Vec<(String, u64)> {
+    let Some(root) = tracefs_root() else { return Vec::new() };
+    let id = |tp: &str| {
+        let (system, name) = tp.split_once(':')?;
+        std::fs::read_to_string(root.join("events").join(system).join(name).join("id"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    tracepoints().into_iter().filter_map(|tp| id(&tp).map(|id| (tp, id))).collect()
+}
+
 /// Every plain event name rperf accepts (for suggestions).
 fn all_names() -> Vec<String> {
     let mut v: Vec<String> = NAMED_EVENTS.iter().map(|e| e.name.to_string()).collect();
@@ -249,31 +263,10 @@ fn resolve(body: &str, full: &str) -> Result<EventSpec, Error> {
         }
     }
     if let Some((system, name)) = body.split_once(':') {
-        let root = find_tracefs().map_err(|(reason, remedy)| Error::Event {
-            name: full.to_string(),
-            reason,
-            remedy,
-        })?;
-        let id_path = root.join("events").join(system).join(name).join("id");
-        return match std::fs::read_to_string(&id_path) {
-            Ok(id) => match id.trim().parse::<u64>() {
-                Ok(id) => Ok(spec(body, attr_type::TRACEPOINT, id)),
-                Err(_) => Err(Error::Event {
-                    name: full.to_string(),
-                    reason: format!("{} does not hold a tracepoint id", id_path.display()),
-                    remedy: "check tracefs".into(),
-                }),
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(Error::Event {
-                name: full.to_string(),
-                reason: format!("cannot read {}: permission denied", id_path.display()),
-                remedy: "run as root, or make tracefs readable (chmod -R a+rX /sys/kernel/tracing)".into(),
-            }),
-            Err(_) => Err(Error::Event {
-                name: full.to_string(),
-                reason: "no such tracepoint".into(),
-                remedy: suggest(body, &tracepoints()),
-            }),
+        let from_tracefs = tracepoint_from_tracefs(system, name, full);
+        return match (from_tracefs, tracepoint_from_file(body)) {
+            (Err(_), Some(id)) => Ok(spec(body, attr_type::TRACEPOINT, id?)),
+            (found, _) => found.map(|id| spec(body, attr_type::TRACEPOINT, id)),
         };
     }
     Err(Error::Event {
@@ -281,6 +274,59 @@ fn resolve(body: &str, full: &str) -> Result<EventSpec, Error> {
         reason: "unknown event".into(),
         remedy: suggest(body, &all_names()),
     })
+}
+
+/// The file of tracepoint ids `record --tracepoint-events` names, read where tracefs cannot
+/// be (an app's own user on Android may not read it).
+static TRACEPOINT_FILE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+
+/// The most of a tracepoint-ids file read.
+const TRACEPOINT_FILE_MAX: u64 = 16 << 20;
+
+/// Takes tracepoint ids from `path` where tracefs cannot be read: lines of `system:name id`, as
+/// `rperf list tracepoint --ids` prints them (and simpleperf's `--tracepoint-events` file
+/// holds them). Set once, before events are parsed.
+pub fn use_tracepoint_ids_from(path: std::path::PathBuf) {
+    TRACEPOINT_FILE.set(path).ok();
+}
+
+/// The id of tracepoint `name` in the `--tracepoint-events` file, when one is given and names it
+/// (an error when the file cannot be read).
+fn tracepoint_from_file(name: &str) -> Option<Result<u64, Error>> {
+    use std::io::Read;
+    let path = TRACEPOINT_FILE.get()?;
+    let mut text = String::new();
+    let read = std::fs::File::open(path).and_then(|f| f.take(TRACEPOINT_FILE_MAX).read_to_string(&mut text));
+    if let Err(e) = read {
+        return Some(Err(Error::Event {
+            name: name.to_string(),
+            reason: format!("tracefs cannot be read here, nor --tracepoint-events {}: {e}", path.display()),
+            remedy: "write the file where tracefs is readable: rperf list tracepoint --ids > FILE".into(),
+        }));
+    }
+    text.lines().find_map(|l| {
+        let mut f = l.split_whitespace();
+        (f.next() == Some(name)).then(|| f.next().and_then(|id| id.parse().ok())).flatten().map(Ok)
+    })
+}
+
+/// The id of tracepoint `system:name` in tracefs.
+fn tracepoint_from_tracefs(system: &str, name: &str, full: &str) -> Result<u64, Error> {
+    let event = |reason: String, remedy: String| Error::Event { name: full.to_string(), reason, remedy };
+    let root = find_tracefs().map_err(|(reason, remedy)| event(reason, remedy))?;
+    let id_path = root.join("events").join(system).join(name).join("id");
+    match std::fs::read_to_string(&id_path) {
+        Ok(id) => id.trim().parse::<u64>().map_err(|_| {
+            event(format!("{} does not hold a tracepoint id", id_path.display()), "check tracefs".into())
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Err(event(
+            format!("cannot read {}: permission denied", id_path.display()),
+            "run as root, or make tracefs readable (chmod -R a+rX /sys/kernel/tracing)".into(),
+        )),
+        Err(_) => {
+            Err(event("no such tracepoint".into(), suggest(&format!("{system}:{name}"), &tracepoints())))
+        }
+    }
 }
 
 fn suggest(name: &str, candidates: &[String]) -> String {

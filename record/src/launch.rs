@@ -203,15 +203,22 @@ extern "C" fn on_stop(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc
 extern "C" fn on_child(_: libc::c_int) {}
 
 /// Installs the handlers that turn SIGINT/SIGTERM/SIGHUP into a clean stop and let SIGCHLD
-/// wake the poll loop.
+/// wake the poll loop. A SIGHUP ignored when rperf started (`nohup`, as when recording goes on
+/// after the phone's USB cable is pulled) stays ignored.
 pub fn install_signal_handlers() {
-    // SAFETY: installing handlers that only touch atomics (async-signal-safe).
+    // SAFETY: installing handlers that only touch atomics (async-signal-safe); the query of
+    // SIGHUP's disposition writes into a zeroed sigaction of ours.
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
         sa.sa_sigaction = on_stop as *const () as usize;
         sa.sa_flags = libc::SA_SIGINFO;
+        let mut hup: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGHUP, std::ptr::null(), &mut hup);
+        let hup_ignored = hup.sa_flags & libc::SA_SIGINFO == 0 && hup.sa_sigaction == libc::SIG_IGN;
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
+            if sig != libc::SIGHUP || !hup_ignored {
+                libc::sigaction(sig, &sa, std::ptr::null_mut());
+            }
         }
         let mut sc: libc::sigaction = std::mem::zeroed();
         sc.sa_sigaction = on_child as *const () as usize;

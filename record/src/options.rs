@@ -77,6 +77,11 @@ pub struct RecordOptions {
     /// Commands from outside (`--control fifo:CTL[,ACK]`): `enable`, `disable`, `stop` and
     /// `ping` read from the CTL fifo, each answered `ack` on the ACK fifo.
     pub control: Option<(PathBuf, Option<PathBuf>)>,
+    /// Commands on stdin, as simpleperf's `--stdio-controls-profiling` (what its app API,
+    /// `ProfileSession`, drives): `started` is written to stdout once recording runs; `pause`
+    /// and `resume` lines switch sampling off and on, each answered `ok` (or `error`); the end
+    /// of stdin stops the recording.
+    pub stdio_controls: bool,
     /// Leave out samples of rperf itself (`-a` samples it too).
     pub exclude_perf: bool,
     /// Read the GDB JIT interface of the recorded processes (`__jit_debug_descriptor`), to
@@ -113,6 +118,7 @@ impl RecordOptions {
             stop_fd: None,
             delay: None,
             control: None,
+            stdio_controls: false,
             exclude_perf: false,
             jit_interface: true,
             jit_limits: crate::JitLimits::default(),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use rperf_perfdata::feature;
 
-use crate::control::{Control, ControlLine, CONTROL_LINE_MAX};
+use crate::control::{Control, ControlLine, Dialect, CONTROL_LINE_MAX};
 use crate::launch::{self, Launched};
 use crate::options::RecordOptions;
 use crate::procfs;
@@ -146,6 +146,9 @@ impl Session {
         }
         // The recording has started: it takes the output's name now.
         self.sink.writer.publish()?;
+        if let Some(c) = self.control.as_mut() {
+            c.started();
+        }
         let start = Instant::now();
         if self.sampling {
             self.sampling_since = Some(start);
@@ -210,32 +213,53 @@ impl Session {
         }
     }
 
-    /// Carries out the commands that came on `--control`; true when one was `stop`.
+    /// Carries out the commands that came on `--control` or stdin; true when one was `stop`
+    /// (or, for simpleperf's dialect, stdin ended).
     fn obey_controls(&mut self, note: &mut dyn FnMut(&str)) -> bool {
         let Some(commands) = self.control.as_mut().map(Control::read) else { return false };
+        let dialect = self.control.as_ref().map(|c| c.dialect);
+        let known = match dialect {
+            Some(Dialect::Simpleperf) => "pause, resume",
+            _ => "enable, disable, stop, ping",
+        };
         let mut stop = false;
         for c in commands {
-            match c {
-                ControlLine::Command(c) => match c.as_str() {
-                    "enable" => self.set_sampling(true),
-                    "disable" => self.set_sampling(false),
-                    "stop" => stop = true,
-                    "ping" => {}
-                    other => note(&format!(
-                        "--control: unknown command '{}' (enable, disable, stop, ping)",
-                        rperf_symbols::text::printable_cut(other, 64)
-                    )),
+            let done = match c {
+                ControlLine::Command(c) => match (dialect, c.as_str()) {
+                    (Some(Dialect::Perf), "enable") | (Some(Dialect::Simpleperf), "resume") => {
+                        self.set_sampling(true);
+                        true
+                    }
+                    (Some(Dialect::Perf), "disable") | (Some(Dialect::Simpleperf), "pause") => {
+                        self.set_sampling(false);
+                        true
+                    }
+                    (Some(Dialect::Perf), "stop") => {
+                        stop = true;
+                        true
+                    }
+                    (Some(Dialect::Perf), "ping") => true,
+                    (_, other) => {
+                        note(&format!(
+                            "control: unknown command '{}' ({known})",
+                            rperf_symbols::text::printable_cut(other, 64)
+                        ));
+                        false
+                    }
                 },
-                ControlLine::TooLong(start) => note(&format!(
-                    "--control: a line longer than {CONTROL_LINE_MAX} bytes was ignored ('{}…'); commands are enable, disable, stop, ping",
-                    rperf_symbols::text::printable(&start)
-                )),
-            }
+                ControlLine::TooLong(start) => {
+                    note(&format!(
+                        "control: a line longer than {CONTROL_LINE_MAX} bytes was ignored ('{}…'); commands are {known}",
+                        rperf_symbols::text::printable(&start)
+                    ));
+                    false
+                }
+            };
             if let Some(ctl) = self.control.as_mut() {
-                ctl.ack();
+                ctl.answer(done);
             }
         }
-        stop
+        stop || self.control.as_ref().is_some_and(|c| c.dialect == Dialect::Simpleperf && c.ended)
     }
 
     /// Why to stop now, if anything says so: a write error, the size limit, a signal, the stop

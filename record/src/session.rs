@@ -115,7 +115,11 @@ impl Session {
             recorded: Duration::ZERO,
             sampling_since: None,
             elapsed: None,
-            control: opts.control.as_ref().map(|(c, a)| Control::open(c, a.as_deref())).transpose()?,
+            control: match &opts.control {
+                Some((c, a)) => Some(Control::open(c, a.as_deref())?),
+                None if opts.stdio_controls => Some(Control::stdio()?),
+                None => None,
+            },
             buffers: Vec::new(),
             sideband: Vec::new(),
             cpus,

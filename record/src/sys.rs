@@ -229,6 +229,12 @@ pub fn clock_ns(clockid: i32) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// The calling thread's id.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
+
 /// Now, on the clock samples are stamped with, in ns.
 pub(crate) fn sample_clock_ns() -> u64 {
     clock_ns(SAMPLE_CLOCK.load(std::sync::atomic::Ordering::Relaxed))

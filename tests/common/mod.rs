@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: building the test programs, running rperf and perf.
 #![allow(dead_code)]
 
+pub mod android;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;

@@ -1,9 +1,11 @@
 #!/bin/sh
 # A stand-in for adb, for tests: devices, push, pull and shell for the devices listed in
 # $ADB_SANDBOX/serials, emulated on this machine. Device paths under /data live in
-# $ADB_SANDBOX/data; other paths are this machine's. Installed packages are listed in
-# $ADB_SANDBOX/packages; `am start` runs $ADB_SANDBOX/apps/PKG. Every call is logged to
-# $ADB_SANDBOX/adb.log.
+# $ADB_SANDBOX/data, under /system in $ADB_SANDBOX/system; other paths are this machine's.
+# Installed packages are listed in $ADB_SANDBOX/packages, debuggable ones in
+# $ADB_SANDBOX/debuggable (run-as is $ADB_SANDBOX/devbin/run-as); `am start` and
+# `am instrument` run $ADB_SANDBOX/apps/PKG. The shell is not root unless $ADB_SANDBOX/rooted
+# exists. Every call is logged to $ADB_SANDBOX/adb.log.
 set -u
 box=$ADB_SANDBOX
 echo "adb $*" >> "$box/adb.log"
@@ -15,7 +17,7 @@ elif [ "${1:-}" != devices ] && [ "$(echo "$serials" | grep -c .)" != 1 ]; then
   echo "adb: more than one device/emulator" >&2
   exit 1
 fi
-map() { case "$1" in /data/*) echo "$box$1" ;; *) echo "$1" ;; esac; }
+map() { case "$1" in /data/*|/system/*) echo "$box$1" ;; *) echo "$1" ;; esac; }
 cmd=${1:-}
 shift
 case "$cmd" in
@@ -31,9 +33,12 @@ case "$cmd" in
     [ -f "$src" ] || { echo "adb: error: failed to stat remote object '$1': No such file or directory" >&2; exit 1; }
     cp "$src" "$2" ;;
   shell)
-    line=$(printf '%s ' "$@" | sed "s# /data/# $box/data/#g; s#^/data/#$box/data/#")
+    line=$(printf '%s ' "$@" | sed "s# /data/# $box/data/#g; s#^/data/#$box/data/#; s# /system/# $box/system/#g; s#^/system/#$box/system/#")
     case "$line" in
       "getprop ro.product.cpu.abi "*) echo x86_64 ;;
+      "getprop ro.build.version.sdk "*) echo 34 ;;
+      "setprop "*) ;;
+      "id -u "*) if [ -e "$box/rooted" ]; then echo 0; else echo 2000; fi ;;
       "pm list packages "*)
         for p in $(cat "$box/packages"); do
           case "$p" in *"$4"*) echo "package:$p" ;; esac
@@ -47,7 +52,10 @@ case "$cmd" in
         pkg=${4%%/*}
         echo "Starting: Intent { cmp=$4 }"
         setsid "$box/apps/$pkg" > /dev/null 2>&1 < /dev/null & ;;
-      *) exec sh -c "$line" ;;
+      "am instrument "*)
+        runner=$(echo "$line" | awk '{print $NF}')
+        setsid "$box/apps/${runner%%/*}" > /dev/null 2>&1 < /dev/null & ;;
+      *) PATH="$box/devbin:$PATH" exec sh -c "$line" ;;
     esac ;;
   *) echo "adb: unknown command $cmd" >&2; exit 1 ;;
 esac
