@@ -37,6 +37,10 @@ pub struct AnnotateArgs {
     /// Look binaries up here first (may be repeated: the folders are searched in order).
     #[arg(long = "symfs", value_name = "DIR", action = clap::ArgAction::Append)]
     symfs: Vec<PathBuf>,
+    /// Look binaries up by build id anywhere under DIR, searched recursively (an NDK build's
+    /// obj folder, a folder of unstripped libraries); may be repeated.
+    #[arg(long = "symdir", value_name = "DIR", action = clap::ArgAction::Append)]
+    symdirs: Vec<PathBuf>,
     #[command(flatten)]
     debuginfod: crate::debuginfod_args::DebuginfodArgs,
     /// Only this event.
@@ -66,6 +70,7 @@ pub fn run(a: AnnotateArgs) -> anyhow::Result<i32> {
     let report = ReportOptions {
         input: a.input.clone(),
         symfs: a.symfs.clone(),
+        symdirs: crate::target_args::folders(&a.symdirs, "--symdir")?,
         debuginfod: a.debuginfod.choice()?,
         source_dirs: a.source_dirs.clone(),
         event: a.event.clone(),

@@ -3,7 +3,6 @@
 mod android;
 mod annotate;
 mod binary_cache;
-mod build_dirs;
 mod debuginfod_args;
 mod dump;
 mod exit;

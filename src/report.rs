@@ -109,6 +109,10 @@ pub struct ReportArgs {
     /// (may be repeated: the folders are searched in order).
     #[arg(long = "symfs", value_name = "DIR", action = clap::ArgAction::Append)]
     symfs: Vec<PathBuf>,
+    /// Look binaries up by build id anywhere under DIR, searched recursively (an NDK build's
+    /// obj folder, a folder of unstripped libraries); may be repeated.
+    #[arg(long = "symdir", value_name = "DIR", action = clap::ArgAction::Append)]
+    symdirs: Vec<PathBuf>,
     #[command(flatten)]
     debuginfod: crate::debuginfod_args::DebuginfodArgs,
     /// Source files for the HTML report's code panel: looked for under DIR by their recorded
@@ -295,6 +299,7 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
     Ok(ReportOptions {
         input: a.input.clone(),
         symfs: a.symfs.clone(),
+        symdirs: crate::target_args::folders(&a.symdirs, "--symdir")?,
         debuginfod: a.debuginfod.choice()?,
         source_dirs: a.source_dirs.clone(),
         kallsyms: a.kallsyms.clone(),

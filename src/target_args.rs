@@ -153,6 +153,16 @@ pub fn parse_pages(s: &str) -> Result<usize, String> {
     }
 }
 
+/// The folders given to `option`, each checked to be one.
+pub fn folders(dirs: &[std::path::PathBuf], option: &str) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    for d in dirs {
+        if !d.is_dir() {
+            bail!("{option} {}: no such folder", d.display());
+        }
+    }
+    Ok(dirs.to_vec())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

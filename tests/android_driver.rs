@@ -318,3 +318,35 @@ fn unstripped_libraries_from_build_folders_replace_the_devices_stripped_ones() {
     let o = s.rperf(&["report", "-i", "perf.data", "--sort", "symbol", "--symfs", "binary_cache"]);
     assert!(o.status.success() && stdout(&o).contains("hot_loop"), "{}", stdout(&o));
 }
+
+/// `--symdir DIR` finds binaries by build id anywhere under DIR, as deep as a build folder
+/// keeps them; without it the stripped binary at the recorded path names nothing.
+#[test]
+fn symbol_folders_are_searched_recursively_by_build_id() {
+    let s = sandbox("android_symdir", &["emulator-5554"]);
+    let deep = s.dir.join("app/build/intermediates/cxx/RelWithDebInfo/4x3a/obj/x86_64");
+    std::fs::create_dir_all(&deep).unwrap();
+    copy_executable(&s.app_binary, &deep.join("libhello"));
+    let o = run(std::process::Command::new("strip").arg("--strip-all").arg(&s.app_binary));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let data = record_fp("android_symdir_rec", &s.app_binary, &["0.5", "1"]);
+    let share = |extra: &[&str]| -> f64 {
+        let mut args = vec!["report", "-i", data.to_str().unwrap(), "--sort", "symbol", "--csv"];
+        args.extend_from_slice(extra);
+        let o = s.rperf(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        csv_rows(&stdout(&o), ',')
+            .iter()
+            .filter(|r| r["Symbol"] == "hot_loop")
+            .map(|r| pct(&r["Overhead"]))
+            .sum()
+    };
+    assert_eq!(share(&[]), 0.0, "named from the stripped binary");
+    assert!(share(&["--symdir", "app"]) > 50.0);
+    let o = s.rperf(&["report", "-i", data.to_str().unwrap(), "--symdir", "no/such/dir"]);
+    assert!(
+        !o.status.success() && stderr(&o).contains("--symdir no/such/dir: no such folder"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -243,3 +243,36 @@ fn recording_goes_on_without_usb_and_stop_brings_it_back() {
     let o = s.rperf(&["android", "stop"]);
     assert!(!o.status.success() && stderr(&o).contains("no recording was started"), "{}", stderr(&o));
 }
+
+/// The command line simpleperf's shell side runs in an app's context (through
+/// simpleperf_app_runner or run-as), which cannot create files where the output goes nor be
+/// signalled by the shell: the recording goes into the descriptor the shell opened, and ends
+/// when the shell closes the pipe it passed.
+#[test]
+fn the_app_context_command_line_records_into_the_descriptors_it_is_given() {
+    let dir = scratch("android_in_app_fds");
+    let out = dir.join("perf.data");
+    let mut app = std::process::Command::new(&programs().workload_fp).args(["30", "1"]).spawn().unwrap();
+    let script = format!(
+        "exec {} record --in-app --log info --out-fd 3 --stop-signal-fd 4 -p {} -e cpu-clock -f 1000 \
+         --call-graph fp --duration 60 3>{} 4< <(sleep 1.5)",
+        env!("CARGO_BIN_EXE_rperf"),
+        app.id(),
+        out.display()
+    );
+    let started = std::time::Instant::now();
+    let o = run(std::process::Command::new("bash").arg("-c").arg(&script));
+    let took = started.elapsed();
+    app.kill().ok();
+    app.wait().ok();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(took < std::time::Duration::from_secs(30), "not stopped by the closed pipe: {took:?}");
+    let o = run(rperf().args(["report", "--sort", "symbol", "--csv", "-i"]).arg(&out));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let hot: f64 = csv_rows(&stdout(&o), ',')
+        .iter()
+        .filter(|r| r["Symbol"] == "hot_loop")
+        .map(|r| pct(&r["Overhead"]))
+        .sum();
+    assert!(hot > 50.0, "{}", stdout(&o));
+}

@@ -169,7 +169,8 @@ fn hottest(p: &Profile, opts: &AnnotateOptions) -> Vec<(FuncId, Annotated)> {
         };
         funcs.retain(|(f, _)| wanted(*f));
     }
-    let finder = BinaryFinder::new(&opts.report.symfs);
+    let mut finder = BinaryFinder::new(&opts.report.symfs);
+    finder.add_symdirs(&opts.report.symdirs);
     let mut binaries: HashMap<u32, Option<ElfInfo>> = HashMap::new();
     let mut done = Vec::new();
     for (f, weight) in funcs {

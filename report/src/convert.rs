@@ -111,6 +111,7 @@ impl Converter {
             this_kernel,
         )?;
         let mut finder = BinaryFinder::new(&opts.symfs);
+        finder.add_symdirs(&opts.symdirs);
         finder.set_same_kernel(this_kernel);
         let section = |id| rec.perf_file.feature_section_data(linux_perf_data::Feature(id));
         let mut profile = profile;

@@ -438,6 +438,8 @@ pub struct ReportOptions {
     pub input: PathBuf,
     /// Where binaries are looked up first.
     pub symfs: Vec<PathBuf>,
+    /// Folders searched recursively for binaries by build id.
+    pub symdirs: Vec<PathBuf>,
     /// Whether debug info and binaries missing here are fetched from debuginfod servers.
     pub debuginfod: Debuginfod,
     /// Kernel symbols to use instead of the recording's.
@@ -528,6 +530,7 @@ impl Default for ReportOptions {
         ReportOptions {
             input: PathBuf::from("perf.data"),
             symfs: Vec::new(),
+            symdirs: Vec::new(),
             debuginfod: Debuginfod::default(),
             source_dirs: Vec::new(),
             kallsyms: None,

@@ -57,7 +57,7 @@ pub fn pull_recording(adb: &Adb, device_path: &str, output: &Path) -> anyhow::Re
 pub fn pull_binaries(adb: &Adb, data: &Path, cache: &Path, lib: &[PathBuf]) -> anyhow::Result<usize> {
     use rperf_symbols::text::printable;
     let binaries = rperf_report::binaries(data)?;
-    let built = crate::build_dirs::index(lib);
+    let built = rperf_symbols::symdir::index(lib);
     let mut from_builds = 0;
     let store = crate::binary_cache::BinaryCache::open(cache)?;
     let mut list = store.read_list();

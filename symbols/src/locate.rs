@@ -65,6 +65,14 @@ impl BinaryFinder {
         }
     }
 
+    /// Also finds binaries by build id anywhere under `dirs` (searched recursively, links not
+    /// followed): `--symdir`. Files named by the symbol directories' build_id_lists come first.
+    pub fn add_symdirs(&mut self, dirs: &[PathBuf]) {
+        for (id, path) in crate::symdir::index(dirs) {
+            self.by_build_id.entry(id).or_insert(path);
+        }
+    }
+
     /// Finds the binary recorded as `path` with `build_id`; a library recorded inside an APK
     /// (`X.apk!/lib/abi/libfoo.so`) is also looked for in the APK.
     pub fn find(&self, path: &str, build_id: Option<&[u8]>) -> Found {

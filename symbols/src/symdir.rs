@@ -1,5 +1,7 @@
-//! `-lib DIR`: the developer's build folders, searched for unstripped copies of the binaries a
-//! recording names, by build id, as simpleperf's binary_cache_builder.py `-lib` searches them.
+//! Folders searched recursively for binaries by build id: a report's `--symdir DIR`, and
+//! `rperf android`'s `-lib DIR` (the developer's build folders, searched for unstripped copies
+//! of the binaries a recording names, as simpleperf's binary_cache_builder.py `-lib` searches
+//! them).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +19,7 @@ pub fn index(dirs: &[PathBuf]) -> HashMap<String, PathBuf> {
         let mut budget = MAX_ENTRIES;
         walk(dir, 0, &mut budget, &mut |path, len| {
             if let Some(id) = elf_build_id(path) {
-                let id = rperf_symbols::buildid::hex(&id);
+                let id = crate::buildid::hex(&id);
                 if found.get(&id).is_none_or(|(l, _)| len > *l) {
                     found.insert(id, (len, path.to_path_buf()));
                 }
@@ -49,5 +51,5 @@ fn elf_build_id(path: &Path) -> Option<Vec<u8>> {
     use std::io::Read;
     let mut magic = [0u8; 4];
     std::fs::File::open(path).ok()?.read_exact(&mut magic).ok()?;
-    (magic == *b"\x7fELF").then(|| rperf_symbols::buildid::of_file(path)).flatten()
+    (magic == *b"\x7fELF").then(|| crate::buildid::of_file(path)).flatten()
 }
