@@ -198,6 +198,39 @@ fn an_app_records_its_own_code_path_through_the_app_api() {
     assert!(children_share(&s, data, "recorded_first") > 20.0);
     assert!(children_share(&s, data, "recorded_again") > 20.0);
     assert!(children_share(&s, data, "while_paused") < 2.0);
+
+    // The app is a release build now, profileable only: its recordings are read by the device's
+    // simpleperf (here a stand-in for its api-collect, which zips the app's recordings).
+    let o = run(std::process::Command::new(&app)
+        .arg(s.dir.join("data/local/tmp"))
+        .arg(&app_dir)
+        .arg("cpu-clock"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    s.release_build();
+    std::fs::create_dir_all(s.dir.join("system/bin")).unwrap();
+    write_executable(
+        &s.dir.join("system/bin/simpleperf"),
+        "#!/bin/sh
+[ \"$1 $2 $4\" = \"api-collect --app -o\" ] || exit 1
+\
+         cd \"$ADB_SANDBOX/data/data/$3/simpleperf_data\" || exit 1
+\
+         python3 -c 'import os, sys, zipfile\nwith zipfile.ZipFile(sys.argv[1], \"w\", zipfile.ZIP_DEFLATED) as z:\n    [z.write(f) for f in sorted(os.listdir(\".\"))]' \"$5\" && rm -f ./*
+",
+    );
+    s.clear_log();
+    let o = s.rperf(&["android", "api", "collect", "--app", PKG, "-o", "release_data"]);
+    assert!(o.status.success(), "{}\nadb calls:\n{}", stderr(&o), s.log());
+    assert!(stderr(&o).contains("is not debuggable"), "{}", stderr(&o));
+    let api_collect = s.at(&format!(
+        "adb -s emulator-5554 shell /system/bin/simpleperf api-collect --app {PKG} -o /data/local/tmp/simpleperf_data.zip"
+    ));
+    let pulled = s.at("adb -s emulator-5554 pull /data/local/tmp/simpleperf_data.zip");
+    assert!(api_collect.is_some() && api_collect < pulled, "{}", s.log());
+    let collected: Vec<PathBuf> =
+        std::fs::read_dir(s.dir.join("release_data")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(collected.len(), 1, "{collected:?}");
+    assert!(children_share(&s, &collected[0], "recorded_again") > 20.0);
 }
 
 #[test]

@@ -12,7 +12,8 @@ use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 
 use super::adb::{quote, Adb, DeviceArgs, DEVICE_DIR};
-use super::pull::{pull_binaries, pull_recording};
+use super::choose::{has_system_simpleperf, SYSTEM_SIMPLEPERF};
+use super::pull::{private_folder, pull_binaries, pull_recording};
 use super::record::{device_abi, device_binary};
 
 /// Record from the app's own code with simpleperf's app API (ProfileSession), as
@@ -109,14 +110,7 @@ fn prepare(a: PrepareArgs) -> anyhow::Result<i32> {
             bail!("--days needs Android 13 or later (the device runs SDK {sdk}); leave it out");
         }
         // The device's own simpleperf keeps the permission across reboots.
-        adb.shell_ok(&[
-            super::choose::SYSTEM_SIMPLEPERF,
-            "api-prepare",
-            "--app",
-            &a.app,
-            "--days",
-            &days.to_string(),
-        ])?;
+        adb.shell_ok(&[SYSTEM_SIMPLEPERF, "api-prepare", "--app", &a.app, "--days", &days.to_string()])?;
     }
     adb.push(&binary, API_PROFILER)?;
     adb.shell_ok(&["chmod", "a+x", API_PROFILER])?;
@@ -144,12 +138,14 @@ fn collect(a: CollectArgs) -> anyhow::Result<i32> {
     // The recordings belong to the app's user: read as that user, through run-as.
     let listing = adb.shell(&["run-as", app, "ls", APP_DATA])?;
     if !listing.status.success() {
-        let why = String::from_utf8_lossy(&listing.stderr);
+        let why = rperf_symbols::text::printable_cut(String::from_utf8_lossy(&listing.stderr).trim(), 200);
+        if has_system_simpleperf(&adb)? {
+            return collect_through_simpleperf(&adb, &a, &why);
+        }
         bail!(
-            "cannot read the recordings of app {app} on {} (run-as {app}: {}): rperf collects them from debuggable \
-             apps, and from apps that recorded nothing yet there is nothing to collect",
-            adb.serial,
-            rperf_symbols::text::printable_cut(why.trim(), 200)
+            "cannot read the recordings of app {app} on {} (run-as {app}: {why}): it is not debuggable, and the \
+             device has no {SYSTEM_SIMPLEPERF} to read them as the app",
+            adb.serial
         );
     }
     let text = String::from_utf8_lossy(&listing.stdout);
@@ -182,6 +178,69 @@ fn collect(a: CollectArgs) -> anyhow::Result<i32> {
         a.binary_cache.display()
     );
     Ok(0)
+}
+
+/// The largest recording taken out of a zip file.
+const MAX_RECORDING: u64 = 64 << 30;
+
+/// The recordings of an app that is not debuggable: only simpleperf_app_runner enters its
+/// context, and it runs nothing but the device's simpleperf, whose `api-collect` zips them
+/// (and removes them from the app's folder).
+fn collect_through_simpleperf(adb: &Adb, a: &CollectArgs, why: &str) -> anyhow::Result<i32> {
+    let app = &a.app;
+    eprintln!(
+        "rperf: app {app} is not debuggable (run-as: {why}): its recordings are read by the device's \
+         {SYSTEM_SIMPLEPERF} (api-collect, through simpleperf_app_runner)"
+    );
+    let on_device = format!("{DEVICE_DIR}/simpleperf_data.zip");
+    adb.shell_ok(&[SYSTEM_SIMPLEPERF, "api-collect", "--app", app, "-o", &on_device])?;
+    let landing = private_folder()?;
+    let zip = landing.path.join("simpleperf_data.zip");
+    adb.pull(&on_device, &zip)?;
+    adb.shell_ok(&["rm", "-f", &on_device])?;
+    std::fs::create_dir_all(&a.out_dir).with_context(|| format!("cannot create {}", a.out_dir.display()))?;
+    let names = unzip_recordings(&zip, &a.out_dir)?;
+    for name in &names {
+        pull_binaries(adb, &a.out_dir.join(name), &a.binary_cache, &a.lib)?;
+    }
+    eprintln!("rperf: {} recordings collected into {}", names.len(), a.out_dir.display());
+    Ok(0)
+}
+
+/// Writes each recording in `zip` into `out_dir` under its file name (as `rperf record` writes
+/// its output: a new 0600 file, never through a link); returns the names.
+fn unzip_recordings(zip: &std::path::Path, out_dir: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    use std::io::Read;
+    let file = std::fs::File::open(zip).with_context(|| format!("cannot read {}", zip.display()))?;
+    let mut archive =
+        zip::ZipArchive::new(file).context("the device's simpleperf api-collect wrote no zip file")?;
+    let mut names = Vec::new();
+    for i in 0..archive.len() {
+        let mut entry = archive.by_index(i).context("a damaged entry in simpleperf's zip file")?;
+        let full =
+            entry.name().context("an entry of simpleperf's zip file has no readable name")?.to_string();
+        let name = full.rsplit('/').next().unwrap_or_default().to_string();
+        if entry.is_dir() || !name.ends_with(".data") {
+            continue;
+        }
+        if !plain_name(&name) {
+            bail!(
+                "simpleperf's zip file holds a recording named {:?}: rperf takes plain file names only",
+                full
+            );
+        }
+        let path = out_dir.join(&name);
+        let mut out = crate::output_file::OutputFile::recording(&path)?;
+        let copied = std::io::copy(&mut (&mut entry).take(MAX_RECORDING + 1), out.file())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        if copied > MAX_RECORDING {
+            bail!("{name} in simpleperf's zip file is larger than {} GiB", MAX_RECORDING >> 30);
+        }
+        out.finish()?;
+        eprintln!("rperf: collected {}", path.display());
+        names.push(name);
+    }
+    Ok(names)
 }
 
 /// A file name rperf takes from the device: letters, digits, `.`, `-` and `_`, not hidden.

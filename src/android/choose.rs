@@ -104,6 +104,6 @@ pub fn choose(adb: &Adb, app: Option<&str>, asked: RecorderChoice) -> anyhow::Re
 }
 
 /// Whether the device has its own simpleperf.
-fn has_system_simpleperf(adb: &Adb) -> anyhow::Result<bool> {
+pub fn has_system_simpleperf(adb: &Adb) -> anyhow::Result<bool> {
     Ok(adb.shell(&["ls", SYSTEM_SIMPLEPERF])?.status.success())
 }
