@@ -1,6 +1,8 @@
 //! Recording an app as the app's own user, as simpleperf does on devices that are not rooted:
 //! the shell user may not profile another user's processes, but `run-as PKG CMD` runs CMD as
-//! the app's user, in the app's data folder, when the app is debuggable (or profileable).
+//! the app's user, in the app's data folder, when the app is debuggable. (A profileable app
+//! that is not debuggable is entered only by simpleperf_app_runner, which runs the system's
+//! simpleperf alone: `rperf android record` records such an app with it.)
 //! rperf copies itself there through run-as and records as the app; the recording goes into a
 //! file this process created (handed over as an open file descriptor, since the app's user may
 //! not create files where the output goes), and stopping is asked through a pipe, since this
@@ -44,12 +46,12 @@ pub fn plan(pkg: &str) -> anyhow::Result<Plan> {
         if let Some(app_uid) = foreign {
             bail!(
                 "app {pkg} runs as uid {app_uid}, and rperf (uid {uid}) may not profile another user's processes: \
-                 run rperf as root, or make the app debuggable or profileable and put run-as on PATH"
+                 run rperf as root, or make the app debuggable and put run-as on PATH"
             );
         }
         return Ok(Plan::Direct);
     };
-    // run-as knows the app's user, and refuses apps that are neither debuggable nor profileable.
+    // run-as knows the app's user, and refuses apps that are not debuggable.
     let o = Command::new(&run_as)
         .args([pkg, "id", "-u"])
         .stdin(Stdio::null())
@@ -57,8 +59,10 @@ pub fn plan(pkg: &str) -> anyhow::Result<Plan> {
         .with_context(|| format!("cannot run {}", run_as.display()))?;
     if !o.status.success() {
         bail!(
-            "run-as {pkg} failed ({}): rperf can profile the app without root only when it is debuggable \
-             (android:debuggable=\"true\") or profileable (<profileable android:shell=\"true\"/>); or run rperf as root",
+            "run-as {pkg} failed ({}): without root, rperf records an app as its user only when it is \
+             debuggable (android:debuggable=\"true\"); a profileable app (<profileable android:shell=\"true\"/>) is \
+             recorded by the device's own simpleperf, which `rperf android record --app {pkg}` drives from the \
+             host (or run `simpleperf record --app {pkg}` here); or run rperf as root",
             String::from_utf8_lossy(&o.stderr).trim()
         );
     }
