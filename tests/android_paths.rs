@@ -98,6 +98,7 @@ fn the_recorder_is_picked_for_the_app_and_can_be_told() {
         "{}",
         s.log()
     );
+    assert!(children_share(&s, &s.dir.join("perf.data"), "hot_loop") > 50.0);
 }
 
 #[test]
@@ -269,7 +270,15 @@ fn recording_goes_on_without_usb_and_stop_brings_it_back() {
     run(std::process::Command::new("pkill").args(["-f", &format!("^{PKG}( |$)")]));
     let err = stderr(&o);
     assert!(o.status.success(), "{err}\nadb calls:\n{}", s.log());
-    assert!(s.log().contains("shell kill -INT "), "{}", s.log());
+    let order = [
+        format!("adb -s emulator-5554 shell cd /data/local/tmp && nohup sh -c 'echo $$ > /data/local/tmp/rperf_session.pid; exec /data/local/tmp/rperf record --app {PKG} -o /data/local/tmp/perf.data -g fp' > /data/local/tmp/rperf_session.log 2>&1 < /dev/null &"),
+        format!("adb -s emulator-5554 shell am start -n {PKG}/.MainActivity"),
+        "adb -s emulator-5554 shell kill -INT ".into(),
+        "adb -s emulator-5554 pull /data/local/tmp/perf.data".into(),
+        format!("adb -s emulator-5554 pull {}", s.app_binary.display()),
+    ];
+    let at: Vec<Option<usize>> = order.iter().map(|c| s.at(c)).collect();
+    assert!(at.iter().all(Option::is_some) && at.windows(2).all(|w| w[0] < w[1]), "{at:?}\n{}", s.log());
     assert!(err.contains("Samples recorded:"), "the recorder's messages are shown: {err}");
     assert!(children_share(&s, &s.dir.join("perf.data"), "hot_loop") > 50.0);
     // Stopped once: a second stop says there is nothing to stop.

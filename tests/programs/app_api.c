@@ -29,26 +29,25 @@ static void fail(const char* what) {
     exit(1);
 }
 
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static volatile unsigned long sink;
 
-__attribute__((noinline)) static void spin(double seconds) {
-    double end = now() + seconds;
-    while (now() < end) {
-        for (int i = 0; i < 100000; i++) sink += i * i;
+__attribute__((noinline)) static void tick(void) { __asm__ volatile(""); }
+
+// A fixed amount of work (about half a second of CPU time), so that each phase gets its share of
+// the CPU-time samples however busy the machine is. It calls tick now and then: a function that
+// calls none may keep no frame, and its caller would then be missing from frame-pointer chains.
+__attribute__((noinline)) static void spin(void) {
+    for (unsigned long i = 0; i < 1500000000UL; i++) {
+        sink += i;
+        if ((i & 0xfffff) == 0) tick();
     }
 }
 
 // Each phase does something after spinning, so that its call is no tail call and its frame
 // shows in the call chains.
-__attribute__((noinline)) void recorded_first(void) { spin(0.6); sink++; }
-__attribute__((noinline)) void while_paused(void) { spin(0.6); sink++; }
-__attribute__((noinline)) void recorded_again(void) { spin(0.6); sink++; }
+__attribute__((noinline)) void recorded_first(void) { spin(); sink++; }
+__attribute__((noinline)) void while_paused(void) { spin(); sink++; }
+__attribute__((noinline)) void recorded_again(void) { spin(); sink++; }
 
 static void read_reply(char* out, size_t size) {
     size_t n = 0;
