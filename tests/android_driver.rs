@@ -52,17 +52,7 @@ fn record_on_the_device_and_report_from_the_binary_cache() {
     );
     // The app's binary leaves this machine's path: only the binary cache names its frames.
     std::fs::rename(&s.app_binary, s.app_binary.with_extension("gone")).unwrap();
-    let share = |args: &[&str]| -> f64 {
-        let mut a = vec!["report", "-i", "perf.data", "--sort", "symbol", "--csv"];
-        a.extend_from_slice(args);
-        let o = s.rperf(&a);
-        assert!(o.status.success(), "{}", stderr(&o));
-        csv_rows(&stdout(&o), ',')
-            .iter()
-            .filter(|r| r["Symbol"] == "hot_loop")
-            .map(|r| pct(&r["Overhead"]))
-            .sum()
-    };
+    let share = |args: &[&str]| s.share("perf.data", "hot_loop", args);
     assert_eq!(share(&[]), 0.0, "named without the binary");
     assert!(share(&["--symfs", "binary_cache"]) > 80.0);
 
@@ -330,17 +320,7 @@ fn symbol_folders_are_searched_recursively_by_build_id() {
     let o = run(std::process::Command::new("strip").arg("--strip-all").arg(&s.app_binary));
     assert!(o.status.success(), "{}", stderr(&o));
     let data = record_fp("android_symdir_rec", &s.app_binary, &["0.5", "1"]);
-    let share = |extra: &[&str]| -> f64 {
-        let mut args = vec!["report", "-i", data.to_str().unwrap(), "--sort", "symbol", "--csv"];
-        args.extend_from_slice(extra);
-        let o = s.rperf(&args);
-        assert!(o.status.success(), "{}", stderr(&o));
-        csv_rows(&stdout(&o), ',')
-            .iter()
-            .filter(|r| r["Symbol"] == "hot_loop")
-            .map(|r| pct(&r["Overhead"]))
-            .sum()
-    };
+    let share = |extra: &[&str]| s.share(data.to_str().unwrap(), "hot_loop", extra);
     assert_eq!(share(&[]), 0.0, "named from the stripped binary");
     assert!(share(&["--symdir", "app"]) > 50.0);
     let o = s.rperf(&["report", "-i", data.to_str().unwrap(), "--symdir", "no/such/dir"]);

@@ -11,23 +11,10 @@ use std::path::{Path, PathBuf};
 use common::android::*;
 use common::*;
 
-/// The samples whose call chains hold `function`, as a share of all (`--children`).
+/// The samples whose call chains hold `function`, as a share of all (`--children`), named
+/// from the binary cache.
 fn children_share(s: &Sandbox, data: &Path, function: &str) -> f64 {
-    let data = data.to_str().unwrap();
-    let o = s.rperf(&[
-        "report",
-        "-i",
-        data,
-        "--symfs",
-        "binary_cache",
-        "--children",
-        "--sort",
-        "symbol",
-        "--csv",
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let rows = csv_rows(&stdout(&o), ',');
-    rows.iter().filter(|r| r["Symbol"] == function).map(|r| pct(&r["Children"])).sum()
+    s.share(data.to_str().unwrap(), function, &["--symfs", "binary_cache", "--children"])
 }
 
 #[test]

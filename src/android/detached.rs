@@ -3,7 +3,6 @@
 //! developer unplugs the phone, runs the scenario, plugs it back in, and `rperf android stop`
 //! stops the recorder (SIGINT), shows what it said and pulls the recording and its binaries.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
@@ -11,7 +10,7 @@ use clap::Args;
 
 use super::adb::{command_line, quote, Adb, DeviceArgs, DEVICE_DATA, DEVICE_DIR};
 use super::launch::{waits_for_app, Start};
-use super::pull::{pull_binaries, pull_recording};
+use super::pull::Landing;
 
 /// The recorder's process id, written by the shell that becomes the recorder.
 const PID_FILE: &str = "/data/local/tmp/rperf_session.pid";
@@ -24,16 +23,8 @@ const LOG_FILE: &str = "/data/local/tmp/rperf_session.log";
 pub struct StopArgs {
     #[command(flatten)]
     device: DeviceArgs,
-    /// The recording on this machine.
-    #[arg(short = 'o', long = "output", default_value = "perf.data")]
-    output: PathBuf,
-    /// Where binaries are pulled to.
-    #[arg(long = "binary-cache", default_value = "binary_cache")]
-    binary_cache: PathBuf,
-    /// Build folders holding unstripped copies of the app's libraries, taken instead of the
-    /// device's when their build ids match (`-lib DIR` works too; may be repeated).
-    #[arg(long = "lib", value_name = "DIR", action = clap::ArgAction::Append)]
-    lib: Vec<PathBuf>,
+    #[command(flatten)]
+    landing: Landing,
 }
 
 /// Starts `args` (a recorder's command line) on the device, detached, and returns once it
@@ -92,14 +83,8 @@ pub fn stop(a: StopArgs) -> anyhow::Result<i32> {
     for line in log(&adb).lines() {
         eprintln!("  {}", rperf_symbols::text::printable(line));
     }
-    pull_recording(&adb, DEVICE_DATA, &a.output)?;
+    a.landing.pull(&adb, DEVICE_DATA)?;
     adb.shell_ok(&["rm", "-f", PID_FILE, LOG_FILE])?;
-    pull_binaries(&adb, &a.output, &a.binary_cache, &a.lib)?;
-    eprintln!(
-        "rperf: report with `rperf report -i {} --symfs {}`",
-        a.output.display(),
-        a.binary_cache.display()
-    );
     Ok(0)
 }
 

@@ -27,6 +27,36 @@ pub struct PullArgs {
     device: DeviceArgs,
 }
 
+/// Where a recording and its binaries land on this machine: the options of `record` and `stop`.
+#[derive(Args, Debug)]
+pub struct Landing {
+    /// The recording on this machine.
+    #[arg(short = 'o', long = "output", default_value = "perf.data")]
+    pub output: PathBuf,
+    /// Where binaries are pulled to.
+    #[arg(long = "binary-cache", default_value = "binary_cache")]
+    pub binary_cache: PathBuf,
+    /// Build folders holding unstripped copies of the app's libraries: a binary whose build id
+    /// matches a file under DIR (searched recursively) is taken from there instead of the
+    /// device (`-lib DIR` works too; may be repeated).
+    #[arg(long = "lib", value_name = "DIR", action = clap::ArgAction::Append)]
+    pub lib: Vec<PathBuf>,
+}
+
+impl Landing {
+    /// Pulls the recording at `device_path` and the binaries it names, then says how to report.
+    pub fn pull(&self, adb: &Adb, device_path: &str) -> anyhow::Result<()> {
+        pull_recording(adb, device_path, &self.output)?;
+        pull_binaries(adb, &self.output, &self.binary_cache, &self.lib)?;
+        eprintln!(
+            "rperf: report with `rperf report -i {} --symfs {}`",
+            self.output.display(),
+            self.binary_cache.display()
+        );
+        Ok(())
+    }
+}
+
 /// Runs `rperf android pull-binaries`.
 pub fn run(p: PullArgs) -> anyhow::Result<i32> {
     let adb = Adb::connect(&p.device)?;

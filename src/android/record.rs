@@ -12,7 +12,7 @@ use clap::Args;
 use super::adb::{command_line, Adb, DeviceArgs, DEVICE_DATA, DEVICE_DIR};
 use super::choose::{self, Recorder, RecorderChoice};
 use super::launch::{waits_for_app, Start};
-use super::pull::{pull_binaries, pull_recording};
+use super::pull::Landing;
 
 /// Record an app, a native program or the whole device: record on the device (an app with
 /// rperf pushed there when the app is debuggable or the device rooted, else with the device's
@@ -55,17 +55,8 @@ pub struct RecordArgs {
     no_usb: bool,
     #[command(flatten)]
     device: DeviceArgs,
-    /// The recording on this machine.
-    #[arg(short = 'o', long = "output", default_value = "perf.data")]
-    output: PathBuf,
-    /// Where binaries are pulled to.
-    #[arg(long = "binary-cache", default_value = "binary_cache")]
-    binary_cache: PathBuf,
-    /// Build folders holding unstripped copies of the app's libraries: a binary whose build id
-    /// matches a file under DIR (searched recursively) is taken from there instead of the
-    /// device (`-lib DIR` works too; may be repeated).
-    #[arg(long = "lib", value_name = "DIR", action = clap::ArgAction::Append)]
-    lib: Vec<PathBuf>,
+    #[command(flatten)]
+    landing: Landing,
     /// The rperf binary for the device (default: target/device/ABI/rperf beside this rperf's
     /// build, as scripts/build-device.sh makes it).
     #[arg(long = "device-binary", value_name = "FILE")]
@@ -135,13 +126,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     record_attached(&adb, &args, start.as_ref())?;
-    pull_recording(&adb, DEVICE_DATA, &a.output)?;
-    pull_binaries(&adb, &a.output, &a.binary_cache, &a.lib)?;
-    eprintln!(
-        "rperf: report with `rperf report -i {} --symfs {}`",
-        a.output.display(),
-        a.binary_cache.display()
-    );
+    a.landing.pull(&adb, DEVICE_DATA)?;
     Ok(0)
 }
 

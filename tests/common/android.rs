@@ -68,6 +68,17 @@ impl Sandbox {
         self.log().lines().position(|l| l.starts_with(call))
     }
 
+    /// The share of `function` in `rperf report -i DATA --sort symbol --csv EXTRA...`: its
+    /// Children column with `--children`, else its Overhead.
+    pub fn share(&self, data: &str, function: &str, extra: &[&str]) -> f64 {
+        let mut args = vec!["report", "-i", data, "--sort", "symbol", "--csv"];
+        args.extend_from_slice(extra);
+        let o = self.rperf(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let column = if extra.contains(&"--children") { "Children" } else { "Overhead" };
+        csv_rows(&stdout(&o), ',').iter().filter(|r| r["Symbol"] == function).map(|r| pct(&r[column])).sum()
+    }
+
     /// The app stops being debuggable (it stays profileable).
     pub fn release_build(&self) {
         std::fs::write(self.dir.join("debuggable"), "").unwrap();
