@@ -142,17 +142,24 @@ fn record_and_signal(name: &str, sig: i32, to_group: bool) -> (std::process::Out
     use std::os::unix::process::CommandExt;
     let dir = scratch(name);
     let data = dir.join("sig.data");
-    let rec = rperf()
-        .arg("record")
+    let mut rec = rperf();
+    rec.arg("record")
         .arg("-o")
         .arg(&data)
         .arg("--")
         .arg(&programs().workload)
         .args(["10", "1"])
         .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .unwrap();
+        .process_group(0);
+    // As from a terminal's shell: SIGHUP not ignored (under nohup rperf keeps ignoring it).
+    // SAFETY: only signal(), async-signal-safe, between fork and exec.
+    unsafe {
+        rec.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
+            Ok(())
+        })
+    };
+    let rec = rec.spawn().unwrap();
     std::thread::sleep(Duration::from_millis(800));
     let target = if to_group { -(rec.id() as i32) } else { rec.id() as i32 };
     // SAFETY: signalling our own child (or its process group).
@@ -186,4 +193,32 @@ fn sigterm_and_sighup_give_a_complete_file_and_reach_the_command() {
             );
         }
     }
+}
+
+/// Started with SIGHUP ignored (`nohup`, as `rperf android record --no-usb` starts it on a
+/// phone whose cable is then pulled), rperf keeps recording through a SIGHUP; SIGINT stops it.
+#[test]
+fn an_ignored_sighup_stays_ignored() {
+    use std::os::unix::process::CommandExt;
+    let dir = scratch("life_nohup");
+    let data = dir.join("nohup.data");
+    let mut rec = rperf();
+    rec.arg("record").arg("-o").arg(&data).arg("-a").arg("--duration").arg("30").stderr(Stdio::piped());
+    // SAFETY: only signal(), async-signal-safe, between fork and exec.
+    unsafe {
+        rec.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        })
+    };
+    let mut rec = rec.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(rec.id() as i32, libc::SIGHUP) };
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(rec.try_wait().unwrap().is_none(), "SIGHUP stopped rperf though it was ignored");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(rec.id() as i32, libc::SIGINT) };
+    let o = rec.wait_with_output().unwrap();
+    assert!(o.status.success() && stderr(&o).contains("Samples recorded:"), "{}", stderr(&o));
 }
