@@ -172,3 +172,49 @@ fn control_floods_are_bounded_and_nothing_quoted_reaches_the_terminal_raw() {
     assert!(err.contains("\\x1b[2Japp\\x0arperf: error: forged"), "{err}");
     assert!(!err.bytes().any(|b| b == 0x1b), "{err:?}");
 }
+
+/// simpleperf's `--stdio-controls-profiling`, as its app API drives it: `started` once
+/// recording runs, `pause` and `resume` answered `ok`, anything else `error`, and the end of
+/// stdin ends the recording.
+#[test]
+fn stdio_controls_pause_resume_and_stop_at_the_end_of_stdin() {
+    let dir = scratch("ctl_stdio");
+    let data = dir.join("perf.data");
+    let mut target = Command::new(&programs().workload_fp).args(["30", "1"]).spawn().unwrap();
+    let mut rec = rperf()
+        .args(["record", "--stdio-controls-profiling", "-F", "2000", "-p", &target.id().to_string(), "-o"])
+        .arg(&data)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = rec.stdin.take().unwrap();
+    let mut replies = std::io::BufReader::new(rec.stdout.take().unwrap());
+    let mut reply = || {
+        let mut line = String::new();
+        replies.read_line(&mut line).unwrap();
+        line
+    };
+    assert_eq!(reply(), "started\n");
+    std::thread::sleep(Duration::from_millis(400));
+    for (command, answer) in [("pause", "ok\n"), ("enable", "error\n")] {
+        input.write_all(format!("{command}\n").as_bytes()).unwrap();
+        assert_eq!(reply(), answer, "{command}");
+    }
+    std::thread::sleep(Duration::from_millis(700));
+    input.write_all(b"resume\n").unwrap();
+    assert_eq!(reply(), "ok\n");
+    std::thread::sleep(Duration::from_millis(400));
+    let closed = std::time::Instant::now();
+    drop(input);
+    let out = rec.wait_with_output().unwrap();
+    target.kill().ok();
+    target.wait().ok();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(closed.elapsed() < Duration::from_secs(5), "not stopped by the end of stdin");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown command 'enable' (pause, resume)"));
+    let t = sample_times(&data);
+    let long = t.windows(2).filter(|w| w[1] - w[0] > 500_000_000).count();
+    assert_eq!(long, 1, "one pause");
+}
