@@ -49,7 +49,18 @@ fn compare(args: &[&str]) -> (u64, u64, u64, String) {
 fn corpus_reports_match_simpleperf_row_for_row() {
     let (same, rows, _, misses) = compare(&[]);
     assert!(rows > 3000, "simpleperf printed only {rows} rows");
-    assert!(same * 100 >= rows * 99, "{same} of {rows} rows identical; differing:\n{misses}");
+    // README's figure: 3,379 of 3,399.
+    assert!(same >= 3379, "{same} of {rows} rows identical; differing:\n{misses}");
+}
+
+/// A switch-out sample taken inside execve holds the old program's user addresses: they are
+/// named from the old program's mappings, which stay until the new program's replace them, as
+/// in simpleperf.
+#[test]
+fn samples_inside_execve_name_the_old_programs_frames() {
+    let (same, rows, _, misses) = compare(&["--files", "perf_with_trace_offcpu.data"]);
+    assert!(rows > 30, "{rows}");
+    assert!(!misses.contains(" execve"), "{same} of {rows}:\n{misses}");
 }
 
 /// Records `program` with simpleperf (`record` then `fix-meta.py`, as its README says).

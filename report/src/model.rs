@@ -190,12 +190,6 @@ impl AddressSpace {
     pub fn maps(&self) -> &[Mapping] {
         &self.maps
     }
-
-    /// Forgets every mapping (exec).
-    pub fn clear(&mut self) {
-        self.maps.clear();
-        self.generation = new_generation();
-    }
 }
 
 /// A thread.
@@ -300,13 +294,16 @@ impl Model {
         }
     }
 
-    /// Applies a COMM record.
+    /// Applies a COMM record. At an exec the old program's mappings stay until the new one's
+    /// replace what they overlap, as simpleperf keeps them: a sample taken inside execve, after
+    /// this record, still holds the old program's user addresses (its user registers change only
+    /// when the new program starts).
     pub fn comm(&mut self, pid: i32, tid: i32, name: &str, exec: bool) {
         let comm = self.intern(name);
         self.threads.insert(tid, Thread { comm });
         if exec && pid == tid {
             if let Some(space) = self.processes.get_mut(&pid) {
-                space.clear();
+                space.generation = new_generation();
             }
         }
     }
