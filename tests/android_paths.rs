@@ -305,3 +305,16 @@ fn the_app_context_command_line_records_into_the_descriptors_it_is_given() {
         .sum();
     assert!(hot > 50.0, "{}", stdout(&o));
 }
+
+/// adb joins its arguments into one command line for the device's shell: names from the user
+/// (a package, a program) reach the device quoted, never as shell syntax.
+#[test]
+fn names_reach_the_devices_shell_quoted() {
+    let s = sandbox("android_quoting", &["emulator-5554"]);
+    let planted = s.dir.join("planted");
+    let app = format!("com.x;touch {}", planted.display());
+    let o = s.rperf(&["android", "api", "collect", "--app", &app]);
+    assert!(!o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot read the recordings of app com.x;touch"), "{}", stderr(&o));
+    assert!(!planted.exists(), "the package name ran as a command:\n{}", s.log());
+}

@@ -124,15 +124,28 @@ impl Adb {
     }
 
     /// `adb shell ARGS`, its output.
+    /// `adb shell ARGS`: the program and its arguments, each quoted for the device's shell (adb
+    /// joins them into one command line there), so that a name never becomes shell syntax.
     pub fn shell(&self, args: &[&str]) -> anyhow::Result<Output> {
-        let what = format!("adb shell {}", args.join(" "));
-        run_limited(self.cmd().arg("shell").args(args), self.timeout, &what)
+        self.shell_line(&command_line(args))
     }
 
+    /// `adb shell ARGS`, which must succeed: its output.
     pub fn shell_ok(&self, args: &[&str]) -> anyhow::Result<String> {
-        let o = self.shell(args)?;
+        self.shell_line_ok(&command_line(args))
+    }
+
+    /// `adb shell LINE`: a command line for the device's shell, as written (redirections and
+    /// all); whatever it quotes from outside must go through `quote`.
+    pub fn shell_line(&self, line: &str) -> anyhow::Result<Output> {
+        run_limited(self.cmd().arg("shell").arg(line), self.timeout, &format!("adb shell {line}"))
+    }
+
+    /// `adb shell LINE`, which must succeed: its output.
+    pub fn shell_line_ok(&self, line: &str) -> anyhow::Result<String> {
+        let o = self.shell_line(line)?;
         if !o.status.success() {
-            bail!("adb shell {} failed: {}", args.join(" "), String::from_utf8_lossy(&o.stderr).trim());
+            bail!("adb shell {line} failed: {}", String::from_utf8_lossy(&o.stderr).trim());
         }
         Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
     }

@@ -117,7 +117,7 @@ fn prepare(a: PrepareArgs) -> anyhow::Result<i32> {
     // Written where tracefs is readable, for --trace-offcpu from the app, in the format both
     // rperf and simpleperf read.
     let ids = format!("{API_PROFILER} list tracepoint --ids > {TRACEPOINT_FILE}");
-    if let Err(e) = adb.shell_ok(&[&ids]) {
+    if let Err(e) = adb.shell_line_ok(&ids) {
         eprintln!(
             "rperf: tracepoint ids could not be listed on {} ({}); recordings with --trace-offcpu from the app will fail",
             adb.serial,
@@ -162,7 +162,7 @@ fn collect(a: CollectArgs) -> anyhow::Result<i32> {
     for name in &names {
         // run-as writes into the shell's file: the shell user may not read the app's folder.
         let copy = format!("run-as {} cat {APP_DATA}/{name} > {landing}", quote(app));
-        adb.shell_ok(&[&copy])?;
+        adb.shell_line_ok(&copy)?;
         let local = a.out_dir.join(name);
         pull_recording(&adb, &landing, &local)?;
         adb.shell_ok(&["rm", "-f", &landing])?;

@@ -35,7 +35,7 @@ pub fn start(adb: &Adb, args: &[String], start: Option<&Start>) -> anyhow::Resul
     // from stopping it, and its messages go to a file, as no terminal stays.
     let inner = format!("echo $$ > {PID_FILE}; exec {}", command_line(args));
     let line = format!("cd {DEVICE_DIR} && nohup sh -c {} > {LOG_FILE} 2>&1 < /dev/null &", quote(&inner));
-    adb.shell_ok(&[&line])?;
+    adb.shell_line_ok(&line)?;
     let pid = wait_for(Duration::from_secs(10), || read_pid(adb))?
         .with_context(|| format!("the recorder did not start on {}: {}", adb.serial, log(adb)))?;
     if let Some(s) = start {

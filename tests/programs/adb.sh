@@ -33,7 +33,12 @@ case "$cmd" in
     [ -f "$src" ] || { echo "adb: error: failed to stat remote object '$1': No such file or directory" >&2; exit 1; }
     cp "$src" "$2" ;;
   shell)
+    # adb joins its arguments into one command line for the device's shell: so does this.
     line=$(printf '%s ' "$@" | sed "s# /data/# $box/data/#g; s#^/data/#$box/data/#; s# /system/# $box/system/#g; s#^/system/#$box/system/#")
+    set -f
+    # shellcheck disable=SC2086
+    set -- $line
+    set +f
     case "$line" in
       "getprop ro.product.cpu.abi "*) echo x86_64 ;;
       "getprop ro.build.version.sdk "*) echo 34 ;;
