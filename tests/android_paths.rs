@@ -313,6 +313,8 @@ fn names_reach_the_devices_shell_quoted() {
     let s = sandbox("android_quoting", &["emulator-5554"]);
     let planted = s.dir.join("planted");
     let app = format!("com.x;touch {}", planted.display());
+    // Installed, as far as the stand-in's package manager goes: the name reaches run-as.
+    std::fs::write(s.dir.join("packages"), format!("{app}\n")).unwrap();
     let o = s.rperf(&["android", "api", "collect", "--app", &app]);
     assert!(!o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("cannot read the recordings of app com.x;touch"), "{}", stderr(&o));

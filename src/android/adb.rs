@@ -150,6 +150,18 @@ impl Adb {
         Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
     }
 
+    /// Fails unless app `app` is installed.
+    pub fn check_installed(&self, app: &str) -> anyhow::Result<()> {
+        let packages = self.shell_ok(&["pm", "list", "packages", app])?;
+        if !packages.lines().any(|l| l.trim() == format!("package:{app}")) {
+            bail!(
+                "app {app} is not installed on {} (adb shell pm list packages lists it when it is)",
+                self.serial
+            );
+        }
+        Ok(())
+    }
+
     pub fn push(&self, from: &Path, to: &str) -> anyhow::Result<()> {
         let what = format!("adb push {} {to}", from.display());
         let o = run_limited(self.cmd().arg("push").arg(from).arg(to), self.timeout * 10, &what)?;

@@ -97,6 +97,7 @@ pub fn run(a: ApiArgs) -> anyhow::Result<i32> {
 
 fn prepare(a: PrepareArgs) -> anyhow::Result<i32> {
     let adb = Adb::connect(&a.device)?;
+    adb.check_installed(&a.app)?;
     let binary = device_binary(a.device_binary.as_deref(), device_abi(&adb)?)?;
     let sdk: u32 = adb.shell_ok(&["getprop", "ro.build.version.sdk"])?.parse().unwrap_or(0);
     if sdk >= 29 {
@@ -134,6 +135,7 @@ fn prepare(a: PrepareArgs) -> anyhow::Result<i32> {
 
 fn collect(a: CollectArgs) -> anyhow::Result<i32> {
     let adb = Adb::connect(&a.device)?;
+    adb.check_installed(&a.app)?;
     let app = &a.app;
     // The recordings belong to the app's user: read as that user, through run-as.
     let listing = adb.shell(&["run-as", app, "ls", APP_DATA])?;

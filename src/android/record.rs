@@ -167,13 +167,7 @@ fn record_attached(adb: &Adb, args: &[String], start: Option<&Start>) -> anyhow:
 /// processes of a native program (running), or the whole device.
 fn target(adb: &Adb, a: &RecordArgs) -> anyhow::Result<Vec<String>> {
     if let Some(app) = &a.app {
-        let packages = adb.shell_ok(&["pm", "list", "packages", app])?;
-        if !packages.lines().any(|l| l.trim() == format!("package:{app}")) {
-            bail!(
-                "app {app} is not installed on {} (adb shell pm list packages lists it when it is)",
-                adb.serial
-            );
-        }
+        adb.check_installed(app)?;
         return Ok(vec!["--app".into(), app.clone()]);
     }
     if let Some(name) = &a.native_program {

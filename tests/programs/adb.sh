@@ -35,25 +35,24 @@ case "$cmd" in
   shell)
     # adb joins its arguments into one command line for the device's shell: so does this.
     line=$(printf '%s ' "$@" | sed "s# /data/# $box/data/#g; s#^/data/#$box/data/#; s# /system/# $box/system/#g; s#^/system/#$box/system/#")
-    set -f
-    # shellcheck disable=SC2086
-    set -- $line
-    set +f
     case "$line" in
       "getprop ro.product.cpu.abi "*) echo x86_64 ;;
       "getprop ro.build.version.sdk "*) echo 34 ;;
       "setprop "*) ;;
       "id -u "*) if [ -e "$box/rooted" ]; then echo 0; else echo 2000; fi ;;
       "pm list packages "*)
-        for p in $(cat "$box/packages"); do
+        # The device's shell splits the line into words, quotes and all.
+        eval "set -- $line"
+        while IFS= read -r p; do
           case "$p" in *"$4"*) echo "package:$p" ;; esac
-        done ;;
+        done < "$box/packages" ;;
       "cmd package resolve-activity "*)
         pkg=$(echo "$line" | awk '{print $NF}')
         echo "priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=true"
         echo "$pkg/.MainActivity" ;;
-      "am force-stop "*) pkill -f "^$3( |\$)" || true ;;
+      "am force-stop "*) eval "set -- $line"; pkill -f "^$3( |\$)" || true ;;
       "am start -n "*)
+        eval "set -- $line"
         pkg=${4%%/*}
         echo "Starting: Intent { cmp=$4 }"
         setsid "$box/apps/$pkg" > /dev/null 2>&1 < /dev/null & ;;
