@@ -198,4 +198,9 @@ fn callers_in_no_mapping_end_the_stack_as_in_simpleperf() {
     assert_eq!(theirs.matches("unknown").count(), 0);
     assert!(ours.lines().count() > 100, "{ours}");
     assert_eq!(ours.matches("unknown").count(), 0, "{ours}");
+    // And says how many, as simpleperf does when call chains are shown.
+    let line = |text: &str| text.lines().find(|l| l.starts_with("Error Callchains:")).map(str::to_string);
+    assert_eq!(line(&ours), line(&theirs));
+    let flat = stdout(&run(rperf().args(["report", "--symfs"]).arg(&dir).arg("-i").arg(&file)));
+    assert_eq!(line(&flat), None, "said without call chains");
 }

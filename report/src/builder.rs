@@ -155,6 +155,7 @@ impl ProfileBuilder {
         let Some(tr) = &self.timing else {
             if s.attr < self.sections.len() {
                 self.sections[s.attr].truncated += u64::from(s.truncated);
+                self.sections[s.attr].error_callchains += u64::from(s.broken_chain);
                 let row = Row {
                     time: s.time,
                     thread: s.thread,
@@ -173,6 +174,7 @@ impl ProfileBuilder {
         let switch = s.attr == tr.switch_attr;
         if let Some(sec) = if switch { tr.off_section } else { tr.on_section } {
             self.sections[sec].truncated += u64::from(s.truncated);
+            self.sections[sec].error_callchains += u64::from(s.broken_chain);
         }
         let (places, raw) = match self.log {
             Some(_) => (places.to_vec(), raw.into()),
@@ -529,6 +531,7 @@ mod tests {
             period: 1000,
             addrs,
             truncated: false,
+            broken_chain: false,
             places: &[],
             raw: None,
             counted: &[],
@@ -582,6 +585,7 @@ mod tests {
                     period: 7,
                     addrs: &[0, 1, 2],
                     truncated: false,
+                    broken_chain: false,
                     places: &[],
                     raw: None,
                     counted: &[],

@@ -388,6 +388,7 @@ impl Converter {
             period: d.period,
             addrs: &self.frames,
             truncated: d.truncated,
+            broken_chain: wrong.is_some(),
             places: &self.places,
             raw: if self.keep_places { d.raw.as_deref() } else { None },
             counted: &self.counted,

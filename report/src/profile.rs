@@ -93,6 +93,9 @@ pub struct Section {
     pub lost: u64,
     /// Samples whose stack could not be unwound to its end.
     pub truncated: u64,
+    /// Samples whose call chain ended at a caller in no mapping (simpleperf's "error
+    /// callchains").
+    pub error_callchains: u64,
     /// Samples that passed the filters.
     pub samples: u64,
     /// Their total weight.
@@ -312,6 +315,9 @@ pub struct Sample<'a> {
     pub addrs: &'a [AddrId],
     /// The stack could not be unwound to its end.
     pub truncated: bool,
+    /// Its call chain ended at a caller in no mapping (a wrong return address): simpleperf's
+    /// error callchain.
+    pub broken_chain: bool,
     /// Its frames' run-time places, parallel to `addrs`, when kept.
     pub places: &'a [Place],
     /// Its tracepoint data, when kept.

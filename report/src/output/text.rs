@@ -79,6 +79,11 @@ pub fn write(out: &mut dyn Write, p: &Profile, opts: &ReportOptions) -> io::Resu
             s.config
         )?;
         writeln!(out, "Samples: {}", s.samples)?;
+        // With call chains shown, as simpleperf says it.
+        if s.error_callchains > 0 && (opts.children || opts.call_graph.is_some()) {
+            let share = 100.0 * s.error_callchains as f64 / s.samples.max(1) as f64;
+            writeln!(out, "Error Callchains: {}, {share:.6}%", s.error_callchains)?;
+        }
         if s.time_in_ns() {
             writeln!(out, "Time in ns: {}", s.weight)?;
         } else {
