@@ -271,6 +271,14 @@ fn recording_goes_on_without_usb_and_stop_brings_it_back() {
     // Stopped once: a second stop says there is nothing to stop.
     let o = s.rperf(&["android", "stop"]);
     assert!(!o.status.success() && stderr(&o).contains("no recording was started"), "{}", stderr(&o));
+    // A pid file left behind names another process by now: it is never signalled.
+    let mut other = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+    std::fs::write(s.dir.join("data/local/tmp/rperf_session.pid"), format!("{}\n", other.id())).unwrap();
+    let o = s.rperf(&["android", "stop"]);
+    assert!(stderr(&o).contains("had ended already"), "{}", stderr(&o));
+    assert!(other.try_wait().unwrap().is_none(), "another process was signalled");
+    other.kill().ok();
+    other.wait().ok();
 }
 
 /// The command line simpleperf's shell side runs in an app's context (through

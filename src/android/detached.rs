@@ -1,5 +1,5 @@
 //! Recording without USB: `rperf android record --no-usb` starts the recorder on the device,
-//! detached from adb (nohup, its own session, messages into a file there), and returns; the
+//! detached from adb (nohup, in the background, messages into a file there), and returns; the
 //! developer unplugs the phone, runs the scenario, plugs it back in, and `rperf android stop`
 //! stops the recorder (SIGINT), shows what it said and pulls the recording and its binaries.
 
@@ -118,9 +118,13 @@ fn read_pid(adb: &Adb) -> anyhow::Result<Option<u32>> {
     Ok(o.status.success().then(|| text.trim().parse().ok()).flatten())
 }
 
-/// Whether process `pid` still runs on the device.
+/// Whether the recorder, process `pid`, still runs on the device: a process of that id whose
+/// command line is a recording's (a pid file left by an earlier session may name another
+/// process by now, which is never signalled).
 fn alive(adb: &Adb, pid: u32) -> anyhow::Result<bool> {
-    Ok(adb.shell(&["kill", "-0", &pid.to_string()])?.status.success())
+    let o = adb.shell(&["cat", &format!("/proc/{pid}/cmdline")])?;
+    let is_recorder = o.stdout.split(|b| *b == 0).any(|arg| arg == b"record");
+    Ok(o.status.success() && is_recorder)
 }
 
 /// What the recorder printed (its last 4000 bytes).

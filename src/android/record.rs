@@ -97,9 +97,17 @@ pub fn run(a: RecordArgs) -> anyhow::Result<i32> {
         bail!("--launch, -a and -t start an app: name it with --app PKG");
     }
     let adb = Adb::connect(&a.device)?;
-    let target = target(&adb, &a)?;
+    if let Some(app) = &a.app {
+        adb.check_installed(app)?;
+    }
     let chosen = choose::choose(&adb, a.app.as_deref(), a.recorder)?;
     eprintln!("rperf: {}", rperf_symbols::text::printable(&chosen.why));
+    // Checked before waiting for a native program to run.
+    let options = match chosen.recorder {
+        Recorder::Rperf => a.record_options.clone(),
+        Recorder::Simpleperf => super::simpleperf::translate(&a.record_options)?,
+    };
+    let target = target(&adb, &a)?;
     let mut args = match chosen.recorder {
         Recorder::Rperf => {
             let binary = device_binary(a.device_binary.as_deref(), device_abi(&adb)?)?;
@@ -112,10 +120,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<i32> {
     };
     args.extend(target);
     args.extend(["-o".into(), DEVICE_DATA.into()]);
-    match chosen.recorder {
-        Recorder::Rperf => args.extend(a.record_options.iter().cloned()),
-        Recorder::Simpleperf => args.extend(super::simpleperf::translate(&a.record_options)?),
-    }
+    args.extend(options);
     let start =
         a.app.as_deref().and_then(|app| Start::new(app, a.launch, a.activity.as_deref(), a.test.as_deref()));
     if let Some(s) = &start {
@@ -163,11 +168,10 @@ fn record_attached(adb: &Adb, args: &[String], start: Option<&Start>) -> anyhow:
     Ok(())
 }
 
-/// The options that name what the device's recorder records: the app (installed), the
-/// processes of a native program (running), or the whole device.
+/// The options that name what the device's recorder records: the app, the processes of a
+/// native program (once it runs), or the whole device.
 fn target(adb: &Adb, a: &RecordArgs) -> anyhow::Result<Vec<String>> {
     if let Some(app) = &a.app {
-        adb.check_installed(app)?;
         return Ok(vec!["--app".into(), app.clone()]);
     }
     if let Some(name) = &a.native_program {
