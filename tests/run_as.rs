@@ -94,7 +94,9 @@ fn an_app_of_another_user_is_recorded_as_that_user() {
     let d = device("runas_record");
     let pkg = "com.example.debuggable";
     let data_dir = d.install(pkg, true);
-    let mut app = d.start(pkg, "3");
+    // Runs past the recording however long the copy into the app's folder takes on a busy
+    // machine; killed at the end.
+    let mut app = d.start(pkg, "30");
     std::thread::sleep(std::time::Duration::from_millis(200));
     let out = d.dir.join("out/perf.data");
     let o =
@@ -116,17 +118,30 @@ fn stopping_the_shell_side_stops_the_recording_as_the_app() {
     let d = device("runas_stop");
     let pkg = "com.example.stopme";
     d.install(pkg, true);
-    let mut app = d.start(pkg, "5");
+    let mut app = d.start(pkg, "30");
     std::thread::sleep(std::time::Duration::from_millis(200));
     // No --duration: rperf records until it is told to stop.
     let mut rec = d.rperf(&["record", "--app", pkg, "-o", "perf.data"], true).spawn().unwrap();
+    // Stopped once the copy running as the app runs (copying rperf into the app's folder takes
+    // a while on a busy machine).
+    let copy_runs = || {
+        let o = run(Command::new("pgrep").args(["-f", &format!("rperf record --in-app .*{pkg}")]));
+        o.status.success()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !copy_runs() {
+        assert!(std::time::Instant::now() < deadline, "the copy as the app never ran");
+        assert!(rec.try_wait().unwrap().is_none(), "the recording ended before the copy ran");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     std::thread::sleep(std::time::Duration::from_millis(1200));
+    // SAFETY: signalling our own child.
     unsafe { libc::kill(rec.id() as i32, libc::SIGTERM) };
     let status = rec.wait().unwrap();
-    app.kill().ok();
-    app.wait().ok();
     let mut err = String::new();
     std::io::Read::read_to_string(rec.stderr.as_mut().unwrap(), &mut err).unwrap();
+    app.kill().ok();
+    app.wait().ok();
     assert!(status.success(), "{status}: {err}");
     assert!(samples_of(&d.dir.join("out/perf.data"), app.id()) > 200, "{err}");
 }
