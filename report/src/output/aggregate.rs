@@ -48,15 +48,27 @@ pub struct EntryKey {
     pub vaddr: u64,
 }
 
-/// A call-graph node.
+/// A call-graph node. Its children are a list through the nodes themselves, so that a tree of
+/// any size is one allocation (call trees of deep stacks hold millions of nodes); the list is
+/// kept most recently reached first, where the next path most likely goes. Nodes are numbered
+/// in the order they were first reached.
 #[derive(Clone, Debug)]
 pub struct Node {
     /// The function (`u32::MAX` for the root).
     pub func: FuncId,
     /// Event count through this node.
     pub period: u64,
-    /// Child nodes.
-    pub children: Vec<u32>,
+    first_child: u32,
+    next_sibling: u32,
+}
+
+/// No node.
+const NO_NODE: u32 = u32::MAX;
+
+impl Node {
+    fn new(func: FuncId) -> Node {
+        Node { func, period: 0, first_child: NO_NODE, next_sibling: NO_NODE }
+    }
 }
 
 /// A call tree with a virtual root.
@@ -68,28 +80,53 @@ pub struct CallTree {
 
 impl Default for CallTree {
     fn default() -> Self {
-        CallTree { nodes: vec![Node { func: u32::MAX, period: 0, children: Vec::new() }] }
+        CallTree { nodes: vec![Node::new(u32::MAX)] }
     }
 }
 
 impl CallTree {
+    /// The children of `node`, in the order they were first reached.
+    pub fn children(&self, node: usize) -> Vec<usize> {
+        let mut kids = Vec::new();
+        let mut at = self.nodes[node].first_child;
+        while at != NO_NODE {
+            kids.push(at as usize);
+            at = self.nodes[at as usize].next_sibling;
+        }
+        kids.sort_unstable();
+        kids
+    }
+
     fn add_path(&mut self, path: impl Iterator<Item = FuncId>, period: u64) {
         let mut at = 0usize;
         self.nodes[0].period = self.nodes[0].period.saturating_add(period);
         for func in path {
-            let next = self.nodes[at].children.iter().copied().find(|&c| self.nodes[c as usize].func == func);
-            let next = match next {
-                Some(n) => n as usize,
-                None => {
-                    let n = self.nodes.len();
-                    self.nodes.push(Node { func, period: 0, children: Vec::new() });
-                    self.nodes[at].children.push(n as u32);
-                    n
-                }
-            };
+            let next = self.child(at, func);
             self.nodes[next].period = self.nodes[next].period.saturating_add(period);
             at = next;
         }
+    }
+
+    /// The child of `parent` for `func`, made when there is none; either way it moves to the
+    /// front of the parent's list.
+    fn child(&mut self, parent: usize, func: FuncId) -> usize {
+        let first = self.nodes[parent].first_child;
+        let (mut prev, mut at) = (NO_NODE, first);
+        while at != NO_NODE && self.nodes[at as usize].func != func {
+            prev = at;
+            at = self.nodes[at as usize].next_sibling;
+        }
+        if at == NO_NODE {
+            at = self.nodes.len() as u32;
+            self.nodes.push(Node { next_sibling: first, ..Node::new(func) });
+        } else if prev != NO_NODE {
+            self.nodes[prev as usize].next_sibling = self.nodes[at as usize].next_sibling;
+            self.nodes[at as usize].next_sibling = first;
+        } else {
+            return at as usize;
+        }
+        self.nodes[parent].first_child = at;
+        at as usize
     }
 }
 
@@ -399,7 +436,7 @@ mod tests {
             None,
         );
         let e = agg.entries.values().next().unwrap();
-        let first = e.tree.nodes[0].children[0] as usize;
+        let first = e.tree.children(0)[0];
         assert_eq!(e.tree.nodes[first].func, 2);
     }
 }

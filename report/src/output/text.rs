@@ -361,7 +361,7 @@ fn write_children(
     raw: bool,
     top: bool,
 ) -> io::Result<()> {
-    let mut kids: Vec<usize> = tree.nodes[node].children.iter().map(|&c| c as usize).collect();
+    let mut kids: Vec<usize> = tree.children(node);
     kids.sort_by(|a, b| tree.nodes[*b].period.cmp(&tree.nodes[*a].period));
     kids.retain(|&k| pct(tree.nodes[k].period, total) >= limit);
     let parent = tree.nodes[node].period;
