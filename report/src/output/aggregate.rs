@@ -181,6 +181,8 @@ pub struct EventAggregate {
     pub period: u64,
     /// Entries.
     pub entries: HashMap<EntryKey, Entry>,
+    /// The entries whose call trees are built (all, when None).
+    trees_for: Option<std::collections::HashSet<EntryKey>>,
 }
 
 /// What aggregation needs to know of the options.
@@ -250,7 +252,25 @@ impl EventAggregate {
     /// The entries of one section of a profile.
     pub fn of_section(p: &Profile, section: &Section, opts: &ReportOptions) -> EventAggregate {
         let cfg = AggregateConfig::new(opts);
-        let mut agg = EventAggregate::default();
+        if cfg.children && cfg.call_graph.is_some() && !opts.full_callgraph {
+            // A brief call graph shows no tree for an entry always reached from one other
+            // (its graph is part of that one's): found first, so that only the trees shown are
+            // built.
+            let counted = Self::fold(p, section, &cfg, Some(Default::default()));
+            let shown = counted.entries.iter().filter(|(_, e)| !matches!(e.parent, Parent::One(_)));
+            return Self::fold(p, section, &cfg, Some(shown.map(|(k, _)| *k).collect()));
+        }
+        Self::fold(p, section, &cfg, None)
+    }
+
+    /// Folds a section's stacks in, building the call trees of `trees_for` (all, when None).
+    fn fold(
+        p: &Profile,
+        section: &Section,
+        cfg: &AggregateConfig,
+        trees_for: Option<std::collections::HashSet<EntryKey>>,
+    ) -> EventAggregate {
+        let mut agg = EventAggregate { trees_for, ..Default::default() };
         let mut vaddrs = Vec::new();
         for (i, c) in section.stacks.iter().enumerate() {
             let frames = &p.stack_funcs[c.stack as usize];
@@ -274,7 +294,7 @@ impl EventAggregate {
                 vaddrs: &vaddrs,
                 counted: section.counted.get(i).map_or(&[], Vec::as_slice),
             };
-            agg.add(&cfg, &sample, &p.names.funcs, p.selected.as_deref());
+            agg.add(cfg, &sample, &p.names.funcs, p.selected.as_deref());
         }
         agg
     }
@@ -338,11 +358,15 @@ impl EventAggregate {
                 Some(CallOrder::Callee) if i < last => Some((i > 0).then(|| neighbour(i - 1)).flatten()),
                 _ => None,
             };
+            let with_tree = self.trees_for.as_ref().is_none_or(|t| t.contains(&key));
             let e = self.entries.entry(key).or_default();
             if let Some(from) = from {
                 e.parent.add(from);
             }
             e.children = e.children.saturating_add(s.period);
+            if !with_tree {
+                continue;
+            }
             match cfg.call_graph {
                 // The functions this entry called, down to the sampled one.
                 Some(CallOrder::Caller) => e.tree.add_path(s.frames[..=i].iter().rev().copied(), s.period),
