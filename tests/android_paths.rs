@@ -134,6 +134,9 @@ fn app_api_program(dir: &Path) -> PathBuf {
 fn an_app_records_its_own_code_path_through_the_app_api() {
     let s = sandbox("android_app_api", &["emulator-5554"]);
     let dev = device_binary();
+    // Nothing recorded yet: nothing to collect, and no error.
+    let o = s.rperf(&["android", "api", "collect", "--app", PKG]);
+    assert!(o.status.success() && stderr(&o).contains("has no recordings"), "{}", stderr(&o));
     let o = s.rperf(&["android", "api", "prepare", "--app", PKG, "--device-binary", &dev]);
     assert!(o.status.success(), "{}\nadb calls:\n{}", stderr(&o), s.log());
     for call in [
@@ -247,6 +250,9 @@ fn recording_goes_on_without_usb_and_stop_brings_it_back() {
     assert!(err.contains("Unplug the USB cable") && err.contains("rperf android stop"), "{err}");
     let started = s.at(&format!("adb -s emulator-5554 shell am start -n {PKG}/.MainActivity"));
     assert!(started.is_some(), "{}", s.log());
+    // One recording at a time.
+    let o = s.rperf(&["android", "record", "--app", PKG, "--no-usb", "--device-binary", &dev]);
+    assert!(!o.status.success() && stderr(&o).contains("still runs"), "{}", stderr(&o));
     // The cable is pulled: adb sees no device, and the recording goes on.
     std::fs::write(s.dir.join("serials"), "").unwrap();
     let o = s.rperf(&["android", "stop"]);

@@ -137,10 +137,11 @@ fn collect(a: CollectArgs) -> anyhow::Result<i32> {
     let adb = Adb::connect(&a.device)?;
     adb.check_installed(&a.app)?;
     let app = &a.app;
-    // The recordings belong to the app's user: read as that user, through run-as.
-    let listing = adb.shell(&["run-as", app, "ls", APP_DATA])?;
-    if !listing.status.success() {
-        let why = rperf_symbols::text::printable_cut(String::from_utf8_lossy(&listing.stderr).trim(), 200);
+    // The recordings belong to the app's user: read as that user, through run-as when the app
+    // is debuggable.
+    let run_as = adb.shell(&["run-as", app, "id", "-u"])?;
+    if !run_as.status.success() {
+        let why = rperf_symbols::text::printable_cut(String::from_utf8_lossy(&run_as.stderr).trim(), 200);
         if has_system_simpleperf(&adb)? {
             return collect_through_simpleperf(&adb, &a, &why);
         }
@@ -150,6 +151,8 @@ fn collect(a: CollectArgs) -> anyhow::Result<i32> {
             adb.serial
         );
     }
+    // No folder yet: the app has recorded nothing.
+    let listing = adb.shell(&["run-as", app, "ls", APP_DATA])?;
     let text = String::from_utf8_lossy(&listing.stdout);
     let names: Vec<&str> = text.lines().map(str::trim).filter(|n| n.ends_with(".data")).collect();
     if let Some(bad) = names.iter().find(|n| !plain_name(n)) {

@@ -61,6 +61,18 @@ pub fn start(adb: &Adb, args: &[String], start: Option<&Start>) -> anyhow::Resul
     Ok(())
 }
 
+/// Fails while a recording started with `--no-usb` runs: another would write the same file
+/// (and pushing rperf would replace the running binary).
+pub fn check_none_runs(adb: &Adb) -> anyhow::Result<()> {
+    if let Some(pid) = read_pid(adb)?.filter(|&pid| alive(adb, pid).unwrap_or(false)) {
+        bail!(
+            "a recording started with --no-usb still runs on {} (pid {pid}): end it with `rperf android stop` first",
+            adb.serial
+        );
+    }
+    Ok(())
+}
+
 /// Runs `rperf android stop`.
 pub fn stop(a: StopArgs) -> anyhow::Result<i32> {
     let adb = Adb::connect(&a.device)?;

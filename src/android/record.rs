@@ -97,6 +97,7 @@ pub fn run(a: RecordArgs) -> anyhow::Result<i32> {
         bail!("--launch, -a and -t start an app: name it with --app PKG");
     }
     let adb = Adb::connect(&a.device)?;
+    super::detached::check_none_runs(&adb)?;
     if let Some(app) = &a.app {
         adb.check_installed(app)?;
     }
