@@ -40,7 +40,14 @@ pub struct ReportArgs {
     /// calls it). Each node's share is of its parent, as simpleperf prints it.
     #[arg(short = 'g', num_args = 0..=1, default_missing_value = "caller", value_name = "ORDER")]
     call_graph: Option<String>,
-    /// Keep at most N frames per sample, innermost first.
+    /// Report the taken branches of a recording made with branch stacks (simpleperf's or perf's
+    /// `record -b`/`-j`): each is an entry at its target, and the sort keys dso_from,
+    /// symbol_from, dso_to and symbol_to name its ends. Text output only.
+    #[arg(short = 'b', long = "branch-stack")]
+    branches: bool,
+    /// In the text report, print at most N levels of call graph under each entry (as simpleperf
+    /// does; the shares stay those of the whole stacks); in the other formats, keep at most N
+    /// frames per sample, innermost first (as perf does).
     #[arg(long = "max-stack", value_name = "N")]
     max_stack: Option<usize>,
     /// Hide entries and call-graph nodes under P percent.
@@ -53,11 +60,12 @@ pub struct ReportArgs {
     /// Only these commands (`,`- or `;`-separated; may be repeated).
     #[arg(long = "comms", action = clap::ArgAction::Append)]
     comms: Vec<String>,
-    /// Only these processes (`,`- or `;`-separated; may be repeated).
-    #[arg(long = "pids", action = clap::ArgAction::Append)]
+    /// Only these processes (`,`- or `;`-separated; may be repeated; `--include-pid` is the
+    /// same).
+    #[arg(long = "pids", visible_alias = "include-pid", action = clap::ArgAction::Append)]
     pids: Vec<String>,
-    /// Only these threads (`,`- or `;`-separated; may be repeated).
-    #[arg(long = "tids", action = clap::ArgAction::Append)]
+    /// Only these threads (`,`- or `;`-separated; may be repeated; `--include-tid` is the same).
+    #[arg(long = "tids", visible_alias = "include-tid", action = clap::ArgAction::Append)]
     tids: Vec<String>,
     /// Only samples in these shared objects (path or file name, `,`- or `;`-separated; may be
     /// repeated). With --children, samples that have them anywhere in the call chain.
@@ -272,6 +280,39 @@ fn ids(s: &[String], what: &str) -> anyhow::Result<Vec<i32>> {
         .collect()
 }
 
+/// Checks the options that go together: `-b` with the text report without call graphs, the
+/// branch ends' sort keys with `-b`, a CSV separator that CSV can hold.
+fn check_combinations(
+    a: &ReportArgs,
+    format: Format,
+    graph: Option<CallOrder>,
+    sort: &[SortKey],
+) -> anyhow::Result<()> {
+    if a.branches && (format != Format::Text || graph.is_some()) {
+        bail!("-b reports branches in the text report, without call graphs: leave out -g and --format");
+    }
+    if sort.iter().any(|k| k.is_branch_end()) && !a.branches {
+        bail!("--sort: dso_from, symbol_from, dso_to and symbol_to are sort keys with -b only");
+    }
+    if a.csv_separator.is_empty() || a.csv_separator.contains(['\n', '"']) {
+        bail!(
+            "--csv-separator {:?}: give one or more characters other than a newline or a quote",
+            a.csv_separator
+        );
+    }
+    Ok(())
+}
+
+fn name_style(a: &ReportArgs) -> NameStyle {
+    if a.no_demangle {
+        NameStyle::Mangled
+    } else if a.short_names {
+        NameStyle::Short
+    } else {
+        NameStyle::Full
+    }
+}
+
 fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
     let sort = sort_keys(&a.sort)?;
     let call_graph = match a.call_graph.as_deref() {
@@ -290,12 +331,7 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
     if a.diff.is_some() && !format.compares() {
         bail!("--diff compares two recordings in text, folded, svg or html output, not {}", format.name());
     }
-    if a.csv_separator.is_empty() || a.csv_separator.contains(['\n', '"']) {
-        bail!(
-            "--csv-separator {:?}: give one or more characters other than a newline or a quote",
-            a.csv_separator
-        );
-    }
+    check_combinations(a, format, call_graph, &sort)?;
     Ok(ReportOptions {
         input: a.input.clone(),
         symfs: a.symfs.clone(),
@@ -308,18 +344,14 @@ fn options(a: &ReportArgs) -> anyhow::Result<ReportOptions> {
         inline_entries: a.inline,
         children: a.children || (call_graph.is_some() && !a.no_children),
         call_graph,
-        max_stack: a.max_stack.unwrap_or(usize::MAX),
+        max_stack: if format == Format::Text { usize::MAX } else { a.max_stack.unwrap_or(usize::MAX) },
+        call_graph_depth: if format == Format::Text { a.max_stack } else { None },
+        branches: a.branches,
         percent_limit: a.percent_limit,
         full_callgraph: a.full_callgraph,
         event: a.event.clone(),
         csv_separator: a.csv_separator.clone(),
-        names: if a.no_demangle {
-            NameStyle::Mangled
-        } else if a.short_names {
-            NameStyle::Short
-        } else {
-            NameStyle::Full
-        },
+        names: name_style(a),
         show_art_frames: a.show_art_frames || (format == Format::Text && !a.hide_art_frames),
         filters: filters(a)?,
         show_samples: a.show_samples,
@@ -358,7 +390,10 @@ fn sort_keys(keys: &str) -> anyhow::Result<Vec<SortKey>> {
         .filter(|k| !k.trim().is_empty())
         .map(|k| {
             SortKey::parse(k).with_context(|| {
-                format!("unknown sort key '{k}': use comm, pid, tid, dso, symbol, srcline, vaddr_in_file")
+                format!(
+                    "unknown sort key '{k}': use comm, pid, tid, dso, symbol, srcline, vaddr_in_file \
+                     (and, with -b, dso_from, symbol_from, dso_to, symbol_to)"
+                )
             })
         })
         .collect::<anyhow::Result<Vec<_>>>()?;

@@ -5,23 +5,20 @@ use std::sync::Arc;
 
 use linux_perf_data::linux_perf_event_reader::{
     CommOrExecRecord, CpuMode, EventRecord, ForkOrExitRecord, LostRecord, Mmap2FileId, Mmap2Record,
-    MmapRecord, RawData, RawEventRecord, RecordType, SampleRecord,
+    MmapRecord, RawData, RawEventRecord, RecordType,
 };
 use linux_perf_data::PerfFileRecord;
 use rperf_symbols::BinaryFinder;
-use rperf_unwind::{
-    split_callchain, Arch, ChainFrame, CodeAddress, Context, ProcessUnwinder, Regs, UnwindCache,
-};
+use rperf_unwind::{Arch, ChainFrame, CodeAddress, Context, ProcessUnwinder};
 
 use crate::builder::ProfileBuilder;
+use crate::decoded::Decoded;
 use crate::load::Recording;
 use crate::model::Model;
 use crate::options::ReportOptions;
 use crate::profile::{Info, Place, Profile, Sample, Thread};
 use crate::resolve::{AddrId, JitSources, ResolveConfig, Resolver};
 use crate::Error;
-
-const MAX_UNWIND_FRAMES: usize = 1024;
 
 /// Turns records into the model and the profile.
 pub struct Converter {
@@ -42,6 +39,8 @@ pub struct Converter {
     /// counted of each since the thread's previous sample (its first counts from 0).
     last_group: std::collections::HashMap<(i32, usize), u64>,
     counted: Vec<(usize, u64)>,
+    /// `-b`: samples are the taken branches of the recorded samples' branch stacks.
+    branches: bool,
 }
 
 /// Reads every record of `rec` and returns the profile.
@@ -165,6 +164,7 @@ impl Converter {
             frames: Vec::new(),
             chain: Vec::new(),
             keep_places: needs.places,
+            branches: opts.branches,
             places: Vec::new(),
             last_group: Default::default(),
             counted: Vec::new(),
@@ -320,7 +320,7 @@ impl Converter {
                     prefetch(&ahead.data);
                 }
                 let chain = std::mem::take(&mut self.chain);
-                let Some(mut d) = Decoded::new(*attr, r, arch, event_of_id, chain) else {
+                let Some(mut d) = Decoded::new(*attr, r, arch, event_of_id, chain, self.branches) else {
                     undecodable += 1;
                     continue;
                 };
@@ -332,7 +332,10 @@ impl Converter {
             }
             return undecodable;
         }
-        let decode = |r: &(usize, RawEventRecord<'a>)| Decoded::new(r.0, &r.1, arch, event_of_id, Vec::new());
+        let branches = self.branches;
+        let decode = |r: &(usize, RawEventRecord<'a>)| {
+            Decoded::new(r.0, &r.1, arch, event_of_id, Vec::new(), branches)
+        };
         let mut decoded: Vec<Option<Decoded<'a>>> = raw.par_iter().map(decode).collect();
         let unwinders: Vec<Option<Arc<ProcessUnwinder>>> = decoded
             .iter()
@@ -360,6 +363,10 @@ impl Converter {
 
     /// Adds a decoded sample; gives back its chain, for the next.
     fn add_sample(&mut self, d: Decoded<'_>, max_stack: usize) -> Vec<ChainFrame> {
+        if self.branches {
+            self.add_branches(&d);
+            return d.chain;
+        }
         let (pid, tid, time) = (d.pid, d.tid, d.time);
         let chain = &d.chain[..d.chain.len().min(max_stack)];
         self.resolver.frames(&mut self.model, pid, chain, time, &mut self.frames);
@@ -398,6 +405,34 @@ impl Converter {
     }
 }
 
+impl Converter {
+    /// With `-b`: each taken branch of a sample is a sample of its own, with the sample's
+    /// period, whose stack is the branch's target and then its source (instruction addresses,
+    /// not return addresses), as simpleperf reports branches. A sample without a branch stack
+    /// adds nothing.
+    fn add_branches(&mut self, d: &Decoded<'_>) {
+        let frame = |a: u64| ChainFrame { addr: CodeAddress::InstructionPointer(a), context: Context::Other };
+        let comm = self.model.comm_of(d.pid, d.tid);
+        for &(from, to) in &d.branches {
+            self.resolver.frames(&mut self.model, d.pid, &[frame(to), frame(from)], d.time, &mut self.frames);
+            let sample = Sample {
+                attr: d.attr,
+                time: d.time,
+                thread: Thread { comm, pid: d.pid, tid: d.tid },
+                cpu: d.cpu,
+                period: d.period,
+                addrs: &self.frames,
+                truncated: false,
+                broken_chain: false,
+                places: &[],
+                raw: None,
+                counted: &[],
+            };
+            self.profile.add_sample(&self.model, &sample);
+        }
+    }
+}
+
 /// Where a frame ran: its address as recorded and the mapping that held it.
 fn place(model: &Model, pid: i32, f: &ChainFrame) -> Place {
     let ip = f.addr.addr();
@@ -430,150 +465,4 @@ fn arch_label(recorded: &str) -> String {
         a => a,
     }
     .to_string()
-}
-
-/// A sample decoded: what making its stack needs, and the stack unwound from its registers and
-/// copied stack memory (DWARF mode).
-struct Decoded<'a> {
-    attr: usize,
-    pid: i32,
-    tid: i32,
-    time: u64,
-    cpu: u32,
-    period: u64,
-    /// Its call chain as recorded, or its instruction pointer; once unwound (DWARF mode), the
-    /// kernel part as recorded and the user part unwound.
-    chain: Vec<ChainFrame>,
-    /// The user registers and stack, in DWARF mode.
-    user: Option<(Regs, std::borrow::Cow<'a, [u8]>)>,
-    /// Its unwinding stopped early.
-    truncated: bool,
-    /// Its tracepoint data.
-    raw: Option<std::borrow::Cow<'a, [u8]>>,
-    /// The values of its counter group, by event (simpleperf's `--add-counter`).
-    group: Vec<(usize, u64)>,
-}
-
-impl<'a> Decoded<'a> {
-    fn new(
-        attr: usize,
-        raw: &RawEventRecord<'a>,
-        arch: Arch,
-        event_of_id: &Option<std::collections::HashMap<u64, usize>>,
-        chain: Vec<ChainFrame>,
-    ) -> Option<Decoded<'a>> {
-        let mut d = match raw.parse() {
-            Ok(EventRecord::Sample(s)) => decoded(attr, &s, arch, event_of_id, chain),
-            Ok(_) => return None,
-            Err(_) => {
-                let mut rewritten = Vec::new();
-                let s = crate::decode::reparse_read_group_sample(raw, &mut rewritten)?;
-                decoded(attr, &s, arch, event_of_id, chain).into_owned()
-            }
-        };
-        if let Some(values) = crate::decode::group_values(raw) {
-            let event = |i: usize, id: Option<u64>| match (event_of_id, id) {
-                (Some(events), Some(id)) => events.get(&id).copied(),
-                _ => Some(d.attr + i),
-            };
-            d.group =
-                values.iter().enumerate().filter_map(|(i, (v, id))| Some((event(i, *id)?, *v))).collect();
-        }
-        Some(d)
-    }
-
-    /// The same, holding its own copy of the stack.
-    fn into_owned(self) -> Decoded<'static> {
-        let user = self.user.map(|(regs, stack)| (regs, std::borrow::Cow::Owned(stack.into_owned())));
-        let raw = self.raw.map(|r| std::borrow::Cow::Owned(r.into_owned()));
-        Decoded { user, raw, ..self }
-    }
-
-    /// Unwinds the user stack with the unwinder of its process (None: a process the recording
-    /// never described, whose stack stops at the sampled instruction).
-    fn unwind(&mut self, unwinder: Option<&ProcessUnwinder>) {
-        let Some((regs, stack)) = &self.user else { return };
-        let chain = &mut self.chain;
-        chain.retain(|f| f.context == Context::Kernel);
-        // Under kernel frames, the user instruction pointer is where the kernel returns to.
-        let under_kernel = !chain.is_empty();
-        let mut user = |f: CodeAddress| {
-            let addr = match f {
-                CodeAddress::InstructionPointer(a) if under_kernel => CodeAddress::ReturnAddress(a),
-                other => other,
-            };
-            chain.push(ChainFrame { addr, context: Context::User });
-        };
-        self.truncated = match unwinder {
-            Some(u) => UNWIND_CACHE
-                .with_borrow_mut(|cache| u.unwind_each(cache, *regs, stack, MAX_UNWIND_FRAMES, &mut user)),
-            None => {
-                user(CodeAddress::InstructionPointer(regs.ip));
-                true
-            }
-        };
-    }
-}
-
-/// A sample's fields as stacks are made of them.
-fn decoded<'a>(
-    attr: usize,
-    s: &SampleRecord<'a>,
-    arch: Arch,
-    event_of_id: &Option<std::collections::HashMap<u64, usize>>,
-    mut chain: Vec<ChainFrame>,
-) -> Decoded<'a> {
-    let attr = match (event_of_id, s.id) {
-        (Some(events), Some(id)) => events.get(&id).copied().unwrap_or(attr),
-        _ => attr,
-    };
-    let pid = s.pid.unwrap_or(-1);
-    let default_ctx = match s.cpu_mode {
-        CpuMode::Kernel => Context::Kernel,
-        CpuMode::User => Context::User,
-        _ => Context::Other,
-    };
-    let stack = s.user_stack.as_ref().filter(|(d, dyn_size)| !d.is_empty() && *dyn_size > 0);
-    // Room for the frames unwinding adds, so that they seldom move the chain.
-    let recorded = s.callchain.as_ref().map_or(1, |cc| cc.len());
-    chain.clear();
-    chain.reserve(recorded + if stack.is_some() { 64 } else { 0 });
-    match &s.callchain {
-        Some(cc) if !cc.is_empty() => {
-            split_callchain((0..cc.len()).filter_map(|i| cc.get(i)), default_ctx, &mut chain)
-        }
-        _ => chain.extend(
-            s.ip.map(|ip| ChainFrame { addr: CodeAddress::InstructionPointer(ip), context: default_ctx }),
-        ),
-    }
-    let regs = s.user_regs.as_ref().and_then(|r| Regs::from_perf(arch, |n| r.get(n)));
-    let user = match (regs, stack) {
-        (Some(regs), Some((data, dyn_size))) => {
-            let len = (*dyn_size as usize).min(data.len());
-            let bytes = match data.as_slice() {
-                std::borrow::Cow::Borrowed(b) => std::borrow::Cow::Borrowed(&b[..len]),
-                std::borrow::Cow::Owned(b) => std::borrow::Cow::Owned(b[..len].to_vec()),
-            };
-            Some((regs, bytes))
-        }
-        _ => None,
-    };
-    Decoded {
-        attr,
-        pid,
-        tid: s.tid.unwrap_or(pid),
-        time: s.timestamp.unwrap_or(0),
-        cpu: s.cpu.unwrap_or(0),
-        period: s.period.unwrap_or(1),
-        chain,
-        user,
-        truncated: false,
-        raw: s.raw.map(|r| r.as_slice()),
-        group: Vec::new(),
-    }
-}
-
-thread_local! {
-    /// Each thread's unwinding cache: the unwind rules found at recent addresses.
-    static UNWIND_CACHE: std::cell::RefCell<UnwindCache> = std::cell::RefCell::new(UnwindCache::new());
 }

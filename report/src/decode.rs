@@ -117,6 +117,67 @@ pub fn reparse_read_group_sample<'a>(
     SampleRecord::parse::<byteorder::LittleEndian>(RawData::from(&buf[..]), record.misc, &info).ok()
 }
 
+/// The taken branches of a sample's branch stack (PERF_SAMPLE_BRANCH_STACK), newest first, each
+/// as (from, to): the reader skips them. None when the sample has none, or they do not fit it.
+pub fn branch_stack(record: &RawEventRecord<'_>) -> Option<Vec<(u64, u64)>> {
+    use linux_perf_data::linux_perf_event_reader::{
+        BranchSampleFormat, ReadFormat, RecordType, SampleFormat,
+    };
+    let info = record.parse_info;
+    let format = info.sample_format;
+    if record.record_type != RecordType::SAMPLE
+        || !format.contains(SampleFormat::BRANCH_STACK)
+        || info.endian != linux_perf_data::Endianness::LittleEndian
+    {
+        return None;
+    }
+    let bytes = record.data.as_slice();
+    let word = |at: usize| -> Option<usize> {
+        usize::try_from(u64::from_le_bytes(bytes.get(at..at.checked_add(8)?)?.try_into().ok()?)).ok()
+    };
+    let fixed = [
+        SampleFormat::IDENTIFIER,
+        SampleFormat::IP,
+        SampleFormat::TID,
+        SampleFormat::TIME,
+        SampleFormat::ADDR,
+        SampleFormat::ID,
+        SampleFormat::STREAM_ID,
+        SampleFormat::CPU,
+        SampleFormat::PERIOD,
+    ];
+    let mut at = 8 * fixed.iter().filter(|f| format.contains(**f)).count();
+    if format.contains(SampleFormat::READ) {
+        let read = info.read_format;
+        let times = usize::from(read.contains(ReadFormat::TOTAL_TIME_ENABLED))
+            + usize::from(read.contains(ReadFormat::TOTAL_TIME_RUNNING));
+        // PERF_FORMAT_LOST (1 << 4) adds a lost count per value.
+        let per_value =
+            1 + usize::from(read.contains(ReadFormat::ID)) + usize::from(read.bits() & (1 << 4) != 0);
+        at += if read.contains(ReadFormat::GROUP) {
+            8 * (1 + times) + word(at)?.checked_mul(per_value * 8)?
+        } else {
+            8 * (times + per_value)
+        };
+    }
+    if format.contains(SampleFormat::CALLCHAIN) {
+        at = at.checked_add(8)?.checked_add(word(at)?.checked_mul(8)?)?;
+    }
+    if format.contains(SampleFormat::RAW) {
+        let size = u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?) as usize;
+        // The size word and the data, padded to 8 bytes.
+        at = at.checked_add((4 + size).next_multiple_of(8))?;
+    }
+    let nr = word(at)?;
+    at += 8;
+    if info.branch_sample_format.contains(BranchSampleFormat::HW_INDEX) {
+        at += 8;
+    }
+    let entries = bytes.get(at..at.checked_add(nr.checked_mul(24)?)?)?;
+    let value = |e: &[u8], i: usize| u64::from_le_bytes(e[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    Some(entries.chunks_exact(24).map(|e| (value(e, 0), value(e, 1))).collect())
+}
+
 /// The tracing data simpleperf writes as a record of the data section (perf writes it as a
 /// feature section): a u32 size, then the data.
 pub fn tracing_data_record(r: &linux_perf_data::RawUserRecord<'_>) -> Option<Vec<u8>> {

@@ -61,6 +61,14 @@ pub enum Error {
         /// Why it is not read.
         why: String,
     },
+    /// `--filter-file` gives times of another clock than the recording's.
+    #[error("--filter-file: its times are of the {filter} clock, but the recording's timestamps are of the {recording} clock; take the times from this recording (rperf report --format json gives each sample's) and write `CLOCK {recording}` in the file")]
+    FilterClock {
+        /// The recording's clock.
+        recording: String,
+        /// The filter file's clock.
+        filter: String,
+    },
     /// `--proguard-mapping-file` names a file that is not a mapping.
     #[error("--proguard-mapping-file {}: {why}; give the mapping.txt R8 or ProGuard wrote for this build", path.display())]
     Proguard {

@@ -1,9 +1,10 @@
 //! simpleperf's sample filter files (`--filter-file`): time ranges, for the whole recording,
 //! per process and per thread. A line is a command: `GLOBAL_BEGIN t`, `GLOBAL_END t`,
 //! `PROCESS_BEGIN pid t`, `PROCESS_END pid t`, `THREAD_BEGIN tid t`, `THREAD_END tid t` (times
-//! in nanoseconds of the recording's clock) or `CLOCK name`. Each BEGIN pairs with the next END
-//! of the same scope; a BEGIN without an END is open. Samples are kept when their time is in a
-//! range of every scope that has ranges for them.
+//! in nanoseconds of the recording's clock) or `CLOCK name` (the clock the times are of:
+//! `monotonic` unless said, as in simpleperf). Each BEGIN pairs with the next END of the same
+//! scope; a BEGIN without an END is open. Samples are kept when their time is in a range of every
+//! scope that has ranges for them.
 
 use std::collections::HashMap;
 
@@ -13,6 +14,8 @@ type Ranges = Vec<(u64, u64)>;
 /// The ranges of a filter file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TimeRanges {
+    /// The clock the times are of.
+    pub clock: String,
     global: Ranges,
     processes: HashMap<i32, Ranges>,
     threads: HashMap<i32, Ranges>,
@@ -22,7 +25,7 @@ impl TimeRanges {
     /// Parses a filter file's text; the error names the line and what is wrong with it.
     pub fn parse(text: &str) -> Result<TimeRanges, String> {
         let mut open: HashMap<(u8, i32), u64> = HashMap::new();
-        let mut out = TimeRanges::default();
+        let mut out = TimeRanges { clock: "monotonic".into(), ..Default::default() };
         for (n, line) in text.lines().enumerate() {
             let words: Vec<&str> = line.split_whitespace().collect();
             let bad = |what: &str| format!("line {}: {what}: `{}`", n + 1, line.escape_debug());
@@ -32,8 +35,15 @@ impl TimeRanges {
             };
             let (scope, id, time) = match command {
                 "CLOCK" => match args {
-                    ["monotonic"] | ["perf"] => continue,
-                    _ => return Err(bad("only the monotonic clock (perf's) is supported")),
+                    [clock @ ("perf" | "monotonic" | "monotonic_raw" | "boottime" | "realtime")] => {
+                        out.clock = clock.to_string();
+                        continue;
+                    }
+                    _ => {
+                        return Err(bad(
+                            "the clock is one of perf, monotonic, monotonic_raw, boottime, realtime",
+                        ))
+                    }
                 },
                 "GLOBAL_BEGIN" | "GLOBAL_END" if args.len() == 1 => (0u8, 0, number(0)?),
                 "PROCESS_BEGIN" | "PROCESS_END" | "THREAD_BEGIN" | "THREAD_END" if args.len() == 2 => {
@@ -95,6 +105,8 @@ mod tests {
         let e = TimeRanges::parse("GLOBAL_BEGIN 1\nGLOBAL_END x\n").unwrap_err();
         assert!(e.starts_with("line 2: expected a number"), "{e}");
         assert!(TimeRanges::parse("THREAD_END 5 10\n").unwrap_err().contains("END without a BEGIN"));
-        assert!(TimeRanges::parse("CLOCK realtime\n").is_err());
+        assert!(TimeRanges::parse("CLOCK tai\n").is_err());
+        assert_eq!(TimeRanges::parse("").unwrap().clock, "monotonic");
+        assert_eq!(TimeRanges::parse("CLOCK perf\n").unwrap().clock, "perf");
     }
 }

@@ -25,6 +25,7 @@ mod annotate;
 mod builder;
 mod convert;
 mod decode;
+mod decoded;
 mod dump;
 mod error;
 mod escape;
@@ -41,6 +42,7 @@ mod proguard;
 mod records;
 mod resolve;
 mod sample_log;
+mod sort_key;
 mod unmatched;
 
 pub use annotate::{annotate, AnnotateOptions, FunctionCode};

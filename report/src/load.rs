@@ -121,6 +121,12 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
         .feature_section_data(Feature(feature::RPERF_INFO))
         .map(rperf_perfdata::RecordingInfo::decode);
     let off_cpu = is_off_cpu(&perf_file, rperf_info.as_ref(), cmdline.as_deref());
+    if let Some(ranges) = &opts.filters.time_ranges {
+        let clock = recording_clock(&perf_file);
+        if clock != ranges.clock {
+            return Err(Error::FilterClock { recording: clock, filter: ranges.clock.clone() });
+        }
+    }
     let recorded = rperf_info.and_then(|i| Some((i.recorded_ns?, i.elapsed_ns?)));
     let mut warnings = warnings;
     let cut_short_here = cut_short(path, &input.file, &mut warnings);
@@ -181,6 +187,25 @@ pub(crate) fn recorded_on_this_kernel(perf_file: &linux_perf_data::PerfFile) -> 
     let running = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let recorded = perf_file.os_release().ok().flatten().unwrap_or_default();
     !recorded.is_empty() && recorded == running.trim()
+}
+
+/// The clock the recording's timestamps are of, named as simpleperf names it: its meta info's
+/// `clockid`, else the clock of the attributes (`perf` when they name none).
+fn recording_clock(perf_file: &PerfFile) -> String {
+    use linux_perf_data::linux_perf_event_reader::{ClockId, PerfClock};
+    let meta = perf_file.simpleperf_meta_info().ok().flatten();
+    if let Some(clock) = meta.as_ref().and_then(|m| m.get("clockid")) {
+        return clock.to_string();
+    }
+    let name = match perf_file.event_attributes().first().map(|a| a.attr.clock) {
+        Some(PerfClock::ClockId(ClockId::Monotonic)) => "monotonic",
+        Some(PerfClock::ClockId(ClockId::MonotonicRaw)) => "monotonic_raw",
+        Some(PerfClock::ClockId(ClockId::Boottime)) => "boottime",
+        Some(PerfClock::ClockId(ClockId::Realtime)) => "realtime",
+        Some(PerfClock::ClockId(other)) => return format!("{other:?}").to_lowercase(),
+        _ => "perf",
+    };
+    name.to_string()
 }
 
 /// Whether the recording was made for off-CPU weighting: rperf's info section or

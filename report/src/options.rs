@@ -2,53 +2,7 @@
 
 use std::path::PathBuf;
 
-/// A `--sort` key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SortKey {
-    /// Command name.
-    Comm,
-    /// Process id.
-    Pid,
-    /// Thread id.
-    Tid,
-    /// Shared object.
-    Dso,
-    /// Function.
-    Symbol,
-    /// Source file and line of the sampled address (`file:line`).
-    Srcline,
-    /// The sampled address in its binary's own address space (simpleperf's `vaddr_in_file`).
-    VaddrInFile,
-}
-
-impl SortKey {
-    /// Parses one key name.
-    pub fn parse(s: &str) -> Option<SortKey> {
-        Some(match s.trim() {
-            "comm" => SortKey::Comm,
-            "pid" => SortKey::Pid,
-            "tid" => SortKey::Tid,
-            "dso" => SortKey::Dso,
-            "symbol" | "sym" => SortKey::Symbol,
-            "srcline" => SortKey::Srcline,
-            "vaddr_in_file" => SortKey::VaddrInFile,
-            _ => return None,
-        })
-    }
-
-    /// Column title.
-    pub fn title(&self) -> &'static str {
-        match self {
-            SortKey::Comm => "Command",
-            SortKey::Pid => "Pid",
-            SortKey::Tid => "Tid",
-            SortKey::Dso => "Shared Object",
-            SortKey::Symbol => "Symbol",
-            SortKey::Srcline => "Source:Line",
-            SortKey::VaddrInFile => "VaddrInFile",
-        }
-    }
-}
+pub use crate::sort_key::SortKey;
 
 /// Direction of call graphs under each entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -456,6 +410,12 @@ pub struct ReportOptions {
     pub call_graph: Option<CallOrder>,
     /// Frames kept per sample (innermost first).
     pub max_stack: usize,
+    /// `-b`: each taken branch of a sample's branch stack is a sample of its own, at the
+    /// branch's target, that remembers where the branch came from (`dso_from`, `symbol_from`).
+    pub branches: bool,
+    /// Levels of call graph the text report prints under an entry (simpleperf's `--max-stack`);
+    /// all when None.
+    pub call_graph_depth: Option<usize>,
     /// Hide entries and call-graph nodes below this share (percent).
     pub percent_limit: f64,
     /// Print every call-graph node (not only branches and their chains).
@@ -538,6 +498,8 @@ impl Default for ReportOptions {
             children: false,
             call_graph: None,
             max_stack: usize::MAX,
+            call_graph_depth: None,
+            branches: false,
             percent_limit: 0.0,
             full_callgraph: false,
             filters: Filters::default(),

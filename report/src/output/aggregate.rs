@@ -46,6 +46,10 @@ pub struct EntryKey {
     pub srcline: u32,
     /// The address in the binary (`vaddr_in_file`).
     pub vaddr: u64,
+    /// With `-b`: the DSO id the branch left.
+    pub from_dso: u32,
+    /// With `-b`: the function id the branch left.
+    pub from_func: u32,
 }
 
 /// A call-graph node. Its children are a list through the nodes themselves, so that a tree of
@@ -130,6 +134,14 @@ impl CallTree {
     }
 }
 
+/// Adds a sample's counter values to an entry's (counts come from the file: sums saturate).
+fn add_counted(to: &mut Vec<u64>, counted: &[u64]) {
+    if to.len() < counted.len() {
+        to.resize(counted.len(), 0);
+    }
+    to.iter_mut().zip(counted).for_each(|(a, v)| *a = a.saturating_add(*v));
+}
+
 /// One line of the report.
 #[derive(Clone, Debug, Default)]
 pub struct Entry {
@@ -141,6 +153,8 @@ pub struct Entry {
     pub counted: Vec<u64>,
     /// Event count of samples with this entry anywhere in the stack (with --children).
     pub children: u64,
+    /// What each counter of the counter group counted in those samples (with --children).
+    pub acc_counted: Vec<u64>,
     /// The call graph under the entry.
     pub tree: CallTree,
     /// The entries next to this one on the way from the call graphs' roots (its callers in
@@ -188,8 +202,10 @@ pub struct EventAggregate {
 /// What aggregation needs to know of the options.
 #[derive(Clone, Debug)]
 pub struct AggregateConfig {
-    keys: [bool; 7],
+    keys: [bool; 9],
     children: bool,
+    /// `-b`: each stack is a branch's target and then its source.
+    branches: bool,
     call_graph: Option<CallOrder>,
     /// Inlined functions are entries of their own, their self time split out of the
     /// function they were inlined into (`--inline`); by default a sample's self time is the
@@ -206,12 +222,15 @@ impl AggregateConfig {
                 has(SortKey::Comm),
                 has(SortKey::Pid),
                 has(SortKey::Tid),
-                has(SortKey::Dso),
-                has(SortKey::Symbol),
+                has(SortKey::Dso) || has(SortKey::DsoTo),
+                has(SortKey::Symbol) || has(SortKey::SymbolTo),
                 has(SortKey::Srcline),
                 has(SortKey::VaddrInFile),
+                has(SortKey::DsoFrom),
+                has(SortKey::SymbolFrom),
             ],
             children: opts.children,
+            branches: opts.branches,
             call_graph: opts.call_graph,
             split_inline: opts.inline_entries,
         }
@@ -226,6 +245,20 @@ impl AggregateConfig {
         s.frames.iter().position(|&f| !funcs.get(f as usize).is_some_and(|f| f.inlined)).unwrap_or(0)
     }
 
+    /// A branch's target and source functions, from a `-b` stack (target, then source): the
+    /// functions that hold the addresses (the inlined ones, with `--inline`).
+    fn branch_ends(&self, p: &Profile, stack: u32) -> Option<[FuncId; 2]> {
+        let end = |a: &crate::resolve::AddrId| {
+            let funcs = p.symbols.funcs(*a);
+            let holder = funcs.iter().find(|&&f| !p.names.funcs.get(f as usize).is_some_and(|f| f.inlined));
+            if self.split_inline { funcs.first() } else { holder.or(funcs.first()) }.copied()
+        };
+        match p.stacks.get(stack as usize)?.as_slice() {
+            [to, from] => Some([end(to)?, end(from)?]),
+            _ => None,
+        }
+    }
+
     /// Whether entries are told apart by address.
     pub fn by_vaddr(&self) -> bool {
         self.keys[6]
@@ -233,7 +266,8 @@ impl AggregateConfig {
 
     fn key(&self, s: &ResolvedSample<'_>, i: usize, funcs: &[Func]) -> EntryKey {
         let func = s.frames[i];
-        let [c, p, t, d, f, l, v] = self.keys;
+        let [c, p, t, d, f, l, v, df, sf] = self.keys;
+        let from = if self.branches { s.frames.get(1).copied() } else { None };
         EntryKey {
             comm: if c { s.comm } else { 0 },
             pid: if p { s.pid } else { 0 },
@@ -244,6 +278,8 @@ impl AggregateConfig {
             // sample's self time has one.
             srcline: if l && i == self.self_frame(s, funcs) { s.srcline + 1 } else { 0 },
             vaddr: if v { s.vaddrs.get(i).copied().unwrap_or(0) } else { 0 },
+            from_dso: if df { from.map_or(0, |f| funcs[f as usize].dso) } else { 0 },
+            from_func: if sf { from.unwrap_or(0) } else { 0 },
         }
     }
 }
@@ -273,7 +309,14 @@ impl EventAggregate {
         let mut agg = EventAggregate { trees_for, ..Default::default() };
         let mut vaddrs = Vec::new();
         for (i, c) in section.stacks.iter().enumerate() {
-            let frames = &p.stack_funcs[c.stack as usize];
+            let branch;
+            let frames = if cfg.branches {
+                let Some(ends) = cfg.branch_ends(p, c.stack) else { continue };
+                branch = ends;
+                &branch[..]
+            } else {
+                &p.stack_funcs[c.stack as usize][..]
+            };
             vaddrs.clear();
             if cfg.by_vaddr() {
                 for &a in &p.stacks[c.stack as usize] {
@@ -312,7 +355,7 @@ impl EventAggregate {
         if s.frames.is_empty() {
             return;
         }
-        let at = cfg.self_frame(s, funcs);
+        let at = if cfg.branches { 0 } else { cfg.self_frame(s, funcs) };
         let is_selected = |f: FuncId| selected.is_none_or(|sel| sel.get(f as usize).copied().unwrap_or(true));
         self.samples = self.samples.saturating_add(s.samples);
         self.period = self.period.saturating_add(s.period);
@@ -321,10 +364,15 @@ impl EventAggregate {
             let e = self.entries.entry(key).or_default();
             e.samples = e.samples.saturating_add(s.samples);
             e.period = e.period.saturating_add(s.period);
-            if e.counted.len() < s.counted.len() {
-                e.counted.resize(s.counted.len(), 0);
+            add_counted(&mut e.counted, s.counted);
+        }
+        if cfg.branches {
+            // A branch has no call chain: its children are itself, as simpleperf counts them.
+            if cfg.children && is_selected(s.frames[0]) {
+                let e = self.entries.entry(cfg.key(s, 0, funcs)).or_default();
+                e.children = e.children.saturating_add(s.period);
             }
-            e.counted.iter_mut().zip(s.counted).for_each(|(a, v)| *a = a.saturating_add(*v));
+            return;
         }
         if !cfg.children {
             let key = cfg.key(s, at, funcs);
@@ -364,6 +412,7 @@ impl EventAggregate {
                 e.parent.add(from);
             }
             e.children = e.children.saturating_add(s.period);
+            add_counted(&mut e.acc_counted, s.counted);
             if !with_tree {
                 continue;
             }

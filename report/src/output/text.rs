@@ -14,10 +14,10 @@ fn column(names: &Names, key: SortKey, k: &EntryKey) -> String {
         SortKey::Comm => names.comm(k.comm).to_string(),
         SortKey::Pid => k.pid.to_string(),
         SortKey::Tid => k.tid.to_string(),
-        SortKey::Dso => {
-            names.dsos.get(k.dso as usize).map_or("[unknown]".into(), |d| d.display_name().to_string())
-        }
-        SortKey::Symbol => func_label(names, k.func),
+        SortKey::Dso | SortKey::DsoTo => dso_label(names, k.dso),
+        SortKey::Symbol | SortKey::SymbolTo => func_label(names, k.func),
+        SortKey::DsoFrom => dso_label(names, k.from_dso),
+        SortKey::SymbolFrom => func_label(names, k.from_func),
         SortKey::Srcline => match k.srcline {
             0 => "[unknown]".into(),
             l => names.srclines.get(l as usize - 1).cloned().unwrap_or_else(|| "[unknown]".into()),
@@ -25,6 +25,11 @@ fn column(names: &Names, key: SortKey, k: &EntryKey) -> String {
         SortKey::VaddrInFile => format!("{:#x}", k.vaddr),
     };
     crate::escape::printable(&text).into_owned()
+}
+
+/// A shared object's name for the text report.
+fn dso_label(names: &Names, id: u32) -> String {
+    names.dsos.get(id as usize).map_or("[unknown]".into(), |d| d.display_name().to_string())
 }
 
 /// A function's name for the text report: inlined calls are marked.
@@ -217,7 +222,9 @@ fn write_section(
             } else {
                 let limit =
                     if opts.full_callgraph { opts.percent_limit } else { opts.percent_limit.max(0.5) };
-                write_tree(out, &e.tree, names, total, limit, opts.raw_period)?;
+                let max_depth = opts.call_graph_depth.unwrap_or(usize::MAX);
+                let style = TreeStyle { names, total, limit, raw: opts.raw_period, max_depth };
+                write_tree(out, &e.tree, &style)?;
             }
             writeln!(out)?;
         }
@@ -256,9 +263,10 @@ fn shows_event_counts(opts: &ReportOptions) -> bool {
 
 /// Whether `--print-event-count` shows a column per counter of the section's counter group
 /// (`EventCount_cpu-cycles`, `EventCount_instructions`), as simpleperf shows a recording made
-/// with `--add-counter`.
+/// with `--add-counter`; with --children, two per counter (`AccEventCount_cpu-cycles`,
+/// `SelfEventCount_cpu-cycles`, ...).
 fn per_counter(opts: &ReportOptions, section: &crate::profile::Section) -> bool {
-    opts.print_event_count && !opts.children && !section.counters.is_empty()
+    opts.print_event_count && !section.counters.is_empty()
 }
 
 fn column_titles(opts: &ReportOptions, section: &crate::profile::Section) -> Vec<String> {
@@ -275,8 +283,10 @@ fn column_titles(opts: &ReportOptions, section: &crate::profile::Section) -> Vec
     let counts_head: &[&str] =
         if opts.children { &["AccEventCount", "SelfEventCount"] } else { &["EventCount"] };
     if per_counter(opts, section) {
-        let name = |c: &String| format!("EventCount_{}", crate::escape::printable(c));
-        head.extend(section.counters.iter().map(name));
+        for c in &section.counters {
+            let c = crate::escape::printable(c);
+            head.extend(counts_head.iter().map(|h| format!("{h}_{c}")));
+        }
     } else if opts.print_event_count {
         head.extend(counts_head.iter().map(|s| s.to_string()));
     }
@@ -312,7 +322,13 @@ fn row(
     }
     counts.push(e.period.to_string());
     if per_counter(opts, section) {
-        r.extend((0..section.counters.len()).map(|i| e.counted.get(i).copied().unwrap_or(0).to_string()));
+        let value = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0).to_string();
+        for i in 0..section.counters.len() {
+            if opts.children {
+                r.push(value(&e.acc_counted, i));
+            }
+            r.push(value(&e.counted, i));
+        }
     } else if opts.print_event_count {
         r.extend(counts.iter().cloned());
     }
@@ -333,47 +349,57 @@ fn csv_field(s: &str, sep: &str) -> String {
     }
 }
 
-/// Prints a call tree perf-style: chains of single callers continue on the next line, branches
-/// get `|--xx.xx%--` markers. Shares are of the parent node, as simpleperf shows them (of the
-/// entry at the top); nodes under `limit` percent of the event's total are left out.
-fn write_tree(
-    out: &mut dyn Write,
-    tree: &CallTree,
-    names: &Names,
+/// How call trees are printed.
+struct TreeStyle<'a> {
+    names: &'a Names,
+    /// The event's total.
     total: u64,
+    /// Nodes under this share of the total (percent) are left out.
     limit: f64,
+    /// Event counts instead of shares.
     raw: bool,
-) -> io::Result<()> {
-    let indent = "       ".to_string();
-    writeln!(out, "{indent}|")?;
-    write_children(out, tree, 0, &indent, names, total, limit, raw, true)
+    /// Levels printed below the entry's own node (simpleperf's `--max-stack`).
+    max_depth: usize,
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Prints a call tree perf-style: chains of single callers continue on the next line, branches
+/// get `|--xx.xx%--` markers. Shares are of the parent node, as simpleperf shows them (of the
+/// entry at the top); nodes under `limit` percent of the event's total are left out; levels
+/// (a node with the chain of single callers it continues into) below `max_depth` too.
+fn write_tree(out: &mut dyn Write, tree: &CallTree, style: &TreeStyle<'_>) -> io::Result<()> {
+    let indent = "       ".to_string();
+    writeln!(out, "{indent}|")?;
+    write_children(out, tree, 0, &indent, style, None)
+}
+
+/// Prints the children of `node`, which is at level `depth` (None for the tree's root, above
+/// the entry's own node).
 fn write_children(
     out: &mut dyn Write,
     tree: &CallTree,
     node: usize,
     indent: &str,
-    names: &Names,
-    total: u64,
-    limit: f64,
-    raw: bool,
-    top: bool,
+    style: &TreeStyle<'_>,
+    depth: Option<usize>,
 ) -> io::Result<()> {
+    let (names, total) = (style.names, style.total);
     let mut kids: Vec<usize> = tree.children(node);
     kids.sort_by(|a, b| tree.nodes[*b].period.cmp(&tree.nodes[*a].period));
-    kids.retain(|&k| pct(tree.nodes[k].period, total) >= limit);
+    kids.retain(|&k| pct(tree.nodes[k].period, total) >= style.limit);
     let parent = tree.nodes[node].period;
-    if kids.len() == 1 && tree.nodes[kids[0]].period == parent && !top {
+    if kids.len() == 1 && tree.nodes[kids[0]].period == parent && depth.is_some() {
         let k = kids[0];
         writeln!(out, "{indent}{}", func_label(names, tree.nodes[k].func))?;
-        return write_children(out, tree, k, indent, names, total, limit, raw, false);
+        return write_children(out, tree, k, indent, style, depth);
+    }
+    let depth = depth.map_or(0, |d| d + 1);
+    if depth > style.max_depth {
+        return Ok(());
     }
     let n = kids.len();
     for (i, &k) in kids.iter().enumerate() {
         // As simpleperf shows them: a node's share of its parent (of the entry at the top).
-        let share = if raw {
+        let share = if style.raw {
             tree.nodes[k].period.to_string()
         } else {
             format!("{:.2}%", pct(tree.nodes[k].period, parent))
@@ -384,7 +410,7 @@ fn write_children(
         writeln!(out, "{indent}{label}{}", func_label(names, tree.nodes[k].func))?;
         let pad = if last { " ".repeat(label.len()) } else { format!("|{}", " ".repeat(label.len() - 1)) };
         let child_indent = format!("{indent}{pad}");
-        write_children(out, tree, k, &child_indent, names, total, limit, raw, false)?;
+        write_children(out, tree, k, &child_indent, style, Some(depth))?;
         if !last {
             writeln!(out, "{indent}|")?;
         }

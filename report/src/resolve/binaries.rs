@@ -265,7 +265,7 @@ pub(super) fn load_binary(
         Found::BuildIdMismatch(path) => (
             None,
             Some(format!(
-                "{} has another build id than the recorded {}; not used for {} (pass --symfs with the right binary)",
+                "build id mismatch: {} has another build id than the recorded {}; not used for {} (pass --symfs with the right binary)",
                 path.display(),
                 d.build_id.as_deref().map(rperf_symbols::buildid::hex).unwrap_or_default(),
                 d.path
