@@ -127,6 +127,8 @@ impl Converter {
             .filter(|r| r.r#type == linux_perf_data::simpleperf_dso_type::DSO_DEX_FILE)
             .map(|r| r.path.clone())
             .collect();
+        let mut profile = profile;
+        profile.name_aggregates(|name| model.intern(name));
         let config = ResolveConfig {
             names: opts.names,
             dwarf_inline: opts.inline,

@@ -290,12 +290,14 @@ impl Session {
         Ok(&self.current.chain)
     }
 
-    /// The sample's tracepoint data; null when it has none.
+    /// The sample's tracepoint data; null when it has none, or its event is no tracepoint
+    /// (simpleperf records raw data for every event of a recording with tracepoints).
     pub fn tracing_data(&self) -> Result<*const c_char, String> {
         self.current("GetTracingDataOfCurrentSample")?;
         let loaded = self.loaded.as_ref().expect("a sample is at hand");
         let raw = &loaded.sample.raw;
-        Ok(if raw.is_empty() { std::ptr::null() } else { raw.as_ptr().cast() })
+        let tracepoint = self.current.event.tracing_data_format.field_count > 0;
+        Ok(if raw.is_empty() || !tracepoint { std::ptr::null() } else { raw.as_ptr().cast() })
     }
 
     /// The build id of a binary as recorded (`0x` and 40 hex digits), or "".
