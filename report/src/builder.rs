@@ -65,11 +65,8 @@ pub struct ProfileBuilder {
     /// Every sample with its frames' places and tracepoint data (`Needs::places`).
     log: Option<crate::sample_log::SampleLog>,
     tracepoint_formats: Vec<rperf_perfdata::tracing::EventFormat>,
-    /// `--aggregate-threads` patterns, the name of the thread each stands for (the pattern,
-    /// once interned by `name_aggregates`) and that thread once seen.
-    aggregate: Vec<regex::Regex>,
-    aggregate_names: Vec<u32>,
-    aggregated: Vec<Option<Thread>>,
+    /// `--aggregate-threads`.
+    pub threads: crate::thread_pools::ThreadPools,
     /// `--proguard-mapping-file`: Java names shown as they were written.
     proguard: Option<crate::proguard::ProguardMapping>,
     /// What the samples met before the filters.
@@ -136,9 +133,7 @@ impl ProfileBuilder {
                 false => None,
             },
             tracepoint_formats: Vec::new(),
-            aggregate: opts.aggregate_threads.clone(),
-            aggregate_names: Vec::new(),
-            aggregated: vec![None; opts.aggregate_threads.len()],
+            threads: crate::thread_pools::ThreadPools::new(&opts.aggregate_threads),
             proguard,
         })
     }
@@ -260,7 +255,7 @@ impl ProfileBuilder {
         if !f.keeps(thread, thread_name, process_name, cpu, time) {
             return;
         }
-        let thread = self.aggregate(thread, thread_name);
+        let thread = self.threads.thread_of(thread, thread_name);
         let c = &mut self.counts[sec];
         let e = c.counts.entry((thread, stack, off_cpu)).or_default();
         e.0 = e.0.saturating_add(1);
@@ -282,20 +277,6 @@ impl ProfileBuilder {
         if let Some(log) = &mut self.log {
             log.push(sec as u32, &row, places, raw);
         }
-    }
-
-    /// Names the threads `--aggregate-threads` makes after their patterns, as simpleperf's
-    /// report library names them: `intern` gives a name's id in the model.
-    pub fn name_aggregates(&mut self, mut intern: impl FnMut(&str) -> u32) {
-        self.aggregate_names = self.aggregate.iter().map(|r| intern(r.as_str())).collect();
-    }
-
-    /// The thread a sample counts under: with `--aggregate-threads`, the first thread seen
-    /// whose name matches the same pattern, named after the pattern.
-    fn aggregate(&mut self, thread: Thread, name: &str) -> Thread {
-        let Some(i) = self.aggregate.iter().position(|r| r.is_match(name)) else { return thread };
-        let comm = self.aggregate_names.get(i).copied().unwrap_or(thread.comm);
-        *self.aggregated[i].get_or_insert(Thread { comm, ..thread })
     }
 
     /// The recorded stacks as reports show them (`java::Shaper`), with each frame's execution

@@ -128,7 +128,7 @@ impl Converter {
             .map(|r| r.path.clone())
             .collect();
         let mut profile = profile;
-        profile.name_aggregates(|name| model.intern(name));
+        profile.threads.name(|name| model.intern(name));
         let config = ResolveConfig {
             names: opts.names,
             dwarf_inline: opts.inline,

@@ -43,6 +43,7 @@ mod records;
 mod resolve;
 mod sample_log;
 mod sort_key;
+mod thread_pools;
 mod unmatched;
 
 pub use annotate::{annotate, AnnotateOptions, FunctionCode};
