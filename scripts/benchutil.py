@@ -1,21 +1,28 @@
 """Helpers shared by rperf's benchmark scripts."""
 import subprocess
+import tempfile
 import time
 
 
-def run_with_peak_rss(cmd):
-    """Runs cmd (stdout discarded); returns (stderr text, peak RSS in KiB of cmd's own process,
-    sampled from /proc/PID/status VmHWM every 20 ms)."""
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    hwm = 0
-    while p.poll() is None:
-        try:
-            with open(f"/proc/{p.pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        hwm = max(hwm, int(line.split()[1]))
-        except OSError:
-            pass
-        time.sleep(0.02)
-    _, err = p.communicate()
+def run_with_peak_rss(cmd, cwd=None, check=False):
+    """Runs cmd (stdout discarded) in cwd; returns (stderr text, peak RSS in KiB of cmd's own
+    process, sampled from /proc/PID/status VmHWM every 20 ms). stderr goes to a file, so that a
+    command that writes much of it never waits on a full pipe. With check, a command that fails
+    raises RuntimeError with its stderr."""
+    with tempfile.TemporaryFile() as errfile:
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=errfile, cwd=cwd)
+        hwm = 0
+        while p.poll() is None:
+            try:
+                with open(f"/proc/{p.pid}/status") as f:
+                    for line in f:
+                        if line.startswith("VmHWM:"):
+                            hwm = max(hwm, int(line.split()[1]))
+            except OSError:
+                pass
+            time.sleep(0.02)
+        errfile.seek(0)
+        err = errfile.read().decode(errors="replace")
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited with {p.returncode}:\n{err[-2000:]}")
     return err, hwm

@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""rperf against perf, simpleperf and samply on programs nobody here wrote.
+
+Workloads (inputs made in the work folder, the same on every run):
+- g++:     `g++ -O2 -std=c++17 -c` of a translation unit that includes <bits/stdc++.h>
+           (libstdc++'s headers: a large translation unit);
+- xz:      `xz -9 -T1` of 6 MB of the first files of /usr/bin;
+- cpython: /usr/bin/python3 running the standard library's pure-Python difflib
+           (SequenceMatcher over two 9 KB versions of npm's source);
+- node:    node running the `diff` package npm ships (diffWords over two 60 KB versions of the
+           same text; `--perf-basic-prof` for its JIT code, under every recorder).
+
+Recording: each workload alone, then under `rperf record`, `perf record`, simpleperf's
+`record` (../shared/simpleperf/bin/simpleperf) and `samply record` (when installed: `cargo
+install samply`), all at 4000 Hz of cpu-clock with DWARF call graphs (each tool's default stack
+size); samply takes stacks its own way. Rounds are interleaved (each round runs every command
+once, in a rotating order), and medians are shown: the wall time over the program alone, and the
+recorder's own peak RSS (VmHWM of its process, sampled every 20 ms; the program's memory is not
+counted).
+
+Reporting: each recording (of the last round) is read by every tool that reads it: `rperf
+report` (perf.data of rperf, perf and simpleperf), `perf report --stdio` (rperf's and perf's),
+`simpleperf report` (all three) and `samply import --save-only` (rperf's and perf's; samply
+keeps addresses for its server to name, so its import does not symbolize). `cat FILE` times
+reading the file from the page cache. rperf's cache folder is a fresh one of the benchmark's, so
+its first report of each file is a cold one, left out of the medians.
+
+Usage: scripts/bench_peers.py [--rounds 3] [--only g++,xz] [--keep DIR]
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchutil import run_with_peak_rss
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SIMPLEPERF = os.path.join(ROOT, "../shared/simpleperf/bin/simpleperf")
+NPM = "/usr/lib/node_modules/npm"
+
+
+def inputs(work):
+    """Writes the workloads' inputs into work; returns {workload: command}."""
+    tu = os.path.join(work, "tu.cpp")
+    with open(tu, "w") as f:
+        f.write("#include <bits/stdc++.h>\nint main() { std::regex r(\"a+b\"); "
+                "std::map<std::string, std::vector<int>> m; return (int)m.size() + std::regex_match(\"aab\", r); }\n")
+    xz_in = os.path.join(work, "xz.in")
+    if not os.path.exists(xz_in):
+        names = sorted(os.listdir("/usr/bin"))
+        with open(xz_in, "wb") as out:
+            for n in names:
+                p = os.path.join("/usr/bin", n)
+                if os.path.isfile(p) and not os.path.islink(p) and out.tell() < 6_000_000:
+                    with open(p, "rb") as f:
+                        out.write(f.read(6_000_000 - out.tell()))
+    sources = sorted(os.path.join(d, n) for d, _, ns in os.walk(os.path.join(NPM, "lib")) for n in ns
+                     if n.endswith(".js"))
+    text = "".join(open(p, encoding="utf-8", errors="replace").read() for p in sources)[:200_000]
+    lines = text.split("\n")
+    changed = [l.replace("const", "let") if i % 7 == 3 else l for i, l in enumerate(lines) if i % 11 != 5]
+    for name, t in (("a.txt", text), ("b.txt", "\n".join(changed))):
+        with open(os.path.join(work, name), "w") as f:
+            f.write(t)
+    py = os.path.join(work, "work.py")
+    with open(py, "w") as f:
+        f.write("import difflib, sys\n"
+                f"a = open({os.path.join(work, 'a.txt')!r}).read()[:9000]\n"
+                f"b = open({os.path.join(work, 'b.txt')!r}).read()[:9000]\n"
+                "print(len(difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()))\n")
+    js = os.path.join(work, "work.js")
+    with open(js, "w") as f:
+        f.write(f"const Diff = require({os.path.join(NPM, 'node_modules/diff')!r});\n"
+                "const fs = require('fs');\n"
+                f"const a = fs.readFileSync({os.path.join(work, 'a.txt')!r}, 'utf8').slice(0, 60000);\n"
+                f"const b = fs.readFileSync({os.path.join(work, 'b.txt')!r}, 'utf8').slice(0, 60000);\n"
+                "let n = 0;\nfor (let i = 0; i < 3; i++) n += Diff.diffWords(a, b).length;\nconsole.log(n);\n")
+    return {
+        "g++": ["g++", "-O2", "-std=c++17", "-c", tu, "-o", "/dev/null"],
+        "xz": ["xz", "-9", "-T1", "-k", "-f", "-c", xz_in],
+        "cpython": ["/usr/bin/python3", py],
+        "node": ["node", "--perf-basic-prof", js],
+    }
+
+
+def recorders(rperf):
+    """{tool: (command before the program, given the output path, the output's file name)}."""
+    out = {
+        "rperf": (lambda o: [rperf, "record", "-e", "cpu-clock", "-F", "4000", "--call-graph", "dwarf", "-o", o,
+                             "--"], "rperf.data"),
+        "perf": (lambda o: ["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000", "--call-graph", "dwarf",
+                            "-o", o, "--"], "perf.data"),
+        "simpleperf": (lambda o: [SIMPLEPERF, "record", "-e", "cpu-clock", "-f", "4000", "--call-graph", "dwarf",
+                                  "-o", o], "simpleperf.data"),
+    }
+    if shutil.which("samply"):
+        out["samply"] = (lambda o: ["samply", "record", "-s", "-r", "4000", "-o", o, "--"], "samply.json.gz")
+    return out
+
+
+def readers(rperf, work):
+    """{tool: (command given the recording, the recorders whose files it reads)}."""
+    out = {
+        "rperf": (lambda f: [rperf, "report", "-i", f], {"rperf", "perf", "simpleperf"}),
+        "perf": (lambda f: ["perf", "report", "--stdio", "-i", f], {"rperf", "perf"}),
+        "simpleperf": (lambda f: [SIMPLEPERF, "report", "-i", f], {"rperf", "perf", "simpleperf"}),
+        "cat": (lambda f: ["cat", f], {"rperf", "perf", "simpleperf"}),
+    }
+    if shutil.which("samply"):
+        out["samply"] = (lambda f: ["samply", "import", "-s", "-o", os.path.join(work, "import.json.gz"), f],
+                         {"rperf", "perf"})
+    return out
+
+
+def timed(cmd, cwd):
+    """(wall seconds, the command's own peak RSS in MiB)."""
+    start = time.perf_counter()
+    err, hwm = run_with_peak_rss(cmd, cwd=cwd, check=True)
+    wall = time.perf_counter() - start
+    return wall, hwm / 1024, err
+
+
+def median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def record_rounds(work, programs, tools, rounds):
+    """{(workload, tool or 'alone'): [(wall, MiB)]}, rounds interleaved; the last round's
+    recordings stay in work/WORKLOAD/."""
+    results = {}
+    for r in range(rounds):
+        for w, cmd in programs.items():
+            folder = os.path.join(work, w)
+            os.makedirs(folder, exist_ok=True)
+            order = ["alone", *tools]
+            order = order[r % len(order):] + order[:r % len(order)]
+            for t in order:
+                if t == "alone":
+                    full = cmd
+                else:
+                    make, name = tools[t]
+                    out = os.path.join(folder, name)
+                    full = make(out) + cmd
+                wall, mib, err = timed(full, folder)
+                results.setdefault((w, t), []).append((wall, mib))
+                print(f"  round {r + 1} {w:8} {t:10} {wall:7.3f} s {mib:7.1f} MiB", file=sys.stderr)
+    return results
+
+
+def report_rounds(work, programs, tools, reads, rounds):
+    """{(workload, recorder, reader): [(wall, MiB)]}; each reader's first run of a file is left
+    out (rperf's cold report, the page cache's first read)."""
+    results = {}
+    for w in programs:
+        folder = os.path.join(work, w)
+        for rec, (_, name) in tools.items():
+            f = os.path.join(folder, name)
+            if not os.path.exists(f):
+                continue
+            who = [t for t, (_, reads_from) in reads.items() if rec in reads_from]
+            for r in range(rounds + 1):
+                for t in who[r % len(who):] + who[:r % len(who)]:
+                    wall, mib, _ = timed(reads[t][0](f), folder)
+                    if r > 0:
+                        results.setdefault((w, rec, t), []).append((wall, mib))
+    return results
+
+
+def print_tables(programs, tools, rec, rep):
+    print("\n## Recording: wall time over the program alone, the recorder's peak RSS (medians)\n")
+    names = list(tools)
+    print("| workload | alone s | " + " | ".join(f"{t} overhead, MiB" for t in names) + " | rperf overhead / peer's |")
+    print("|---|---|" + "---|" * len(names) + "---|")
+    for w in programs:
+        alone = median([x[0] for x in rec[(w, "alone")]])
+        cells, over = [], {}
+        for t in names:
+            runs = rec.get((w, t), [])
+            over[t] = median([x[0] for x in runs]) / alone - 1
+            cells.append(f"{over[t] * 100:+.1f}%, {median([x[1] for x in runs]):.1f}")
+        ratios = ", ".join(f"{t} {over['rperf'] / over[t]:.2f}" for t in names if t != "rperf" and over[t] > 0)
+        print(f"| {w} | {alone:.3f} | " + " | ".join(cells) + f" | {ratios} |")
+    print("\n## Reporting each recording: median wall s, peak MiB; ratio: the reader's time / rperf's\n")
+    print("| workload | recorded by | reader | s | MiB | / rperf |")
+    print("|---|---|---|---|---|---|")
+    for w in programs:
+        for r in tools:
+            base = rep.get((w, r, "rperf"))
+            for (w2, r2, t), runs in sorted(rep.items()):
+                if (w2, r2) != (w, r):
+                    continue
+                s, mib = median([x[0] for x in runs]), median([x[1] for x in runs])
+                ratio = f"{s / median([x[0] for x in base]):.2f}" if base else "-"
+                print(f"| {w} | {r} | {t} | {s:.3f} | {mib:.1f} | {ratio} |")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (medians are shown)")
+    ap.add_argument("--only", help="comma-separated workloads (g++, xz, cpython, node)")
+    ap.add_argument("--keep", help="work folder (kept; a temporary one otherwise)")
+    args = ap.parse_args()
+    if not os.path.exists(SIMPLEPERF):
+        sys.exit(f"simpleperf not found at {SIMPLEPERF}")
+    subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
+    rperf = os.path.join(ROOT, "target/release/rperf")
+    work = args.keep or tempfile.mkdtemp(prefix="rperf-bench-peers-")
+    os.makedirs(work, exist_ok=True)
+    os.environ["RPERF_CACHE_DIR"] = os.path.join(work, "rperf-cache")
+    shutil.rmtree(os.environ["RPERF_CACHE_DIR"], ignore_errors=True)
+    programs = inputs(work)
+    if args.only:
+        programs = {w: c for w, c in programs.items() if w in args.only.split(",")}
+    tools = recorders(rperf)
+    rec = record_rounds(work, programs, tools, args.rounds)
+    rep = report_rounds(work, programs, tools, readers(rperf, work), args.rounds)
+    print(f"# bench_peers.py --rounds {args.rounds}: {os.uname().nodename}, {os.cpu_count()} CPUs; work folder {work}")
+    print_tables(programs, tools, rec, rep)
+
+
+if __name__ == "__main__":
+    main()
