@@ -79,9 +79,7 @@ pub fn run(a: AnnotateArgs) -> anyhow::Result<i32> {
     };
     let opts = AnnotateOptions { report, functions: a.functions, symbols: split(&a.symbols), html };
     let profile = rperf_report::load(&opts.report)?;
-    for w in &profile.warnings {
-        eprintln!("rperf: warning: {}", rperf_symbols::text::printable(w));
-    }
+    crate::exit::warnings(&profile.warnings, None);
     match &a.output {
         Some(p) => {
             let mut file = crate::output_file::OutputFile::create(p)?;

@@ -27,3 +27,15 @@ pub fn code(result: anyhow::Result<i32>) -> i32 {
         }
     }
 }
+
+/// Prints a report's warnings, each as one escaped line, naming the recording they are about
+/// when a command reads more than one (`report --diff`).
+pub fn warnings(warnings: &[rperf_report::Warning], about: Option<&std::path::Path>) {
+    for w in warnings {
+        let text = match about {
+            Some(path) => format!("{}: {w}", path.display()),
+            None => w.to_string(),
+        };
+        eprintln!("rperf: warning: {}", rperf_symbols::text::printable(&text));
+    }
+}

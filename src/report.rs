@@ -443,18 +443,14 @@ fn off_cpu_mode(m: &str) -> anyhow::Result<OffCpuMode> {
 pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
     let opts = options(&a)?;
     let profile = rperf_report::load(&opts)?;
-    for w in &profile.warnings {
-        eprintln!("rperf: warning: {}", rperf_symbols::text::printable(w));
-    }
+    crate::exit::warnings(&profile.warnings, None);
     check_filters(&profile, &opts)?;
     let base = match &opts.diff_base {
         Some(path) => {
             let base_opts = ReportOptions { input: path.clone(), diff_base: None, ..opts.clone() };
             let base =
                 rperf_report::load(&base_opts).with_context(|| format!("--diff {}", path.display()))?;
-            for w in &base.warnings {
-                eprintln!("rperf: warning: {}: {}", path.display(), rperf_symbols::text::printable(w));
-            }
+            crate::exit::warnings(&base.warnings, Some(path));
             Some(base)
         }
         None => None,

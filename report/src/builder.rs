@@ -324,7 +324,7 @@ impl ProfileBuilder {
         mut model: Model,
         symbolize: impl FnOnce(&mut Model) -> (Symbolized, Vec<Func>, Vec<String>, Vec<String>),
         info: Info,
-        warnings: Vec<String>,
+        warnings: Vec<crate::Warning>,
     ) -> (Profile, Option<crate::sample_log::SampleReader>) {
         // Each thread's last sample, with no sample or exit after it, has no known length: it
         // is left out, as simpleperf leaves it out (a last switch-out weighed to the end of
@@ -371,11 +371,7 @@ impl ProfileBuilder {
         let sample_log = self.log.take().map(|log| log.finish(kept, shown));
         let mut warnings = warnings;
         if self.lost_sideband > 0 {
-            warnings.push(format!(
-                "the kernel lost {} side-band records (mmap, comm, fork, exit) while recording: samples \
-                 after them may be given to the wrong binary or thread (these are not lost samples)",
-                self.lost_sideband
-            ));
+            warnings.push(crate::Warning::LostSideband { count: self.lost_sideband });
         }
         let mut info = info;
         info.time_range = if self.time_range.0 > self.time_range.1 { (0, 0) } else { self.time_range };

@@ -61,7 +61,7 @@ pub fn convert_with(
     let mut warnings = std::mem::take(&mut rec.warnings);
     let mut progress = crate::progress::Progress::new(rec.len, rec.reading.position.clone());
     c.read_records(rec.records, &rec.event_of_id, opts, &mut progress, &mut warnings)?;
-    warnings.extend(rec.reading.take_repairs());
+    warnings.extend(rec.reading.take_repairs().into_iter().map(crate::Warning::Repaired));
     progress.stage("symbolizing");
     // What unwinding held (unwind tables and caches) is given back before symbolizing loads
     // debug info.
@@ -87,7 +87,7 @@ pub fn convert_with(
     );
     progress.finish();
     warnings.extend(profile.unnamed_warning());
-    warnings.extend(rperf_symbols::cache::take_warning());
+    warnings.extend(rperf_symbols::cache::take_warning().map(crate::Warning::Symbols));
     let mut profile = profile;
     warnings.append(&mut profile.warnings);
     Ok((Profile { warnings, ..profile }, samples))
@@ -181,7 +181,7 @@ impl Converter {
         event_of_id: &Option<std::collections::HashMap<u64, usize>>,
         opts: &ReportOptions,
         progress: &mut crate::progress::Progress,
-        warnings: &mut Vec<String>,
+        warnings: &mut Vec<crate::Warning>,
     ) -> Result<(), Error> {
         let path = &opts.input;
         let mut records = 0u64;
@@ -218,20 +218,14 @@ impl Converter {
                 if records == 0 {
                     return Err(Error::Format { path: path.clone(), reason: reason.into() });
                 }
-                warnings.push(format!(
-                    "{}: stopped reading after {records} records: {reason}; the report shows what was readable",
-                    path.display()
-                ));
+                warnings.push(crate::Warning::StoppedAt { path: path.clone(), records, reason });
             }
         }
         if !ended {
-            warnings.push(format!(
-                "{}: reading stopped after {records} records without reaching the end of the file; the report shows what was read",
-                path.display()
-            ));
+            warnings.push(crate::Warning::EndedEarly { path: path.clone(), records });
         }
         if undecodable > 0 {
-            warnings.push(format!("{undecodable} records could not be decoded and were skipped"));
+            warnings.push(crate::Warning::Undecodable { count: undecodable });
         }
         Ok(())
     }

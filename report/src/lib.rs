@@ -45,6 +45,7 @@ mod sample_log;
 mod sort_key;
 mod thread_pools;
 mod unmatched;
+mod warning;
 
 pub use annotate::{annotate, AnnotateOptions, FunctionCode};
 pub use dump::dump;
@@ -60,6 +61,7 @@ pub use proguard::ProguardMapping;
 pub use resolve::NameStyle;
 pub use sample_log::{LoggedSample, SampleReader};
 pub use unmatched::{FilterOutcome, Miss};
+pub use warning::Warning;
 
 /// Reads a recording into a profile: load, convert, symbolize.
 pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {

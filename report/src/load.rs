@@ -47,7 +47,7 @@ pub struct Recording {
     /// When the file was last written.
     pub written: Option<std::time::SystemTime>,
     /// Repairs made and other problems of the header.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<crate::Warning>,
     /// How long sampling was on, and how long the recording lasted (rperf's recordings).
     pub recorded: Option<(u64, u64)>,
     /// The event of each sample id, where the reader could not tell events apart: files with
@@ -128,7 +128,7 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
         }
     }
     let recorded = rperf_info.and_then(|i| Some((i.recorded_ns?, i.elapsed_ns?)));
-    let mut warnings = warnings;
+    let mut warnings: Vec<crate::Warning> = warnings.into_iter().map(crate::Warning::Repaired).collect();
     let cut_short_here = cut_short(path, &input.file, &mut warnings);
     Ok(Recording {
         perf_file,
@@ -230,7 +230,7 @@ fn is_off_cpu(
 /// A recording without feature sections was cut short: says so in `warnings`, and returns
 /// whether it was made on this machine since its last boot (kernel frames are then named
 /// from this kernel).
-fn cut_short(path: &Path, file: &std::fs::File, warnings: &mut Vec<String>) -> bool {
+fn cut_short(path: &Path, file: &std::fs::File, warnings: &mut Vec<crate::Warning>) -> bool {
     let header = file_header(file);
     if !header.as_ref().is_some_and(|h| h.features.is_empty()) {
         return false;
@@ -239,17 +239,7 @@ fn cut_short(path: &Path, file: &std::fs::File, warnings: &mut Vec<String>) -> b
         .as_ref()
         .and_then(|h| recorded_kernel_text(file, h.data))
         .is_some_and(|t| Some(t) == running_kernel_text());
-    warnings.push(format!(
-        "{} has no feature sections: its recording was cut short (the recorder was killed before it \
-         finished); {}",
-        path.display(),
-        if here {
-            "it was made on this machine since its last boot, so kernel frames are named from this kernel \
-             and binaries are read as they are now"
-        } else {
-            "kernel frames stay unnamed unless --kallsyms names a copy of the recording machine's /proc/kallsyms"
-        }
-    ));
+    warnings.push(crate::Warning::CutShort { path: path.to_path_buf(), made_here: here });
     here
 }
 

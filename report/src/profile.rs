@@ -221,7 +221,7 @@ pub struct Profile {
     /// given to the wrong binary or thread. Counted apart from lost samples, as perf does.
     pub lost_sideband: u64,
     /// Non-fatal problems met while reading.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<crate::Warning>,
     /// For each distinct stack, the index in its recorded stack of each frame shown (empty
     /// unless places were kept).
     pub stack_origin: Vec<Vec<u32>>,
@@ -248,7 +248,7 @@ impl Profile {
 
     /// One warning when most of the samples are in code without symbols, naming the binaries
     /// that were not symbolized and how to supply them.
-    pub fn unnamed_warning(&self) -> Option<String> {
+    pub fn unnamed_warning(&self) -> Option<crate::Warning> {
         let p = self;
         let s = p.main_section()?;
         let mut weight = 0u64;
@@ -283,12 +283,11 @@ impl Profile {
         if remedies.is_empty() {
             remedies.push("the code has no symbol table or JIT symbol map here");
         }
-        Some(format!(
-            "{:.0}% of the samples are in code without symbols, mostly in {}; {}",
-            100.0 * weight as f64 / s.weight.max(1) as f64,
-            names.join(", "),
-            remedies.join("; ")
-        ))
+        Some(crate::Warning::Unnamed {
+            percent: 100.0 * weight as f64 / s.weight.max(1) as f64,
+            binaries: names,
+            remedies,
+        })
     }
 
     /// The functions of a counted stack, innermost first, with the off-CPU marker in front of

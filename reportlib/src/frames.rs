@@ -181,7 +181,8 @@ impl Session {
             self.opts.merge_java_methods = self.merge_java;
             let (profile, samples) = report::load_with(&self.opts, needs).map_err(|e| e.to_string())?;
             for w in &profile.warnings {
-                eprintln!("rperf report library: warning: {w}");
+                let w = w.to_string();
+                eprintln!("rperf report library: warning: {}", rperf_symbols::text::printable(&w));
             }
             let samples = samples.expect("samples are logged when places are asked for");
             let events =

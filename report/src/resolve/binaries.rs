@@ -88,7 +88,7 @@ impl Binaries {
         &mut self,
         model: &Model,
         dso: DsoId,
-        warnings: &mut Vec<String>,
+        warnings: &mut Vec<crate::Warning>,
     ) -> Option<Arc<Binary>> {
         if let Some(b) = self.loaded.get(&dso) {
             return b.clone();
@@ -179,11 +179,11 @@ impl Binaries {
     pub(super) fn kernel(
         &mut self,
         addrs: impl FnOnce() -> Vec<u64>,
-        warnings: &mut Vec<String>,
+        warnings: &mut Vec<crate::Warning>,
     ) -> &KernelSymbols {
         if let KernelSource::Pending(load) = &mut self.kernel {
             let (symbols, warning) = load(&addrs());
-            warnings.extend(warning);
+            warnings.extend(warning.map(crate::Warning::Symbols));
             self.kernel = KernelSource::Ready(symbols);
         }
         match &self.kernel {
@@ -233,10 +233,14 @@ pub fn is_kernel_address(addr: u64, arch: Arch) -> bool {
 }
 
 /// Finds and loads the binary for a DSO; the warning says why a candidate was not used.
+fn unreadable(path: impl std::fmt::Display, why: impl std::fmt::Display) -> crate::Warning {
+    crate::Warning::BinaryUnreadable { path: path.to_string(), why: why.to_string() }
+}
+
 pub(super) fn load_binary(
     finder: &BinaryFinder,
     d: &crate::model::Dso,
-) -> (Option<Arc<Binary>>, Option<String>) {
+) -> (Option<Arc<Binary>>, Option<crate::Warning>) {
     if d.kind == DsoKind::Vdso {
         let elf = finder
             .find_vdso(d.build_id.as_deref())
@@ -249,27 +253,26 @@ pub(super) fn load_binary(
     match finder.find(&d.path, d.build_id.as_deref()) {
         Found::File(path) => match ElfInfo::load_with_debug_roots(&path, &finder.debug_roots()) {
             Ok(elf) => (Some(Binary::new(elf)), None),
-            Err(e) => (None, Some(format!("cannot read {}: {e}", path.display()))),
+            Err(e) => (None, Some(unreadable(path.display(), e))),
         },
         Found::Fetched(f) => match ElfInfo::from_mapped(&f.path, f.map) {
             Ok(elf) => (Some(Binary::new(elf)), None),
-            Err(e) => (None, Some(format!("cannot read {}: {e}", f.path.display()))),
+            Err(e) => (None, Some(unreadable(f.path.display(), e))),
         },
         Found::Embedded { apk, entry } => {
             let name = format!("{}!/{}", apk.display(), entry.name);
             match ElfInfo::load_range(std::path::Path::new(&name), &apk, entry.offset, entry.size) {
                 Ok(elf) => (Some(Binary::new(elf)), None),
-                Err(e) => (None, Some(format!("cannot read {name}: {e}"))),
+                Err(e) => (None, Some(unreadable(&name, e))),
             }
         }
         Found::BuildIdMismatch(path) => (
             None,
-            Some(format!(
-                "build id mismatch: {} has another build id than the recorded {}; not used for {} (pass --symfs with the right binary)",
-                path.display(),
-                d.build_id.as_deref().map(rperf_symbols::buildid::hex).unwrap_or_default(),
-                d.path
-            )),
+            Some(crate::Warning::BuildIdMismatch {
+                found: path,
+                recorded: d.build_id.as_deref().map(rperf_symbols::buildid::hex).unwrap_or_default(),
+                dso: d.path.clone(),
+            }),
         ),
         Found::Missing => (None, None),
     }

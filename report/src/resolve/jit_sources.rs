@@ -80,7 +80,7 @@ impl JitSources {
         model: &mut Model,
         pid: i32,
         addr: u64,
-        warnings: &mut Vec<String>,
+        warnings: &mut Vec<crate::Warning>,
     ) -> Option<DsoId> {
         if !self.perf_maps.contains_key(&pid) {
             let loaded = self.load_jit_symbols(model, pid, warnings);
@@ -92,7 +92,7 @@ impl JitSources {
 
     /// A JIT map or jitdump on this machine: a regular file of this user or root (of anyone
     /// with `--force`), at most 1 GiB; a refusal is said once, with the remedy.
-    fn read_jit_file(&self, path: &str, warnings: &mut Vec<String>) -> Option<Vec<u8>> {
+    fn read_jit_file(&self, path: &str, warnings: &mut Vec<crate::Warning>) -> Option<Vec<u8>> {
         use rperf_symbols::trusted::{self, Owners, Refusal};
         let (owners, follow) =
             if self.trust_any_owner { (Owners::Anyone, true) } else { (Owners::Trusted(None), false) };
@@ -100,9 +100,8 @@ impl JitSources {
             Ok(b) => Some(b),
             Err(Refusal::Missing) => None,
             Err(Refusal::Unsafe(why)) => {
-                warnings.push(format!(
-                    "{path} {why}; its JIT symbols are not read (rperf report --force reads JIT files of any owner)"
-                ));
+                warnings
+                    .push(crate::Warning::JitFileRefused { path: path.to_string(), why: why.to_string() });
                 None
             }
         }
@@ -114,7 +113,7 @@ impl JitSources {
         &mut self,
         model: &mut Model,
         pid: i32,
-        warnings: &mut Vec<String>,
+        warnings: &mut Vec<crate::Warning>,
     ) -> Option<(DsoId, SymbolTable)> {
         let map_text = match self.embedded_perf_maps.remove(&pid) {
             Some(t) => Some(t),

@@ -95,7 +95,7 @@ pub struct Resolver {
     chains: rustc_hash::FxHashMap<u64, ResolvedChain>,
     arch: Arch,
     /// Warnings to show once (build-id mismatches, missing binaries).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<crate::Warning>,
 }
 
 impl Resolver {

@@ -37,7 +37,8 @@ impl Resolver {
     pub fn finish_symbols(&mut self, model: &mut Model) -> (Symbolized, Vec<Func>, Vec<String>, Vec<String>) {
         let mut symbolized = self.symbolize(model);
         symbolized.unnamed = self.names.unnamed.clone();
-        self.warnings.extend(self.binaries.take_debuginfod_summary());
+        self.warnings
+            .extend(self.binaries.take_debuginfod_summary().into_iter().map(crate::Warning::Symbols));
         let funcs = std::mem::take(&mut self.names.funcs);
         (symbolized, funcs, std::mem::take(&mut self.names.srclines), std::mem::take(&mut self.names.files))
     }
@@ -94,7 +95,7 @@ impl Resolver {
             v.dedup();
             v
         };
-        let loaded: Vec<(DsoId, Option<Arc<Binary>>, Option<String>)> = wanted
+        let loaded: Vec<(DsoId, Option<Arc<Binary>>, Option<crate::Warning>)> = wanted
             .par_iter()
             .map(|&d| {
                 let (b, w) = load_binary(&self.binaries.finder, &model.dsos[d as usize]);
