@@ -3,6 +3,7 @@
 //! patches, and a walk over the data section that finds where readable records end. Over a
 //! windowed mapping of the file, so that a large recording is never read whole into memory.
 
+pub use crate::repaired::Repaired;
 use std::io::Read;
 
 use crate::encode::AUXTRACE;
@@ -108,7 +109,7 @@ pub enum FileError {
 }
 
 /// A file opened for its metadata, its data section's (offset, size), and warnings.
-pub type Checked = (PatchedFile, (u64, u64), Vec<String>);
+pub type Checked = (PatchedFile, (u64, u64), Vec<Repaired>);
 
 /// Opens a perf.data file after checking its header against the file's length; returns the
 /// file for the metadata reader and the data section's (offset, size). Sections that
@@ -143,10 +144,7 @@ pub fn open_checked(file: std::fs::File) -> Result<Checked, FileError> {
     let (ev_off, ev_size) = header.event_types;
     if !r.fits(ev_off, ev_size) {
         r.patches.push((EVENT_TYPES_AT, vec![0; 16]));
-        r.warnings.push(
-            "the event-types section (header offset 56) reaches past the end of the file; ignored"
-                .to_string(),
-        );
+        r.warnings.push(Repaired::EventTypesPastEnd);
     }
     let (data, features) = r.check_data(&header)?;
     r.check_features(data.0 + data.1, &features)?;
@@ -170,7 +168,7 @@ pub fn open_checked(file: std::fs::File) -> Result<Checked, FileError> {
 struct Repair {
     file: std::fs::File,
     len: u64,
-    warnings: Vec<String>,
+    warnings: Vec<Repaired>,
     patches: Vec<(u64, Vec<u8>)>,
 }
 
@@ -203,19 +201,14 @@ impl Repair {
             // feature sections, not records.
             let (whole, bad) = walk_records(&self.file, data_off, present);
             if let Some(b) = bad.filter(|b| b.oversized_trace) {
-                self.warnings.push(format!("{}; reading the records before it", b.why));
+                self.warnings.push(Repaired::RecordsCutAt { why: b.why });
             }
-            self.warnings.push(format!(
-                "the data section (header offset 48) claims {data_size} bytes but the file holds {present} after offset {data_off}: the recording was cut short; reading what is there ({whole} bytes of whole records)"
-            ));
+            self.warnings.push(Repaired::DataCut { claimed: data_size, present, offset: data_off, whole });
             data_size = whole;
             self.patches.push((DATA_SIZE_AT, data_size.to_le_bytes().to_vec()));
             features.clear();
         } else if !table_fits {
-            self.warnings.push(format!(
-                "the feature sections after the data (file offset {}) are missing: the recording was cut short; reading the records only",
-                data_off + data_size
-            ));
+            self.warnings.push(Repaired::FeaturesMissing { offset: data_off + data_size });
             features.clear();
         }
         if features.is_empty() {
@@ -243,9 +236,7 @@ impl Repair {
                 section_problem(&self.file, *feat, off, size)
             };
             match problem {
-                Some(why) => self.warnings.push(format!(
-                    "feature section {feat} (table entry at file offset {entry_at}) {why}; ignored"
-                )),
+                Some(why) => self.warnings.push(Repaired::FeatureIgnored { feature: *feat, entry_at, why }),
                 None => keep.push(i),
             }
         }
@@ -270,7 +261,7 @@ impl Repair {
         size: u64,
         entry: u64,
         at: u64,
-        what: &str,
+        what: &'static str,
     ) -> Result<(), FileError> {
         if entry == 0 {
             return Ok(());
@@ -281,9 +272,13 @@ impl Repair {
             let (ids_off, ids_size) = (u64_at(e, at as usize), u64_at(e, at as usize + 8));
             if !self.fits(ids_off, ids_size) {
                 let field = off + k as u64 * entry + at;
-                self.warnings.push(format!(
-                    "the id list of {what} {k} (file offset {field}) claims {ids_size} bytes at offset {ids_off}, past the end of the file; ignored"
-                ));
+                self.warnings.push(Repaired::IdListPastEnd {
+                    what,
+                    index: k,
+                    field,
+                    size: ids_size,
+                    offset: ids_off,
+                });
                 self.patches.push((field, vec![0; 16]));
             }
         }

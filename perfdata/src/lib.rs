@@ -22,6 +22,7 @@ pub mod events;
 pub mod feature;
 pub mod header;
 pub mod mapped;
+pub mod repaired;
 pub mod sections;
 pub mod tracing;
 

@@ -61,7 +61,7 @@ pub fn convert_with(
     let mut warnings = std::mem::take(&mut rec.warnings);
     let mut progress = crate::progress::Progress::new(rec.len, rec.reading.position.clone());
     c.read_records(rec.records, &rec.event_of_id, opts, &mut progress, &mut warnings)?;
-    warnings.extend(rec.reading.take_repairs().into_iter().map(crate::Warning::Repaired));
+    warnings.extend(rec.reading.take_repairs().into_iter().map(crate::Warning::from));
     progress.stage("symbolizing");
     // What unwinding held (unwind tables and caches) is given back before symbolizing loads
     // debug info.

@@ -128,7 +128,7 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
         }
     }
     let recorded = rperf_info.and_then(|i| Some((i.recorded_ns?, i.elapsed_ns?)));
-    let mut warnings: Vec<crate::Warning> = warnings.into_iter().map(crate::Warning::Repaired).collect();
+    let mut warnings: Vec<crate::Warning> = warnings.into_iter().map(crate::Warning::from).collect();
     let cut_short_here = cut_short(path, &input.file, &mut warnings);
     Ok(Recording {
         perf_file,
@@ -322,7 +322,7 @@ pub struct Opened {
     /// The reader's progress and repairs.
     pub reading: Reading,
     /// What opening repaired or left out.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<rperf_perfdata::checked::Repaired>,
     /// The file.
     pub input: Input,
 }

@@ -21,6 +21,7 @@ use linux_perf_data::linux_perf_event_reader::{
     RawEventRecord, RecordIdParseInfo, RecordParseInfo, RecordType,
 };
 use linux_perf_data::{PerfFile, PerfFileRecord, RawUserRecord, UserRecordType};
+use rperf_perfdata::checked::Repaired;
 use rperf_perfdata::encode::{AUXTRACE, FINISHED_ROUND};
 use rustc_hash::FxHashMap;
 
@@ -309,9 +310,8 @@ impl RecordReader {
                         Some(e) => next = e,
                         None => {
                             let left = self.end - next;
-                            self.reading.repairs.lock().unwrap_or_else(|e| e.into_inner()).push(format!(
-                                "the AUXTRACE record at file offset {at} claims {trace} bytes of trace data, past the end of the data section; its trace data is cut to the {left} bytes that follow it"
-                            ));
+                            let repair = Repaired::AuxtraceCut { at, claimed: trace, left };
+                            self.reading.repairs.lock().unwrap_or_else(|e| e.into_inner()).push(repair);
                             next = self.end;
                         }
                     }
@@ -570,12 +570,12 @@ pub struct Reading {
     /// The read position, for progress display.
     pub position: crate::progress::ReadPosition,
     /// Repairs made to records while reading them, each said once.
-    pub repairs: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    pub repairs: std::sync::Arc<std::sync::Mutex<Vec<Repaired>>>,
 }
 
 impl Reading {
     /// The repairs made so far, taken.
-    pub fn take_repairs(&self) -> Vec<String> {
+    pub fn take_repairs(&self) -> Vec<Repaired> {
         std::mem::take(&mut *self.repairs.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }

@@ -10,8 +10,8 @@ use crate::error::RecordError;
 pub enum Warning {
     /// The file's header or records were repaired so that it could be read (what
     /// `perfdata::checked` and the record reader found and did).
-    #[error("{0}")]
-    Repaired(String),
+    #[error(transparent)]
+    Repaired(#[from] rperf_perfdata::checked::Repaired),
     /// The recording has no feature sections: the recorder was killed before it finished.
     #[error(
         "{} has no feature sections: its recording was cut short (the recorder was killed before it finished); {}",
