@@ -410,9 +410,7 @@ pub fn walk_records(file: &std::fs::File, start: u64, limit: u64) -> (u64, Optio
     (at.min(end).saturating_sub(start), None)
 }
 
-/// A window of a file mapped a part at a time, so that reading a large recording neither
-/// copies it through read() nor keeps all of it mapped (its pages would count as memory in
-/// use).
+/// A file read through one window at a time (`mapped::window`).
 pub struct Window {
     file: std::fs::File,
     len: u64,
@@ -453,13 +451,8 @@ impl Window {
 
     /// Maps the window that starts at the page holding `off`, its pages read in at once.
     fn map_at(&mut self, off: u64) -> std::io::Result<()> {
-        let page = 4096u64;
-        let at = off / page * page;
-        let len = Self::SIZE.min(self.len.saturating_sub(at));
         self.map = None;
-        // SAFETY: the recording is mapped read-only and only read; a concurrent truncation
-        // could fault, the accepted risk of mapping input files.
-        let map = crate::mapped::map_range(&self.file, at, len as usize, true)?;
+        let (at, map) = crate::mapped::window(&self.file, self.len, off, 0, Self::SIZE, true)?;
         self.map = Some(map);
         self.at = at;
         Ok(())

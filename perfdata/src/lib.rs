@@ -23,6 +23,7 @@ pub mod feature;
 pub mod header;
 pub mod mapped;
 pub mod repaired;
+pub mod sample;
 pub mod sections;
 pub mod tracing;
 

@@ -32,6 +32,26 @@ pub fn map_range(file: &File, offset: u64, len: usize, populate: bool) -> std::i
     unsafe { options.map(file) }
 }
 
+/// A window of a file of `file_len` bytes: at least `size` bytes (and at least the `n` bytes at
+/// `at`, which it holds) from the page that holds `at`, up to the end of the file. Returns the
+/// window's file offset and its mapping. The record walkers of recordings read them through
+/// windows, so that a large file is neither copied through read() nor mapped whole (its pages
+/// would count as memory in use).
+pub fn window(
+    file: &File,
+    file_len: u64,
+    at: u64,
+    n: u64,
+    size: u64,
+    populate: bool,
+) -> std::io::Result<(u64, Mmap)> {
+    const PAGE: u64 = 4096;
+    let start = at / PAGE * PAGE;
+    let len = size.max(at.saturating_add(n) - start).min(file_len.saturating_sub(start));
+    let len = usize::try_from(len).map_err(|_| std::io::Error::other("a window larger than memory"))?;
+    Ok((start, map_range(file, start, len, populate)?))
+}
+
 /// Bytes held in memory (an image kept in a recording), in a memory file mapped read-only, so
 /// that they are read like a file on disk: every mapping the symbolizer reads is of a file,
 /// whose pages `let_go` may drop.

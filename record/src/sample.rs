@@ -53,60 +53,43 @@ pub fn time_of(record: &[u8], sample_type_of: impl Fn(u64) -> Option<u64>) -> Op
     u64_at(record, record.len().checked_sub(len)? + tid)
 }
 
-/// Parses a `PERF_RECORD_SAMPLE` laid out for `sample_type` with `regs_count` user registers.
-/// Returns None for a record too short for its declared fields.
+/// Parses a `PERF_RECORD_SAMPLE` laid out for `sample_type` with `regs_count` user registers
+/// (rperf asks for no read block and no branch stack: a sample with either has only its fixed
+/// fields read). Returns None for a record too short for its declared fields.
 pub fn parse(record: &[u8], sample_type: u64, regs_count: usize) -> Option<SampleView<'_>> {
     let mut v = SampleView { record, ..Default::default() };
+    let body = record.get(8..)?;
+    // The first fixed fields, each where the ones before it leave it.
     let mut at = 8usize;
-    let mut take = |n: usize| -> Option<usize> {
+    let mut field = |bit: u64| {
         let here = at;
-        at = at.checked_add(n)?;
-        (at <= record.len()).then_some(here)
+        at += usize::from(sample_type & bit != 0) * 8;
+        (sample_type & bit != 0).then_some(here)
     };
-    if sample_type & sample::IDENTIFIER != 0 {
-        v.id = u64_at(record, take(8)?)?;
+    if let Some(at) = field(sample::IDENTIFIER) {
+        v.id = u64_at(record, at)?;
     }
-    if sample_type & sample::IP != 0 {
-        v.ip = u64_at(record, take(8)?)?;
+    if let Some(at) = field(sample::IP) {
+        v.ip = u64_at(record, at)?;
     }
-    if sample_type & sample::TID != 0 {
-        let p = take(8)?;
-        v.pid = u32_at(record, p)?;
-        v.tid = u32_at(record, p + 4)?;
+    if let Some(at) = field(sample::TID) {
+        (v.pid, v.tid) = (u32_at(record, at)?, u32_at(record, at + 4)?);
     }
-    for bit in [sample::TIME, sample::ADDR, sample::ID, sample::STREAM_ID, sample::CPU, sample::PERIOD] {
-        if sample_type & bit != 0 {
-            take(8)?;
-        }
-    }
-    if sample_type & sample::READ != 0 {
-        return Some(v); // not requested by rperf; the rest cannot be located without read_format
-    }
-    if sample_type & sample::CALLCHAIN != 0 {
-        let at = take(8)?;
-        v.callchain_at = Some(at);
-        let nr = u64_at(record, at)? as usize;
-        let p = take(nr.checked_mul(8)?)?;
-        v.callchain = (0..nr).filter_map(|i| u64_at(record, p + 8 * i)).collect();
-    }
-    if sample_type & sample::RAW != 0 {
-        let size = u32_at(record, take(4)?)? as usize;
-        take(size)?;
-    }
-    if sample_type & sample::BRANCH_STACK != 0 {
+    if sample_type & (sample::READ | sample::BRANCH_STACK) != 0 {
         return Some(v);
     }
-    if sample_type & sample::REGS_USER != 0 {
-        let at = take(8)?;
-        v.regs_abi_at = Some(at);
-        let abi = u64_at(record, at)?;
-        if abi != 0 {
-            v.regs_at = Some(take(regs_count.checked_mul(8)?)?);
-        }
+    let formats = rperf_perfdata::sample::Formats::from_bits(sample_type, 0, 0, regs_count);
+    let layout = rperf_perfdata::sample::layout(body, &formats)?;
+    // Offsets in the record: past its header.
+    let in_record = |o: Option<usize>| o.map(|o| o + 8);
+    v.callchain_at = in_record(layout.callchain);
+    if let Some(at) = v.callchain_at {
+        let nr = u64_at(record, at)? as usize;
+        v.callchain = (0..nr).filter_map(|i| u64_at(record, at + 8 + 8 * i)).collect();
     }
-    if sample_type & sample::STACK_USER != 0 {
-        v.stack_at = Some(take(8)?);
-    }
+    v.regs_abi_at = in_record(layout.regs_abi);
+    v.regs_at = in_record(layout.regs);
+    v.stack_at = in_record(layout.stack_user);
     Some(v)
 }
 

@@ -45,45 +45,47 @@ struct GroupBlock {
     has_id: bool,
 }
 
+/// A little-endian sample's body and the layout of its fields; None for other records, or a
+/// sample whose fields do not fit it.
+fn sample_layout<'a>(
+    record: &'a RawEventRecord<'_>,
+) -> Option<(std::borrow::Cow<'a, [u8]>, rperf_perfdata::sample::Layout)> {
+    use linux_perf_data::linux_perf_event_reader::RecordType;
+    let info = record.parse_info;
+    if record.record_type != RecordType::SAMPLE || info.endian != linux_perf_data::Endianness::LittleEndian {
+        return None;
+    }
+    let formats = rperf_perfdata::sample::Formats {
+        sample: info.sample_format,
+        read: info.read_format,
+        branch: info.branch_sample_format,
+        user_regs: info.user_regs_count as usize,
+    };
+    let body = record.data.as_slice();
+    let layout = rperf_perfdata::sample::layout(&body, &formats)?;
+    Some((body, layout))
+}
+
 /// The group block of a sample: None unless the record is a little-endian sample with a group
 /// read that fits it.
 fn group_block(record: &RawEventRecord<'_>) -> Option<GroupBlock> {
-    use linux_perf_data::linux_perf_event_reader::{ReadFormat, RecordType, SampleFormat};
-    let info = record.parse_info;
-    if record.record_type != RecordType::SAMPLE
-        || !info.sample_format.contains(SampleFormat::READ)
-        || !info.read_format.contains(ReadFormat::GROUP)
-        || info.endian != linux_perf_data::Endianness::LittleEndian
-    {
+    use linux_perf_data::linux_perf_event_reader::ReadFormat;
+    let read = record.parse_info.read_format;
+    if !read.contains(ReadFormat::GROUP) {
         return None;
     }
-    let before = [
-        SampleFormat::IDENTIFIER,
-        SampleFormat::IP,
-        SampleFormat::TID,
-        SampleFormat::TIME,
-        SampleFormat::ADDR,
-        SampleFormat::ID,
-        SampleFormat::STREAM_ID,
-        SampleFormat::CPU,
-        SampleFormat::PERIOD,
-    ]
-    .iter()
-    .filter(|f| info.sample_format.contains(**f))
-    .count();
-    let start = before * 8;
-    let bytes = record.data.as_slice();
-    let nr = u64::from_le_bytes(bytes.get(start..start + 8)?.try_into().ok()?) as usize;
-    let te = usize::from(info.read_format.contains(ReadFormat::TOTAL_TIME_ENABLED));
-    let tr = usize::from(info.read_format.contains(ReadFormat::TOTAL_TIME_RUNNING));
-    let has_id = info.read_format.contains(ReadFormat::ID);
+    let (body, layout) = sample_layout(record)?;
+    let start = layout.read?;
+    let nr = rperf_perfdata::bytes::u64_at(&body, start)? as usize;
+    let times = usize::from(read.contains(ReadFormat::TOTAL_TIME_ENABLED))
+        + usize::from(read.contains(ReadFormat::TOTAL_TIME_RUNNING));
+    let has_id = read.contains(ReadFormat::ID);
     // PERF_FORMAT_LOST (1 << 4) adds a lost count per value; the reader has no name for it.
-    let lost = usize::from(info.read_format.bits() & (1 << 4) != 0);
-    let per_value = 1 + usize::from(has_id) + lost;
-    let first_value = start + 8 * (1 + te + tr);
-    // `nr` comes from the file: every step is checked (8 × a count near 2^61 once wrapped).
-    let end = nr.checked_mul(per_value)?.checked_mul(8)?.checked_add(first_value)?;
-    (end <= bytes.len()).then_some(GroupBlock { start, first_value, end, nr, per_value, has_id })
+    let per_value = 1 + usize::from(has_id) + usize::from(read.bits() & (1 << 4) != 0);
+    let first_value = start + 8 * (1 + times);
+    // The layout checked that the values fit the record.
+    let end = first_value + nr * per_value * 8;
+    Some(GroupBlock { start, first_value, end, nr, per_value, has_id })
 }
 
 /// The values of a sample's counter group (simpleperf's `--add-counter`), in group order, each
@@ -120,62 +122,11 @@ pub fn reparse_read_group_sample<'a>(
 /// The taken branches of a sample's branch stack (PERF_SAMPLE_BRANCH_STACK), newest first, each
 /// as (from, to): the reader skips them. None when the sample has none, or they do not fit it.
 pub fn branch_stack(record: &RawEventRecord<'_>) -> Option<Vec<(u64, u64)>> {
-    use linux_perf_data::linux_perf_event_reader::{
-        BranchSampleFormat, ReadFormat, RecordType, SampleFormat,
-    };
-    let info = record.parse_info;
-    let format = info.sample_format;
-    if record.record_type != RecordType::SAMPLE
-        || !format.contains(SampleFormat::BRANCH_STACK)
-        || info.endian != linux_perf_data::Endianness::LittleEndian
-    {
-        return None;
-    }
-    let bytes = record.data.as_slice();
-    let word = |at: usize| -> Option<usize> {
-        usize::try_from(u64::from_le_bytes(bytes.get(at..at.checked_add(8)?)?.try_into().ok()?)).ok()
-    };
-    let fixed = [
-        SampleFormat::IDENTIFIER,
-        SampleFormat::IP,
-        SampleFormat::TID,
-        SampleFormat::TIME,
-        SampleFormat::ADDR,
-        SampleFormat::ID,
-        SampleFormat::STREAM_ID,
-        SampleFormat::CPU,
-        SampleFormat::PERIOD,
-    ];
-    let mut at = 8 * fixed.iter().filter(|f| format.contains(**f)).count();
-    if format.contains(SampleFormat::READ) {
-        let read = info.read_format;
-        let times = usize::from(read.contains(ReadFormat::TOTAL_TIME_ENABLED))
-            + usize::from(read.contains(ReadFormat::TOTAL_TIME_RUNNING));
-        // PERF_FORMAT_LOST (1 << 4) adds a lost count per value.
-        let per_value =
-            1 + usize::from(read.contains(ReadFormat::ID)) + usize::from(read.bits() & (1 << 4) != 0);
-        at += if read.contains(ReadFormat::GROUP) {
-            8 * (1 + times) + word(at)?.checked_mul(per_value * 8)?
-        } else {
-            8 * (times + per_value)
-        };
-    }
-    if format.contains(SampleFormat::CALLCHAIN) {
-        at = at.checked_add(8)?.checked_add(word(at)?.checked_mul(8)?)?;
-    }
-    if format.contains(SampleFormat::RAW) {
-        let size = u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?) as usize;
-        // The size word and the data, padded to 8 bytes.
-        at = at.checked_add((4 + size).next_multiple_of(8))?;
-    }
-    let nr = word(at)?;
-    at += 8;
-    if info.branch_sample_format.contains(BranchSampleFormat::HW_INDEX) {
-        at += 8;
-    }
-    let entries = bytes.get(at..at.checked_add(nr.checked_mul(24)?)?)?;
-    let value = |e: &[u8], i: usize| u64::from_le_bytes(e[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
-    Some(entries.chunks_exact(24).map(|e| (value(e, 0), value(e, 1))).collect())
+    let (body, layout) = sample_layout(record)?;
+    let nr = rperf_perfdata::bytes::u64_at(&body, layout.branch_stack?)? as usize;
+    let at = layout.branches?;
+    let word = |i: usize| rperf_perfdata::bytes::u64_at(&body, at + 8 * i).unwrap_or(0);
+    Some((0..nr).map(|i| (word(3 * i), word(3 * i + 1))).collect())
 }
 
 /// The tracing data simpleperf writes as a record of the data section (perf writes it as a

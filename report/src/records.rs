@@ -456,11 +456,8 @@ impl RecordReader {
                 return Ok((number, (at - w.start) as usize));
             }
         }
-        let page = 4096u64;
-        let start = at / page * page;
-        let len = WINDOW.max(at + n - start).min(self.file_len - start);
-        let map = rperf_perfdata::mapped::map_range(&self.file, start, len as usize, false)
-            .map_err(|e| RecordError { offset: start, problem: Problem::Map(Arc::new(e)) })?;
+        let (start, map) = rperf_perfdata::mapped::window(&self.file, self.file_len, at, n, WINDOW, false)
+            .map_err(|e| RecordError { offset: at, problem: Problem::Map(Arc::new(e)) })?;
         // Its pages are put in the page table here, on the reader's thread, not where the
         // converter first reads each one: a read maps the page cache's pages around it, 64 KiB
         // (the kernel's fault-around) at a time.
