@@ -132,8 +132,10 @@ fn attached_target_exiting_ends_the_recording() {
     target.wait().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(start.elapsed() < Duration::from_secs(3), "rperf went on after its target exited");
+    // About 0.9 s of two busy threads at 4000 Hz: thousands of samples on an idle machine, far
+    // fewer on a busy one, where the target gets less CPU time; some, whatever the load.
     let hot: u64 = rows(&data).iter().filter(|r| r.symbol == "hot_loop").map(|r| r.samples).sum();
-    assert!(hot > 1000, "{hot} samples in hot_loop");
+    assert!(hot > 100, "{hot} samples in hot_loop");
 }
 
 /// Starts `rperf record -- workload 10 1` in its own process group, lets it run, and sends
