@@ -22,12 +22,14 @@ Reporting: each recording (of the last round) is read by every tool that reads i
 report` (perf.data of rperf, perf and simpleperf), `perf report --stdio` (rperf's and perf's),
 `simpleperf report` (all three) and `samply import --save-only` (rperf's and perf's; samply
 keeps addresses for its server to name, so its import does not symbolize). `cat FILE` times
-reading the file from the page cache. rperf's cache folder is a fresh one of the benchmark's, so
-its first report of each file is a cold one, left out of the medians.
+reading the file from the page cache. rperf's cache folder is one of the benchmark's; `rperf
+cold` is rperf with that folder emptied before each run, as a first report on a machine is.
 
-Usage: scripts/bench_peers.py [--rounds 3] [--only g++,xz] [--keep DIR]
+Usage: scripts/bench_peers.py [--rounds 3] [--report-rounds N] [--only g++,xz] [--readers LIST]
+                              [--keep DIR [--reuse]]
 """
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -40,6 +42,8 @@ from benchutil import run_with_peak_rss
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIMPLEPERF = os.path.join(ROOT, "../shared/simpleperf/bin/simpleperf")
+# simpleperf's recordings made on plain Linux need their meta info fixed to be read (its README).
+FIX_META = os.path.join(ROOT, "../shared/simpleperf/fix-meta.py")
 NPM = "/usr/lib/node_modules/npm"
 
 
@@ -106,6 +110,7 @@ def readers(rperf, work):
     """{tool: (command given the recording, the recorders whose files it reads)}."""
     out = {
         "rperf": (lambda f: [rperf, "report", "-i", f], {"rperf", "perf", "simpleperf"}),
+        "rperf cold": (lambda f: [rperf, "report", "-i", f], {"rperf", "perf", "simpleperf"}),
         "perf": (lambda f: ["perf", "report", "--stdio", "-i", f], {"rperf", "perf"}),
         "simpleperf": (lambda f: [SIMPLEPERF, "report", "-i", f], {"rperf", "perf", "simpleperf"}),
         "cat": (lambda f: ["cat", f], {"rperf", "perf", "simpleperf"}),
@@ -117,11 +122,28 @@ def readers(rperf, work):
 
 
 def timed(cmd, cwd):
-    """(wall seconds, the command's own peak RSS in MiB)."""
+    """(wall seconds, the command's own peak RSS in MiB): a recorder's, sampled (its program's
+    memory is not counted)."""
     start = time.perf_counter()
     err, hwm = run_with_peak_rss(cmd, cwd=cwd, check=True)
     wall = time.perf_counter() - start
     return wall, hwm / 1024, err
+
+
+def timed_report(cmd, cwd):
+    """(wall seconds, peak RSS in MiB) of a command that starts no other process: the RSS from
+    GNU time's wait4, exact however short the run (wait4 from this Python process would count
+    the memory the child had before exec, Python's own)."""
+    with tempfile.NamedTemporaryFile("r") as rss, tempfile.TemporaryFile() as err:
+        start = time.perf_counter()
+        p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name, *cmd], stdout=subprocess.DEVNULL,
+                           stderr=err, cwd=cwd)
+        wall = time.perf_counter() - start
+        if p.returncode != 0:
+            err.seek(0)
+            raise RuntimeError(f"{' '.join(cmd)} failed:\n{err.read().decode(errors='replace')[-2000:]}")
+        kib = int(rss.read().split()[-1])
+    return wall, kib / 1024, ""
 
 
 def median(xs):
@@ -146,27 +168,35 @@ def record_rounds(work, programs, tools, rounds):
                     out = os.path.join(folder, name)
                     full = make(out) + cmd
                 wall, mib, err = timed(full, folder)
+                if t == "simpleperf":
+                    subprocess.run(["python3", FIX_META, out], check=True)
                 results.setdefault((w, t), []).append((wall, mib))
                 print(f"  round {r + 1} {w:8} {t:10} {wall:7.3f} s {mib:7.1f} MiB", file=sys.stderr)
     return results
 
 
 def report_rounds(work, programs, tools, reads, rounds):
-    """{(workload, recorder, reader): [(wall, MiB)]}; each reader's first run of a file is left
-    out (rperf's cold report, the page cache's first read)."""
+    """{(workload, recorder, reader): [(wall, MiB)]}, rounds interleaved after one untimed `cat`
+    of the file and one untimed rperf report (which fills rperf's cache folder). Reader `rperf
+    cold` is rperf with its cache folder emptied first, as a first report on a machine is."""
     results = {}
+    cache = os.environ["RPERF_CACHE_DIR"]
     for w in programs:
         folder = os.path.join(work, w)
         for rec, (_, name) in tools.items():
             f = os.path.join(folder, name)
-            if not os.path.exists(f):
-                continue
             who = [t for t, (_, reads_from) in reads.items() if rec in reads_from]
-            for r in range(rounds + 1):
+            if not os.path.exists(f) or not who:
+                continue
+            subprocess.run(["cat", f], stdout=subprocess.DEVNULL, check=True)
+            timed_report(reads["rperf"][0](f), folder)
+            for r in range(rounds):
                 for t in who[r % len(who):] + who[:r % len(who)]:
-                    wall, mib, _ = timed(reads[t][0](f), folder)
-                    if r > 0:
-                        results.setdefault((w, rec, t), []).append((wall, mib))
+                    if t == "rperf cold":
+                        shutil.rmtree(cache, ignore_errors=True)
+                    wall, mib, _ = timed_report(reads[t][0](f), folder)
+                    results.setdefault((w, rec, t), []).append((wall, mib))
+                    print(f"  report {w:8} {rec:10} by {t:10} {wall:7.3f} s {mib:7.1f} MiB", file=sys.stderr)
     return results
 
 
@@ -202,7 +232,12 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (medians are shown)")
     ap.add_argument("--only", help="comma-separated workloads (g++, xz, cpython, node)")
+    ap.add_argument("--report-rounds", type=int, help="interleaved rounds of reports (default: --rounds)")
+    ap.add_argument("--readers", help="comma-separated readers to time (rperf, rperf cold, perf, simpleperf, samply, "
+                                      "cat; rperf always); default all")
     ap.add_argument("--keep", help="work folder (kept; a temporary one otherwise)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="with --keep: reuse the recordings and recording figures an earlier run left there")
     args = ap.parse_args()
     if not os.path.exists(SIMPLEPERF):
         sys.exit(f"simpleperf not found at {SIMPLEPERF}")
@@ -216,8 +251,19 @@ def main():
     if args.only:
         programs = {w: c for w, c in programs.items() if w in args.only.split(",")}
     tools = recorders(rperf)
-    rec = record_rounds(work, programs, tools, args.rounds)
-    rep = report_rounds(work, programs, tools, readers(rperf, work), args.rounds)
+    saved = os.path.join(work, "recording.json")
+    if args.reuse and os.path.exists(saved):
+        with open(saved) as f:
+            rec = {tuple(k.split("|")): v for k, v in json.load(f).items()}
+    else:
+        rec = record_rounds(work, programs, tools, args.rounds)
+        with open(saved, "w") as f:
+            json.dump({"|".join(k): v for k, v in rec.items()}, f)
+    reads = readers(rperf, work)
+    if args.readers:
+        keep = {"rperf", *args.readers.split(",")}
+        reads = {t: r for t, r in reads.items() if t in keep}
+    rep = report_rounds(work, programs, tools, reads, args.report_rounds or args.rounds)
     print(f"# bench_peers.py --rounds {args.rounds}: {os.uname().nodename}, {os.cpu_count()} CPUs; work folder {work}")
     print_tables(programs, tools, rec, rep)
 
