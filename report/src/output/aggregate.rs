@@ -1,7 +1,7 @@
 //! The text report's view of a section: its counted stacks folded into entries (by the sort
 //! keys) with self and children counts and call trees.
 
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::options::{CallOrder, ReportOptions, SortKey};
 use crate::profile::{Profile, Section};
@@ -194,9 +194,9 @@ pub struct EventAggregate {
     /// Their event count.
     pub period: u64,
     /// Entries.
-    pub entries: HashMap<EntryKey, Entry>,
+    pub entries: FxHashMap<EntryKey, Entry>,
     /// The entries whose call trees are built (all, when None).
-    trees_for: Option<std::collections::HashSet<EntryKey>>,
+    trees_for: Option<FxHashSet<EntryKey>>,
 }
 
 /// What aggregation needs to know of the options.
@@ -304,7 +304,7 @@ impl EventAggregate {
         p: &Profile,
         section: &Section,
         cfg: &AggregateConfig,
-        trees_for: Option<std::collections::HashSet<EntryKey>>,
+        trees_for: Option<FxHashSet<EntryKey>>,
     ) -> EventAggregate {
         let mut agg = EventAggregate { trees_for, ..Default::default() };
         let mut vaddrs = Vec::new();
