@@ -134,12 +134,13 @@ impl CallTree {
     }
 }
 
-/// Adds a sample's counter values to an entry's (counts come from the file: sums saturate).
-fn add_counted(to: &mut Vec<u64>, counted: &[u64]) {
-    if to.len() < counted.len() {
-        to.resize(counted.len(), 0);
+/// Adds a sample's counter values to an entry's, at `at` (its self values at 0, with
+/// --children its accumulated ones after them); counts come from the file: sums saturate.
+fn add_counted(to: &mut Vec<u64>, at: usize, counted: &[u64]) {
+    if to.len() < at + counted.len() {
+        to.resize(at + counted.len(), 0);
     }
-    to.iter_mut().zip(counted).for_each(|(a, v)| *a = a.saturating_add(*v));
+    to[at..].iter_mut().zip(counted).for_each(|(a, v)| *a = a.saturating_add(*v));
 }
 
 /// One line of the report.
@@ -149,18 +150,25 @@ pub struct Entry {
     pub samples: u64,
     /// Their event count (self).
     pub period: u64,
-    /// What each counter of the section's counter group counted in them (self).
+    /// What each counter of the section's counter group counted in them (self), then, with
+    /// --children, in the samples with this entry anywhere in the stack (`counted_in`).
     pub counted: Vec<u64>,
     /// Event count of samples with this entry anywhere in the stack (with --children).
     pub children: u64,
-    /// What each counter of the counter group counted in those samples (with --children).
-    pub acc_counted: Vec<u64>,
     /// The call graph under the entry.
     pub tree: CallTree,
     /// The entries next to this one on the way from the call graphs' roots (its callers in
     /// caller order, its callees in callee order): when there is only one, this entry's call
     /// graph is part of that one's, and brief call graphs skip it.
     pub parent: Parent,
+}
+
+impl Entry {
+    /// What counter `i` of `n` counted: in this entry's own samples, or with `accumulated`
+    /// in every sample with the entry on its stack.
+    pub fn counted_in(&self, i: usize, n: usize, accumulated: bool) -> u64 {
+        self.counted.get(i + if accumulated { n } else { 0 }).copied().unwrap_or(0)
+    }
 }
 
 /// The entries a call-graph entry is reached from.
@@ -364,7 +372,7 @@ impl EventAggregate {
             let e = self.entries.entry(key).or_default();
             e.samples = e.samples.saturating_add(s.samples);
             e.period = e.period.saturating_add(s.period);
-            add_counted(&mut e.counted, s.counted);
+            add_counted(&mut e.counted, 0, s.counted);
         }
         if cfg.branches {
             // A branch has no call chain: its children are itself, as simpleperf counts them.
@@ -412,7 +420,7 @@ impl EventAggregate {
                 e.parent.add(from);
             }
             e.children = e.children.saturating_add(s.period);
-            add_counted(&mut e.acc_counted, s.counted);
+            add_counted(&mut e.counted, s.counted.len(), s.counted);
             if !with_tree {
                 continue;
             }

@@ -322,12 +322,12 @@ fn row(
     }
     counts.push(e.period.to_string());
     if per_counter(opts, section) {
-        let value = |v: &[u64], i: usize| v.get(i).copied().unwrap_or(0).to_string();
-        for i in 0..section.counters.len() {
+        let n = section.counters.len();
+        for i in 0..n {
             if opts.children {
-                r.push(value(&e.acc_counted, i));
+                r.push(e.counted_in(i, n, true).to_string());
             }
-            r.push(value(&e.counted, i));
+            r.push(e.counted_in(i, n, false).to_string());
         }
     } else if opts.print_event_count {
         r.extend(counts.iter().cloned());
