@@ -125,17 +125,30 @@ fn attached_target_exiting_ends_the_recording() {
     let p = programs();
     let dir = scratch("life_exit");
     let data = dir.join("exit.data");
-    let mut target = std::process::Command::new(&p.workload).args(["1", "2"]).spawn().unwrap();
+    let target = std::process::Command::new(&p.workload).args(["1", "2"]).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(100));
     let start = Instant::now();
     let o = run(rperf().args(["record", "-p", &target.id().to_string(), "-o"]).arg(&data));
-    target.wait().unwrap();
+    let cpu = cpu_seconds_at_exit(target.id());
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(start.elapsed() < Duration::from_secs(3), "rperf went on after its target exited");
-    // About 0.9 s of two busy threads at 4000 Hz: thousands of samples on an idle machine, far
-    // fewer on a busy one, where the target gets less CPU time; some, whatever the load.
+    // A sample per 0.25 ms of the target's CPU time (4000 Hz), but for the first 0.1 s it ran
+    // unwatched: on a busy machine it gets less CPU time, and so fewer samples.
     let hot: u64 = rows(&data).iter().filter(|r| r.symbol == "hot_loop").map(|r| r.samples).sum();
-    assert!(hot > 100, "{hot} samples in hot_loop");
+    let expected = (cpu - 0.2).max(0.0) * 4000.0;
+    assert!(hot as f64 >= 0.4 * expected && hot > 50, "{hot} samples in hot_loop, {cpu:.3} s of CPU time");
+}
+
+/// Waits for child `pid` and returns the CPU time it used (user and system, all its threads).
+fn cpu_seconds_at_exit(pid: u32) -> f64 {
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is valid; wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: pid is a child of this process, not yet waited for; the pointers are to locals.
+    let r = unsafe { libc::wait4(pid as i32, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid as i32, "wait4: {}", std::io::Error::last_os_error());
+    let t = |v: libc::timeval| v.tv_sec as f64 + v.tv_usec as f64 / 1e6;
+    t(usage.ru_utime) + t(usage.ru_stime)
 }
 
 /// Starts `rperf record -- workload 10 1` in its own process group, lets it run, and sends
