@@ -125,6 +125,8 @@ fn attached_target_exiting_ends_the_recording() {
     let p = programs();
     let dir = scratch("life_exit");
     let data = dir.join("exit.data");
+    // Reaped by `cpu_seconds_at_exit` (wait4), which gives its CPU time as std's wait cannot.
+    #[allow(clippy::zombie_processes)]
     let target = std::process::Command::new(&p.workload).args(["1", "2"]).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(100));
     let start = Instant::now();
