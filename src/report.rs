@@ -103,10 +103,11 @@ pub struct ReportArgs {
     #[arg(long = "exclude-thread-name", value_name = "REGEX", action = clap::ArgAction::Append)]
     exclude_thread_name: Vec<String>,
     /// Only samples in the time ranges of FILE (simpleperf's filter file: GLOBAL_BEGIN,
-    /// PROCESS_BEGIN PID, THREAD_BEGIN TID and their _END lines, in ns of the recording's clock).
+    /// PROCESS_BEGIN PID, THREAD_BEGIN TID and their _END lines, in ns of the clock a `CLOCK`
+    /// line names, monotonic if none; it must be the recording's clock).
     #[arg(long = "filter-file", value_name = "FILE")]
     filter_file: Option<String>,
-    /// Count threads whose names match the same REGEX as one thread (a thread pool as one);
+    /// Count threads whose names match the same REGEX as one thread, named REGEX (a thread pool as one);
     /// may be repeated.
     #[arg(long = "aggregate-threads", value_name = "REGEX", num_args = 1.., action = clap::ArgAction::Append)]
     aggregate_threads: Vec<String>,
