@@ -107,8 +107,8 @@ pub struct ReportArgs {
     /// line names, monotonic if none; it must be the recording's clock).
     #[arg(long = "filter-file", value_name = "FILE")]
     filter_file: Option<String>,
-    /// Count threads whose names match the same REGEX as one thread, named REGEX (a thread pool as one);
-    /// may be repeated.
+    /// Count threads whose names match the same REGEX as one thread, named REGEX (a thread
+    /// pool as one); may be repeated.
     #[arg(long = "aggregate-threads", value_name = "REGEX", num_args = 1.., action = clap::ArgAction::Append)]
     aggregate_threads: Vec<String>,
     /// De-obfuscate Java and Kotlin names with this ProGuard/R8 mapping.txt (may be repeated).
