@@ -32,6 +32,12 @@ impl Default for Formats {
 }
 
 impl Formats {
+    /// Words per value of a read block: the value, then its id and lost count where the read
+    /// format asks for them (PERF_FORMAT_LOST, 1 << 4, has no name in the reader).
+    pub fn read_value_words(&self) -> usize {
+        1 + usize::from(self.read.contains(ReadFormat::ID)) + usize::from(self.read.bits() & (1 << 4) != 0)
+    }
+
     /// From the attribute's fields as numbers.
     pub fn from_bits(
         sample_type: u64,
@@ -54,6 +60,9 @@ impl Formats {
 pub struct Layout {
     /// The `PERF_SAMPLE_READ` block.
     pub read: Option<usize>,
+    /// A group read's first value (after its count and the enabled and running times), each
+    /// value `Formats::read_value_words` words.
+    pub read_values: Option<usize>,
     /// The call chain's entry count, its entries after it.
     pub callchain: Option<usize>,
     /// The raw (tracepoint) data's `u32` size, the data after it.
@@ -98,15 +107,13 @@ pub fn layout(body: &[u8], f: &Formats) -> Option<Layout> {
     if f.sample.contains(SampleFormat::READ) {
         let times = usize::from(f.read.contains(ReadFormat::TOTAL_TIME_ENABLED))
             + usize::from(f.read.contains(ReadFormat::TOTAL_TIME_RUNNING));
-        // PERF_FORMAT_LOST (1 << 4) adds a lost count per value.
-        let per_value =
-            1 + usize::from(f.read.contains(ReadFormat::ID)) + usize::from(f.read.bits() & (1 << 4) != 0);
+        let per_value = f.read_value_words();
         let start = take(0)?;
         l.read = Some(start);
         if f.read.contains(ReadFormat::GROUP) {
             let nr = usize::try_from(u64_at(body, take(8)?)?).ok()?;
             take(8 * times)?;
-            take(nr.checked_mul(per_value * 8)?)?;
+            l.read_values = Some(take(nr.checked_mul(per_value * 8)?)?);
         } else {
             take(8 * (times + per_value))?;
         }

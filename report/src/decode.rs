@@ -45,11 +45,11 @@ struct GroupBlock {
     has_id: bool,
 }
 
-/// A little-endian sample's body and the layout of its fields; None for other records, or a
-/// sample whose fields do not fit it.
+/// A little-endian sample's formats, body and the layout of its fields; None for other
+/// records, or a sample whose fields do not fit it.
 fn sample_layout<'a>(
     record: &'a RawEventRecord<'_>,
-) -> Option<(std::borrow::Cow<'a, [u8]>, rperf_perfdata::sample::Layout)> {
+) -> Option<(rperf_perfdata::sample::Formats, std::borrow::Cow<'a, [u8]>, rperf_perfdata::sample::Layout)> {
     use linux_perf_data::linux_perf_event_reader::RecordType;
     let info = record.parse_info;
     if record.record_type != RecordType::SAMPLE || info.endian != linux_perf_data::Endianness::LittleEndian {
@@ -63,26 +63,21 @@ fn sample_layout<'a>(
     };
     let body = record.data.as_slice();
     let layout = rperf_perfdata::sample::layout(&body, &formats)?;
-    Some((body, layout))
+    Some((formats, body, layout))
 }
 
 /// The group block of a sample: None unless the record is a little-endian sample with a group
 /// read that fits it.
 fn group_block(record: &RawEventRecord<'_>) -> Option<GroupBlock> {
     use linux_perf_data::linux_perf_event_reader::ReadFormat;
-    let read = record.parse_info.read_format;
-    if !read.contains(ReadFormat::GROUP) {
+    if !record.parse_info.read_format.contains(ReadFormat::GROUP) {
         return None;
     }
-    let (body, layout) = sample_layout(record)?;
-    let start = layout.read?;
+    let (formats, body, layout) = sample_layout(record)?;
+    let (start, first_value) = (layout.read?, layout.read_values?);
     let nr = rperf_perfdata::bytes::u64_at(&body, start)? as usize;
-    let times = usize::from(read.contains(ReadFormat::TOTAL_TIME_ENABLED))
-        + usize::from(read.contains(ReadFormat::TOTAL_TIME_RUNNING));
-    let has_id = read.contains(ReadFormat::ID);
-    // PERF_FORMAT_LOST (1 << 4) adds a lost count per value; the reader has no name for it.
-    let per_value = 1 + usize::from(has_id) + usize::from(read.bits() & (1 << 4) != 0);
-    let first_value = start + 8 * (1 + times);
+    let per_value = formats.read_value_words();
+    let has_id = formats.read.contains(ReadFormat::ID);
     // The layout checked that the values fit the record.
     let end = first_value + nr * per_value * 8;
     Some(GroupBlock { start, first_value, end, nr, per_value, has_id })
@@ -122,7 +117,7 @@ pub fn reparse_read_group_sample<'a>(
 /// The taken branches of a sample's branch stack (PERF_SAMPLE_BRANCH_STACK), newest first, each
 /// as (from, to): the reader skips them. None when the sample has none, or they do not fit it.
 pub fn branch_stack(record: &RawEventRecord<'_>) -> Option<Vec<(u64, u64)>> {
-    let (body, layout) = sample_layout(record)?;
+    let (_, body, layout) = sample_layout(record)?;
     let nr = rperf_perfdata::bytes::u64_at(&body, layout.branch_stack?)? as usize;
     let at = layout.branches?;
     let word = |i: usize| rperf_perfdata::bytes::u64_at(&body, at + 8 * i).unwrap_or(0);
