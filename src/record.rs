@@ -224,14 +224,12 @@ fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
         check_output_writable(&a.output)?;
     }
     Ok(RecordOptions {
-        target,
         events,
         rate,
         call_graph,
         cpus,
         inherit: !a.no_inherit,
         duration,
-        output: a.output,
         mmap_pages: a.mmap_pages,
         size_limit: a.size_limit.as_deref().map(parse_size).transpose()?,
         trace_offcpu: a.trace_offcpu,
@@ -249,6 +247,7 @@ fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
         },
         post_unwind: !a.no_post_unwind,
         clockid: rperf_record::parse_clockid(&a.clockid).map_err(anyhow::Error::msg)?,
+        ..RecordOptions::new(target, a.output)
     })
 }
 

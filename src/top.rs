@@ -97,6 +97,8 @@ pub fn run(a: TopArgs) -> anyhow::Result<i32> {
         cmdline: vec!["rperf".into(), "top".into()],
         exclude_perf: true,
         post_unwind: false,
+        // Each refresh shows what was sampled up to half a refresh before.
+        tick: Some(Duration::from_secs_f64(a.refresh.max(0.05) / 2.0)),
         ..RecordOptions::new(target, data.clone())
     };
     let recording = Recorder::start(opts, Box::new(|_| {}))?;

@@ -4,7 +4,7 @@
 
 use rperf_perfdata::encode::{self, BuildIdEntry};
 use rperf_perfdata::feature;
-use rperf_symbols::{buildid, kallsyms};
+use rperf_symbols::buildid;
 
 use crate::session::Session;
 use crate::sys;
@@ -56,6 +56,33 @@ impl Session {
             jit_reads: self.sink.jit.seen.then_some(self.sink.jit.reads),
         };
         f.push((feature::RPERF_INFO, info.encode()));
+        f.extend(self.build_ids());
+        let mut refused = Vec::new();
+        if let Some(dumps) = writer::jitdumps_feature(&self.sink.jitdumps, &mut refused) {
+            f.push((feature::RPERF_JITDUMPS, dumps));
+        }
+        if let Some(maps) = writer::perf_maps_feature(&self.sink.pids, &mut refused) {
+            f.push((feature::RPERF_PERF_MAPS, maps));
+        }
+        for why in refused {
+            note(&why);
+            self.notes.push(why);
+        }
+        match self.kernel.finish(&self.sink.kernel_hits, &mut self.sink.writer) {
+            Ok(Some(snap)) => f.push((feature::RPERF_KALLSYMS, snap.into_bytes())),
+            Ok(None) => {}
+            Err(e) => {
+                let why = format!("the kernel's map keeps a provisional length: {e}");
+                note(&why);
+                self.notes.push(why);
+            }
+        }
+        f
+    }
+
+    /// The build-id list (the kernel's, every binary's, the vDSO's) and the vDSO's image.
+    fn build_ids(&self) -> Vec<(u32, Vec<u8>)> {
+        let mut f = Vec::new();
         let mut ids = Vec::new();
         if let Some(kid) = buildid::of_kernel() {
             ids.push(BuildIdEntry { pid: -1, kernel: true, build_id: kid, path: "[kernel.kallsyms]".into() });
@@ -73,21 +100,6 @@ impl Session {
         f.push((feature::BUILD_ID, encode::build_id_feature(&ids)));
         if let Some(image) = vdso {
             f.push((feature::RPERF_VDSO, image));
-        }
-        let mut refused = Vec::new();
-        if let Some(dumps) = writer::jitdumps_feature(&self.sink.jitdumps, &mut refused) {
-            f.push((feature::RPERF_JITDUMPS, dumps));
-        }
-        if let Some(maps) = writer::perf_maps_feature(&self.sink.pids, &mut refused) {
-            f.push((feature::RPERF_PERF_MAPS, maps));
-        }
-        for why in refused {
-            note(&why);
-            self.notes.push(why);
-        }
-        if let Some(syms) = self.kernel_syms.take().and_then(|h| h.join().ok()) {
-            let snap = kallsyms::snapshot(&syms, &self.sink.kernel_hits);
-            f.push((feature::RPERF_KALLSYMS, snap.into_bytes()));
         }
         f
     }

@@ -200,6 +200,11 @@ impl JitDebugReader {
         self.has_work().then(|| self.rest_until.unwrap_or_else(Instant::now))
     }
 
+    /// When the next descriptor is due to be read.
+    pub fn next_read(&self) -> Option<Instant> {
+        self.processes.values().flatten().map(|w| w.next_read).min()
+    }
+
     /// Whether `pid` has a descriptor rperf reads.
     pub fn watches(&self, pid: u32) -> bool {
         self.processes.contains_key(&pid)

@@ -190,6 +190,55 @@ static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
 static STOP_COUNT: AtomicI32 = AtomicI32::new(0);
 static FROM_USER: AtomicBool = AtomicBool::new(false);
 
+/// The wake pipe's ends (-1 until `install_signal_handlers` makes it). The recording loop waits
+/// for ring-buffer data, a tick, or a byte on this pipe: the signal handlers write one, and so
+/// does `wake`, so that a stop or the command's exit ends the wait at once whichever thread the
+/// signal reached (a signal handled on another thread does not interrupt the loop's poll).
+static WAKE_READ: AtomicI32 = AtomicI32::new(-1);
+static WAKE_WRITE: AtomicI32 = AtomicI32::new(-1);
+
+/// Ends the recording loop's current wait (see `WAKE_READ`). Async-signal-safe.
+pub fn wake() {
+    let fd = WAKE_WRITE.load(Ordering::SeqCst);
+    if fd >= 0 {
+        // SAFETY: errno is this thread's; it is saved and restored around write(), which is
+        // async-signal-safe, on a non-blocking pipe this module owns (a full pipe already wakes).
+        unsafe {
+            let errno = libc::__errno_location();
+            let saved = *errno;
+            libc::write(fd, [1u8].as_ptr().cast(), 1);
+            *errno = saved;
+        }
+    }
+}
+
+/// The descriptor the recording loop polls to hear `wake`, once the handlers are installed.
+pub fn wake_fd() -> Option<i32> {
+    Some(WAKE_READ.load(Ordering::SeqCst)).filter(|&fd| fd >= 0)
+}
+
+/// Empties the wake pipe after a wait. Recordings of one process share the pipe, so one may
+/// take another's wake-up: that one then notices at its next tick.
+pub fn clear_wakes() {
+    let Some(fd) = wake_fd() else { return };
+    let mut buf = [0u8; 64];
+    // SAFETY: reads into a local buffer from the non-blocking pipe this module owns.
+    while unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) } > 0 {}
+}
+
+fn make_wake_pipe() {
+    static MADE: std::sync::Once = std::sync::Once::new();
+    MADE.call_once(|| {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 writes two descriptors into the array we own; they are kept for the
+        // life of the process.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) } == 0 {
+            WAKE_READ.store(fds[0], Ordering::SeqCst);
+            WAKE_WRITE.store(fds[1], Ordering::SeqCst);
+        }
+    });
+}
+
 extern "C" fn on_stop(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
     STOP_SIGNAL.store(sig, Ordering::SeqCst);
     STOP_COUNT.fetch_add(1, Ordering::SeqCst);
@@ -198,14 +247,18 @@ extern "C" fn on_stop(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc
     // Signals from the terminal (SI_KERNEL) reach the whole process group already; ones sent
     // with kill() (SI_USER and friends, <= 0) are meant for rperf and forwarded to the command.
     FROM_USER.store(code <= 0, Ordering::SeqCst);
+    wake();
 }
 
-extern "C" fn on_child(_: libc::c_int) {}
+extern "C" fn on_child(_: libc::c_int) {
+    wake();
+}
 
 /// Installs the handlers that turn SIGINT/SIGTERM/SIGHUP into a clean stop and let SIGCHLD
 /// wake the poll loop. A SIGHUP ignored when rperf started (`nohup`, as when recording goes on
 /// after the phone's USB cable is pulled) stays ignored.
 pub fn install_signal_handlers() {
+    make_wake_pipe();
     // SAFETY: installing handlers that only touch atomics (async-signal-safe); the query of
     // SIGHUP's disposition writes into a zeroed sigaction of ours.
     unsafe {

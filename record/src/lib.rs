@@ -28,6 +28,7 @@ mod features;
 mod jit_debug;
 mod jit_layout;
 mod jit_store;
+mod kernel_symbols;
 pub mod launch;
 mod options;
 mod plan;

@@ -74,6 +74,10 @@ pub struct RecordOptions {
     pub stop_fd: Option<i32>,
     /// Start sampling this long after recording starts (after the command's exec).
     pub delay: Option<Duration>,
+    /// The longest the recording waits between drains of its ring buffers when nothing else
+    /// wakes it; None for `tick()`'s choice. What was sampled is in the file at most this long
+    /// (plus a write) later.
+    pub tick: Option<Duration>,
     /// Commands from outside (`--control fifo:CTL[,ACK]`): `enable`, `disable`, `stop` and
     /// `ping` read from the CTL fifo, each answered `ack` on the ACK fifo.
     pub control: Option<(PathBuf, Option<PathBuf>)>,
@@ -97,6 +101,19 @@ pub struct RecordOptions {
 }
 
 impl RecordOptions {
+    /// The longest wait between drains (`tick`). By default 0.1 s for a command, processes,
+    /// threads or an app: the records of their new mappings are read soon, so that a JIT
+    /// runtime's registrations are read from their start, and attached targets are checked
+    /// for their exit. 2 s system-wide, where wake-ups are most of an idle machine's cost of an
+    /// always-on recording; a process's JIT interface is then found up to 2 s after it maps its
+    /// runtime (code it registers and frees within that time is not named).
+    pub fn tick(&self) -> Duration {
+        self.tick.unwrap_or(match self.target {
+            Target::SystemWide => Duration::from_secs(2),
+            _ => Duration::from_millis(100),
+        })
+    }
+
     /// A recording of `target` into `output` with the defaults of `rperf record` (default
     /// events and rate, no call graphs, new threads followed, the JIT interface read); set the
     /// rest by name: `RecordOptions { duration, ..RecordOptions::new(target, output) }`.
@@ -117,6 +134,7 @@ impl RecordOptions {
             out_fd: None,
             stop_fd: None,
             delay: None,
+            tick: None,
             control: None,
             stdio_controls: false,
             exclude_perf: false,

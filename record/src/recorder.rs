@@ -113,10 +113,10 @@ impl Recorder {
 }
 
 impl Handle {
-    /// Asks the recording to stop (it notices within its poll interval, at most 0.1 s), as a
-    /// `stop` on `--control` does; returns at once.
+    /// Asks the recording to stop, as a `stop` on `--control` does; returns at once.
     pub fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
+        launch::wake();
     }
 
     /// Whether the recording has ended (its command exited, its duration passed, ...).
@@ -390,11 +390,22 @@ impl Session {
     }
 
     fn wait_for_data(&self, deadline: Option<Instant>) {
-        // An app's processes are looked for every millisecond, so that its start is recorded.
-        let mut timeout = if self.app.is_some() { 1i32 } else { 100 };
+        let mut timeout = if self.app.is_some() {
+            // An app's processes are looked for every millisecond, so that its start is recorded.
+            1i32
+        } else {
+            // Besides the tick, the loop wakes for data (a ring a quarter full), a signal, a
+            // stop or the command's exit (the wake pipe), the JIT reader's next look, or a
+            // deadline.
+            self.opts.tick().as_millis().clamp(1, i32::MAX as u128) as i32
+        };
+        if self.control.is_some() {
+            // Controls are read at each wake-up.
+            timeout = timeout.min(100);
+        }
         // Symbol files waiting to be copied are copied a little at a time, as soon as the JIT
-        // reader may go on.
-        if let Some(at) = self.sink.jit.work_at() {
+        // reader may go on; JIT descriptors are read at their own pace.
+        for at in [self.sink.jit.work_at(), self.sink.jit.next_read()].into_iter().flatten() {
             timeout = timeout.min(at.saturating_duration_since(Instant::now()).as_millis() as i32 + 1);
         }
         if let Some(d) = deadline {
@@ -404,18 +415,13 @@ impl Session {
         if self.buffers.iter().any(|b| b.ring.pending() as usize >= self.data_pages * sys::page_size() / 4) {
             return;
         }
-        let mut fds: Vec<libc::pollfd> = self
-            .buffers
-            .iter()
-            .chain(&self.sideband)
-            .map(|b| libc::pollfd { fd: b.fd, events: libc::POLLIN, revents: 0 })
-            .collect();
-        if fds.is_empty() {
-            std::thread::sleep(Duration::from_millis(timeout.max(0) as u64));
-            return;
-        }
+        let rings = self.buffers.iter().chain(&self.sideband).map(|b| b.fd);
+        let wakes = launch::wake_fd().into_iter().chain(self.opts.stop_fd);
+        let mut fds: Vec<libc::pollfd> =
+            rings.chain(wakes).map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
         // SAFETY: fds points at a live array of pollfd of the given length.
         let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout.max(0)) };
+        launch::clear_wakes();
         // A ring whose tasks have all exited reports POLLHUP at once, every time: when nothing
         // has data, wait out the timeout rather than spin.
         if ready > 0 && fds.iter().all(|p| p.revents & libc::POLLIN == 0) {

@@ -6,18 +6,19 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use rperf_perfdata::bytes::u32_at;
-use rperf_symbols::{buildid, kallsyms};
+use rperf_symbols::buildid;
 
 use crate::attr::make_attr;
 use crate::buffers::{map_halving, CpuBuffer};
 use crate::control::Control;
 use crate::error::open_remedy;
 use crate::event::EventSpec;
+use crate::kernel_symbols::KernelSymbols;
 use crate::launch::{self, Launched};
 use crate::options::{CallGraph, Rate, RecordOptions};
 use crate::plan::Plan;
 use crate::procfs;
-use crate::records::{RecordBuilder, SampleId};
+use crate::records::RecordBuilder;
 use crate::ring::RingBuffer;
 use crate::sink::Sink;
 use crate::sys::{self, perf_event_attr, record_type};
@@ -69,10 +70,9 @@ pub(crate) struct Session {
     pub(crate) attached_after: Option<Duration>,
     pub(crate) builder: RecordBuilder,
     pub(crate) notes: Vec<String>,
-    pub(crate) kallsyms_text: Result<std::sync::Arc<String>, String>,
     /// One moment on the wall clock and on the sample clock (ns), read as recording began.
     pub(crate) clock_reference: (u64, u64),
-    pub(crate) kernel_syms: Option<std::thread::JoinHandle<Vec<kallsyms::KernelSymbol>>>,
+    pub(crate) kernel: KernelSymbols,
 }
 
 impl Session {
@@ -105,6 +105,7 @@ impl Session {
         };
         let builder = RecordBuilder { sample_type };
         let sink = Sink::new(opts)?;
+        let (kernel, kernel_start) = KernelSymbols::start();
         let mut s = Session {
             stop: Default::default(),
             opts: opts.clone(),
@@ -134,22 +135,16 @@ impl Session {
             attached_after: None,
             builder,
             notes,
-            kallsyms_text: kallsyms::read_proc_text().map(std::sync::Arc::new),
             clock_reference: (sys::clock_ns(libc::CLOCK_REALTIME), sys::clock_ns(opts.clockid)),
-            kernel_syms: None,
+            kernel,
         };
-        match &s.kallsyms_text {
-            // Parsing takes a while; it runs beside the recording and is needed only at the end.
-            Ok(text) => {
-                let text = text.clone();
-                s.kernel_syms = Some(std::thread::spawn(move || kallsyms::parse(&text)));
-            }
+        match kernel_start {
+            Ok(start) => s.kernel.write_map(start, &mut s.sink.writer, &s.builder)?,
             Err(why) => {
-                note(why);
-                s.notes.push(why.clone());
+                note(&why);
+                s.notes.push(why);
             }
         }
-        s.write_kernel_mmap()?;
         s.open_targets(note)?;
         s.sync_attrs()?;
         Ok(s)
@@ -194,18 +189,6 @@ impl Session {
                     s.attach_process(pid, note)?;
                 }
             }
-        }
-        Ok(())
-    }
-
-    pub(crate) fn write_kernel_mmap(&mut self) -> Result<(), Error> {
-        let Ok(text) = &self.kallsyms_text else { return Ok(()) };
-        let start = kallsyms::find_address(text, "_text").or_else(|| kallsyms::find_address(text, "_stext"));
-        if let Some(start) = start {
-            let end = kallsyms::find_address(text, "_etext").unwrap_or(start + (64 << 20));
-            let sid = SampleId { pid: u32::MAX, tid: 0, ..Default::default() };
-            let rec = self.builder.kernel_mmap(start, end - start, start, &sid);
-            self.sink.writer.write_record(&rec)?;
         }
         Ok(())
     }

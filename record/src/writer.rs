@@ -178,6 +178,29 @@ impl PerfDataWriter {
         self.data_size + self.buf.len() as u64
     }
 
+    /// Appends one record after everything written so far, outside the rounds' time order,
+    /// and returns where it starts in the data section, for `patch`.
+    pub fn write_record_placed(&mut self, record: &[u8]) -> Result<u64, Error> {
+        self.write_round()?;
+        let at = self.data_len();
+        self.buf.extend_from_slice(record);
+        Ok(at)
+    }
+
+    /// Overwrites bytes of a record written before, at `at` in the data section (a value
+    /// known only later: the end of the kernel's code).
+    pub fn patch(&mut self, at: u64, bytes: &[u8]) -> Result<(), Error> {
+        // Buffers are written whole, so a record lies either in the file or in the buffer.
+        if at >= self.data_size {
+            let from = (at - self.data_size) as usize;
+            if let Some(b) = self.buf.get_mut(from..from + bytes.len()) {
+                b.copy_from_slice(bytes);
+            }
+            return Ok(());
+        }
+        self.file.write_all_at(bytes, self.data_offset + at).map_err(|e| Error::file(&self.output, e))
+    }
+
     /// Updates the attributes stored at the front (e.g. ids of events opened later).
     pub fn update_attrs(&mut self, attrs: &[FileAttr]) -> Result<(), Error> {
         self.write_front_attrs(attrs)?;

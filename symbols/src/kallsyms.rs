@@ -62,29 +62,122 @@ pub fn text_symbol_index(text: &str) -> Vec<(u64, usize)> {
     index
 }
 
-/// Reads /proc/kallsyms. Err explains why kernel symbols are not available.
-pub fn read_proc_text() -> Result<String, String> {
-    let text =
-        std::fs::read_to_string("/proc/kallsyms").map_err(|e| format!("cannot read /proc/kallsyms: {e}"))?;
-    if find_address(&text, "_text").is_none() {
-        let sysctl = |name: &str| {
-            std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
-                .map_or("?".into(), |s| s.trim().to_string())
-        };
-        let restrict = sysctl("kptr_restrict");
-        let remedy = if restrict == "0" {
-            // With kptr_restrict=0, addresses show to users allowed to profile the kernel.
-            "run as root (or with CAP_SYSLOG), or set `sysctl kernel.perf_event_paranoid=1`"
-        } else {
-            "run as root (or with CAP_SYSLOG), or set `sysctl kernel.kptr_restrict=0`"
-        };
-        return Err(format!(
-            "/proc/kallsyms shows no kernel addresses to this user (kptr_restrict={restrict}, \
-             perf_event_paranoid={}); kernel frames will not be symbolized; {remedy}",
-            sysctl("perf_event_paranoid")
-        ));
+/// Why /proc/kallsyms gives no kernel addresses to this user, with the remedy.
+pub fn hidden_reason() -> String {
+    let sysctl = |name: &str| {
+        std::fs::read_to_string(format!("/proc/sys/kernel/{name}"))
+            .map_or("?".into(), |s| s.trim().to_string())
+    };
+    let restrict = sysctl("kptr_restrict");
+    let remedy = if restrict == "0" {
+        // With kptr_restrict=0, addresses show to users allowed to profile the kernel.
+        "run as root (or with CAP_SYSLOG), or set `sysctl kernel.perf_event_paranoid=1`"
+    } else {
+        "run as root (or with CAP_SYSLOG), or set `sysctl kernel.kptr_restrict=0`"
+    };
+    format!(
+        "/proc/kallsyms shows no kernel addresses to this user (kptr_restrict={restrict}, \
+         perf_event_paranoid={}); kernel frames will not be symbolized; {remedy}",
+        sysctl("perf_event_paranoid")
+    )
+}
+
+/// The text symbols of kallsyms (`t`, `T`, `w`, `W`, with non-zero addresses), sorted by
+/// address, each with the rest of its line: what a recording keeps while it runs (a third of
+/// the text's size), to store the symbols its samples hit when it ends (`snapshot`).
+#[derive(Debug, Default)]
+pub struct TextTable {
+    /// (address, where its line's rest starts in `rest`), sorted by address.
+    entries: Vec<(u64, u32)>,
+    /// Each kept line after its address (`T name` or `t name\t[module]`), each ending in a
+    /// newline.
+    rest: String,
+    /// `_text` (else `_stext`): where the kernel's own code starts.
+    pub text_start: Option<u64>,
+    /// `_etext`: where it ends.
+    pub text_end: Option<u64>,
+}
+
+impl TextTable {
+    /// Reads kallsyms text line by line (none of it is kept whole). `start` hears where the
+    /// kernel's code starts as soon as a line says (`_text`; `_stext` when the text has no
+    /// `_text`), or None at the end when no line does (addresses hidden from this user).
+    pub fn read(
+        mut input: impl std::io::BufRead,
+        mut start: impl FnMut(Option<u64>),
+    ) -> std::io::Result<TextTable> {
+        let mut t = TextTable::default();
+        let (mut stext, mut told) = (None, false);
+        let mut line = String::new();
+        while {
+            line.clear();
+            input.read_line(&mut line)? > 0
+        } {
+            let l = line.trim_end_matches('\n');
+            let Some((addr, rest)) = l.split_once(' ') else { continue };
+            let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
+            if addr == 0 || !matches!(rest.as_bytes().first(), Some(b't' | b'T' | b'w' | b'W')) {
+                continue;
+            }
+            match rest.get(2..) {
+                Some("_text") if !told => {
+                    (t.text_start, told) = (Some(addr), true);
+                    start(Some(addr));
+                }
+                Some("_stext") => stext = stext.or(Some(addr)),
+                Some("_etext") => t.text_end = t.text_end.or(Some(addr)),
+                _ => {}
+            }
+            let at = u32::try_from(t.rest.len()).unwrap_or(u32::MAX);
+            t.entries.push((addr, at));
+            t.rest.push_str(rest);
+            t.rest.push('\n');
+        }
+        if !told {
+            t.text_start = stext;
+            start(stext);
+        }
+        t.entries.sort_by_key(|e| e.0);
+        t.entries.shrink_to_fit();
+        t.rest.shrink_to_fit();
+        Ok(t)
     }
-    Ok(text)
+
+    /// The symbols that contain `hits` (and each one's successor, which bounds it), with
+    /// `_text`, `_stext` and `_etext`, as kallsyms text.
+    pub fn snapshot(&self, hits: &BTreeSet<u64>) -> String {
+        let mut keep = BTreeSet::new();
+        for addr in [self.text_start, self.text_end].into_iter().flatten() {
+            let i = self.entries.partition_point(|e| e.0 < addr);
+            keep.extend((i..self.entries.len()).take_while(|&j| self.entries[j].0 == addr));
+        }
+        for &addr in hits {
+            let i = self.entries.partition_point(|e| e.0 <= addr);
+            if i > 0 {
+                keep.insert(i - 1);
+            }
+            if i < self.entries.len() {
+                keep.insert(i);
+            }
+        }
+        let mut out = String::new();
+        for i in keep {
+            let rest = &self.rest[self.entries[i].1 as usize..];
+            let line = rest.split('\n').next().unwrap_or("");
+            out.push_str(&format!("{:016x} {line}\n", self.entries[i].0));
+        }
+        out
+    }
+
+    /// Symbols kept.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no symbol was kept.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
 }
 
 /// Finds the address of a global symbol in kallsyms text without parsing every line.
@@ -105,51 +198,42 @@ pub fn find_address(text: &str, name: &str) -> Option<u64> {
     None
 }
 
-/// Encodes the symbols that contain `hits` (and each one's successor, which bounds it) as
-/// kallsyms text.
-pub fn snapshot(syms: &[KernelSymbol], hits: &BTreeSet<u64>) -> String {
-    let mut keep = BTreeSet::new();
-    for name in ["_text", "_stext", "_etext"] {
-        if let Some(i) = syms.iter().position(|s| s.name == name) {
-            keep.insert(i);
-        }
-    }
-    for &addr in hits {
-        let i = syms.partition_point(|s| s.addr <= addr);
-        if i > 0 {
-            keep.insert(i - 1);
-        }
-        if i < syms.len() {
-            keep.insert(i);
-        }
-    }
-    let mut out = String::new();
-    for i in keep {
-        let s = &syms[i];
-        out.push_str(&format!("{:016x} {} {}", s.addr, s.kind, s.name));
-        if let Some(m) = &s.module {
-            out.push_str(&format!("\t[{m}]"));
-        }
-        out.push('\n');
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn snapshot_keeps_covering_symbols() {
-        let syms = parse(
-            "ffffffff81000000 T _text\nffffffff81000100 T foo\nffffffff81000200 t bar\n\
-             ffffffff81000300 T baz\nffffffffc0000000 t modfn\t[ext4]\n",
+        let text = "0000000000000000 A fixed_percpu_data\nffffffff81000000 T _stext\n\
+                    ffffffff81000000 T _text\nffffffff81000100 T foo\nffffffff81000200 t bar\n\
+                    ffffffff81000300 T baz\nffffffff81000400 D some_data\nffffffff81000800 T _etext\n\
+                    ffffffffc0000000 t modfn\t[ext4]\n";
+        let mut started = Vec::new();
+        let table = TextTable::read(text.as_bytes(), |s| started.push(s)).unwrap();
+        assert_eq!(started, [Some(0xffffffff81000000)]);
+        assert_eq!((table.text_start, table.text_end), (Some(0xffffffff81000000), Some(0xffffffff81000800)));
+        assert_eq!(table.len(), 7, "data symbols and zero addresses are left out");
+        let hits = [0xffffffff81000150u64, 0xffffffffc0000010].into_iter().collect();
+        let snap = table.snapshot(&hits);
+        assert!(snap.contains(" foo\n") && snap.contains(" bar\n") && !snap.contains("baz"), "{snap}");
+        assert!(snap.contains("ffffffffc0000000 t modfn\t[ext4]\n"), "{snap}");
+        let parsed = parse(&snap);
+        assert_eq!(
+            parsed.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            ["_stext", "_text", "foo", "bar", "_etext", "modfn"]
         );
-        let hits = [0xffffffff81000150u64].into_iter().collect();
-        let snap = snapshot(&syms, &hits);
-        assert!(snap.contains(" foo\n") && snap.contains(" bar\n") && !snap.contains("baz"));
-        assert_eq!(parse(&snap).len(), 3);
-        assert_eq!(syms.last().unwrap().module.as_deref(), Some("ext4"));
+        assert_eq!(parsed.last().unwrap().module.as_deref(), Some("ext4"));
+    }
+
+    #[test]
+    fn hidden_addresses_give_no_start() {
+        let mut started = Vec::new();
+        let table = TextTable::read("0000000000000000 T _text\n0000000000000000 T foo\n".as_bytes(), |s| {
+            started.push(s)
+        })
+        .unwrap();
+        assert_eq!(started, [None]);
+        assert!(table.is_empty());
     }
 
     #[test]

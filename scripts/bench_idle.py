@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""System-wide recording at steady state: what `rperf record -a` costs a machine, against
+`perf record -a`, at low rates (19 Hz and 99 Hz of cpu-clock, perf's and simpleperf's usual
+rates for always-on profiling).
+
+Each recorder runs system-wide into a file of the benchmark's work folder. After a settling time
+(startup: opening events on every CPU, the /proc scan of every process), the recorder's CPU time
+(all its threads, from /proc/PID/task/*/schedstat) is read twice, a measured window apart:
+CPU milliseconds per second of recording, at steady state. Its peak RSS (VmHWM) is read at the
+end of the window. Rounds are interleaved (each round runs every recorder once, in a rotating
+order); the table shows medians and the median of each round's rperf/perf ratio.
+
+The machine's own load is what it is: a background load (`--load`, a shell loop forking `true`
+continually, so that processes come and go) shows the cost of following new processes.
+
+Usage: scripts/bench_idle.py [--rounds 5] [--settle 3] [--window 10] [--rates 19,99]
+                             [--load] [--call-graph fp|dwarf]
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RPERF = os.path.join(ROOT, "target/release/rperf")
+
+
+def cpu_seconds(pid):
+    """CPU seconds of process pid, summed over its live threads, in nanoseconds of the
+    scheduler's accounting (/proc/PID/task/TID/schedstat: clock ticks are too coarse here)."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except OSError:
+            pass
+    return total / 1e9
+
+
+def peak_rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def command(tool, rate, out, call_graph):
+    if tool == "rperf":
+        cmd = [RPERF, "record", "-a", "-F", str(rate), "-o", out]
+        if call_graph:
+            cmd += ["--call-graph", call_graph]
+    else:
+        cmd = ["perf", "record", "-a", "-F", str(rate), "-o", out, "--quiet"]
+        if call_graph:
+            cmd += ["--call-graph", call_graph]
+    return cmd
+
+
+def measure(tool, rate, work, args):
+    """(CPU ms per second at steady state, peak RSS KiB) of one system-wide recording."""
+    out = os.path.join(work, f"{tool}.data")
+    p = subprocess.Popen(command(tool, rate, out, args.call_graph), stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(args.settle)
+        if p.poll() is not None:
+            sys.exit(f"{tool} record stopped early: {p.stderr.read()[-2000:]}")
+        t0, c0 = time.monotonic(), cpu_seconds(p.pid)
+        time.sleep(args.window)
+        t1, c1 = time.monotonic(), cpu_seconds(p.pid)
+        rss = peak_rss_kib(p.pid)
+    finally:
+        p.send_signal(2)
+        _, err = p.communicate(timeout=120)
+    if p.returncode not in (0, 130, -2):
+        sys.exit(f"{tool} record failed ({p.returncode}): {err[-2000:]}")
+    return 1000 * (c1 - c0) / (t1 - t0), rss
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--settle", type=float, default=3.0)
+    ap.add_argument("--window", type=float, default=10.0)
+    ap.add_argument("--rates", default="19,99")
+    ap.add_argument("--load", action="store_true", help="fork `true` continually while measuring")
+    ap.add_argument("--call-graph", choices=["fp", "dwarf"])
+    args = ap.parse_args()
+    subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
+    tools = ["rperf", "perf"]
+    load = None
+    if args.load:
+        load = subprocess.Popen(["sh", "-c", "while :; do /bin/true; done"])
+    try:
+        with tempfile.TemporaryDirectory(prefix="rperf-bench-idle-") as work:
+            print(f"system-wide, {args.window:g} s windows after {args.settle:g} s, "
+                  f"{args.rounds} interleaved rounds, call graph: {args.call_graph or 'none'}, "
+                  f"load: {'forking' if args.load else 'none'}; CPU of the recorder only")
+            print(f"{'rate':>5}  {'tool':<6} {'CPU ms/s':>9} {'peak RSS':>10}  {'CPU vs perf':>11}")
+            for rate in [int(r) for r in args.rates.split(",")]:
+                results = {t: [] for t in tools}
+                for r in range(args.rounds):
+                    order = tools[r % 2:] + tools[:r % 2]
+                    for t in order:
+                        results[t].append(measure(t, rate, work, args))
+                for t in tools:
+                    cpu = statistics.median(x[0] for x in results[t])
+                    rss = statistics.median(x[1] for x in results[t]) / 1024
+                    ratio = ""
+                    if t == "rperf":
+                        ratio = statistics.median(a[0] / max(b[0], 1e-9)
+                                                  for a, b in zip(results["rperf"], results["perf"]))
+                        ratio = f"{ratio:.2f}×"
+                    spread = ", ".join(f"{x[0]:.2f}" for x in results[t])
+                    print(f"{rate:>5}  {t:<6} {cpu:>9.2f} {rss:>8.1f} MiB  {ratio:>11}   ({spread})")
+    finally:
+        if load:
+            load.kill()
+
+
+if __name__ == "__main__":
+    main()
