@@ -90,6 +90,27 @@ struct Watched {
     resume: Vec<(u64, u64)>,
 }
 
+impl Watched {
+    fn new(list: List, addr: u64, last_read_ns: u64, last_full_ns: u64) -> Watched {
+        let (live, pending, queued, resume) = Default::default();
+        let next_read = Instant::now();
+        Watched {
+            list,
+            addr,
+            last: None,
+            live,
+            next_read,
+            interval: INTERVAL,
+            last_read_ns,
+            used: false,
+            last_full_ns,
+            pending,
+            queued,
+            resume,
+        }
+    }
+}
+
 /// Reads the GDB JIT interface of the recorded processes.
 #[derive(Default)]
 pub(crate) struct JitDebugReader {
@@ -121,9 +142,14 @@ impl JitDebugReader {
         if !self.enabled || pid == 0 || pid == u32::MAX {
             return;
         }
-        let exports = self.exports.entry(path.to_string()).or_insert_with(|| exports_of(path));
-        let Some(exports) = exports else { return };
-        let Some(vaddr) = mapping_vaddr(&exports.segments, pgoff) else { return };
+        // Looked up before inserting: a path is a new String only the first time it is seen.
+        if !self.exports.contains_key(path) {
+            self.exports.insert(path.to_string(), exports_of(path));
+        }
+        let Some(Some(exports)) = self.exports.get(path) else { return };
+        let (false, Some(vaddr)) = (exports.lists.is_empty(), mapping_vaddr(&exports.segments, pgoff)) else {
+            return;
+        };
         let bias = addr.wrapping_sub(vaddr);
         let watched = self.processes.entry(pid).or_default();
         let mut added = false;
@@ -132,20 +158,7 @@ impl JitDebugReader {
             if watched.iter().any(|w| w.addr == at) {
                 continue;
             }
-            watched.push(Watched {
-                list,
-                addr: at,
-                last: None,
-                live: HashMap::new(),
-                next_read: Instant::now(),
-                interval: INTERVAL,
-                last_read_ns: 0,
-                used: false,
-                last_full_ns: sample_clock_ns(),
-                pending: VecDeque::new(),
-                queued: HashSet::new(),
-                resume: Vec::new(),
-            });
+            watched.push(Watched::new(list, at, 0, sample_clock_ns()));
             added = true;
         }
         if added {
@@ -549,20 +562,7 @@ mod tests {
         let mut r = JitDebugReader::new(true, JitLimits { image: 1 << 40, total: 1 << 40 });
         r.store.keep_fresh();
         let pid = std::process::id();
-        let mut w = Watched {
-            list: List::Jit,
-            addr: desc.as_ptr() as u64,
-            last: None,
-            live: HashMap::new(),
-            next_read: Instant::now(),
-            interval: INTERVAL,
-            last_read_ns: 5,
-            used: false,
-            last_full_ns: 0,
-            pending: VecDeque::new(),
-            queued: HashSet::new(),
-            resume: Vec::new(),
-        };
+        let mut w = Watched::new(List::Jit, desc.as_ptr() as u64, 5, 0);
         assert_eq!(r.read_list(pid, &mut w), Read::Changed);
         r.copy_pending(pid, &mut w);
         // Copied oldest first (the list's last entry first).

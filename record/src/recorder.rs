@@ -189,6 +189,8 @@ impl Session {
                 std::mem::take(&mut self.just_attached).into_iter().flat_map(procfs::threads_of).collect();
             self.drain();
             self.follow_threads(listed, note);
+            // The forks that drain read were all the threads just listed needed.
+            self.sink.forked_tids.clear();
             self.sink.jit.poll();
             self.sink.sync_jit();
             for n in std::mem::take(&mut self.sink.jit.notes) {

@@ -33,8 +33,10 @@ pub(crate) struct Sink {
     /// Set while draining a ring buffer that was at least half full.
     pub(crate) pressure: bool,
     pub(crate) kernel_hits: BTreeSet<u64>,
-    /// Processes seen (by their COMM records), whose JIT symbol maps are kept at the end.
-    /// Recorded processes, with their owners (who may own their JIT maps).
+    /// Processes with samples, whose JIT symbol maps are kept at the end, with their owners
+    /// (who may own their JIT maps), looked up at their first sample: under a fork storm most
+    /// processes get none, and /proc lookups for each had been most of system-wide
+    /// recording's cost.
     pub(crate) pids: BTreeMap<u32, Option<u32>>,
     /// jitdump files the runtimes announced with their marker mmaps.
     /// jitdump files the recorded processes mapped, with the mapping process's owner.
@@ -50,7 +52,7 @@ pub(crate) struct Sink {
     /// Unwinds DWARF samples as they come (`--post-unwind`).
     pub(crate) post: Option<PostUnwinder>,
     /// Threads created by threads with events, which inherited them (from the kernel's FORK
-    /// records).
+    /// records), since the recording loop last followed threads (it empties the set then).
     pub(crate) forked_tids: std::collections::HashSet<u32>,
     /// Set while handling records made from /proc, which are no sign of inherited events.
     pub(crate) synthesizing: bool,
@@ -185,6 +187,7 @@ impl Sink {
             return None;
         }
         self.samples += 1;
+        self.pids.entry(v.pid).or_insert_with(|| procfs::uid_of(v.pid as i32));
         self.note_kernel_addresses(misc_bits, &v);
         // Code no binary or symbol file describes may be JIT code registered since the
         // interface was last read.
@@ -231,7 +234,6 @@ impl Sink {
             }
             record_type::COMM => {
                 let Some(pid) = pid else { return };
-                self.pids.entry(pid).or_insert_with(|| procfs::uid_of(pid as i32));
                 if misc_bits & misc::COMM_EXEC != 0 {
                     self.jit.exec(pid);
                     if let Some(post) = self.post.as_mut() {
@@ -282,14 +284,17 @@ impl Sink {
         // pid, tid, addr, len, pgoff: the same place in MMAP and MMAP2.
         let pid = u32_at(rec, 8);
         let (addr, pgoff) = (u64_at(rec, 16), u64_at(rec, 32));
+        let exec = exec_mapping(type_, misc_bits, rec);
         if let (Some(post), Some(pid), Some(addr), Some(len), Some(pgoff)) =
             (self.post.as_mut(), pid, addr, u64_at(rec, 24), pgoff)
         {
-            if let Some(path) = code_path(type_, misc_bits, rec) {
-                post.mmap(pid, addr, len, pgoff, &path);
+            let path =
+                exec.as_ref().map(|(p, _)| p.as_str()).or_else(|| is_vdso(type_, rec).then_some("[vdso]"));
+            if let Some(path) = path {
+                post.mmap(pid, addr, len, pgoff, path);
             }
         }
-        if let Some((path, build_id)) = exec_mapping(type_, misc_bits, rec) {
+        if let Some((path, build_id)) = exec {
             if let Some(pid) = rperf_perfdata::jitdump_pid(&path) {
                 self.jitdumps.entry(path).or_insert_with(|| procfs::uid_of(pid));
                 return;
@@ -298,23 +303,26 @@ impl Sink {
                 self.jit.note_mapping(pid, addr, pgoff, &path);
                 self.sync_jit();
             }
-            let entry = self.dsos.entry(path).or_insert(None);
-            if entry.is_none() {
-                *entry = build_id;
+            match self.dsos.get_mut(&path) {
+                Some(entry) => {
+                    if entry.is_none() {
+                        *entry = build_id;
+                    }
+                }
+                None => {
+                    self.dsos.insert(path, build_id);
+                }
             }
         }
     }
 }
 
-/// The path of an executable mapping's code that can be unwound: a file, or the vDSO.
-fn code_path(type_: u32, misc_bits: u16, rec: &[u8]) -> Option<String> {
-    if let Some((path, _)) = exec_mapping(type_, misc_bits, rec) {
-        return Some(path);
-    }
+/// Whether an MMAP or MMAP2 record maps the vDSO.
+fn is_vdso(type_: u32, rec: &[u8]) -> bool {
     let name_at = if type_ == record_type::MMAP2 { 72 } else { 40 };
-    let name = rec.get(name_at..)?;
+    let name = rec.get(name_at..).unwrap_or_default();
     let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
-    (&name[..end] == b"[vdso]").then(|| "[vdso]".to_string())
+    &name[..end] == b"[vdso]"
 }
 
 /// The file and build id of an executable, file-backed MMAP or MMAP2 record.
