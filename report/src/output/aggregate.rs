@@ -64,6 +64,8 @@ pub struct Node {
     pub period: u64,
     first_child: u32,
     next_sibling: u32,
+    /// Children.
+    kids: u32,
 }
 
 /// No node.
@@ -71,7 +73,7 @@ const NO_NODE: u32 = u32::MAX;
 
 impl Node {
     fn new(func: FuncId) -> Node {
-        Node { func, period: 0, first_child: NO_NODE, next_sibling: NO_NODE }
+        Node { func, period: 0, first_child: NO_NODE, next_sibling: NO_NODE, kids: 0 }
     }
 }
 
@@ -80,11 +82,18 @@ impl Node {
 pub struct CallTree {
     /// Nodes; 0 is the root.
     pub nodes: Vec<Node>,
+    /// The children of nodes with more than `LISTED` of them, by (parent, function): a
+    /// function called from many places (an allocator, the callers of a hot leaf) has
+    /// thousands, and walking their list had been a sixth of `report -g`.
+    wide: FxHashMap<(u32, FuncId), u32>,
 }
+
+/// The most children a node has before they are found through `CallTree::wide`.
+const LISTED: u32 = 8;
 
 impl Default for CallTree {
     fn default() -> Self {
-        CallTree { nodes: vec![Node::new(u32::MAX)] }
+        CallTree { nodes: vec![Node::new(u32::MAX)], wide: FxHashMap::default() }
     }
 }
 
@@ -114,6 +123,14 @@ impl CallTree {
     /// The child of `parent` for `func`, made when there is none; either way it moves to the
     /// front of the parent's list.
     fn child(&mut self, parent: usize, func: FuncId) -> usize {
+        if self.nodes[parent].kids > LISTED {
+            if let Some(&at) = self.wide.get(&(parent as u32, func)) {
+                return at as usize;
+            }
+            let at = self.push_child(parent, func);
+            self.wide.insert((parent as u32, func), at as u32);
+            return at;
+        }
         let first = self.nodes[parent].first_child;
         let (mut prev, mut at) = (NO_NODE, first);
         while at != NO_NODE && self.nodes[at as usize].func != func {
@@ -121,8 +138,15 @@ impl CallTree {
             at = self.nodes[at as usize].next_sibling;
         }
         if at == NO_NODE {
-            at = self.nodes.len() as u32;
-            self.nodes.push(Node { next_sibling: first, ..Node::new(func) });
+            let at = self.push_child(parent, func);
+            if self.nodes[parent].kids > LISTED {
+                let mut kid = self.nodes[parent].first_child;
+                while kid != NO_NODE {
+                    self.wide.insert((parent as u32, self.nodes[kid as usize].func), kid);
+                    kid = self.nodes[kid as usize].next_sibling;
+                }
+            }
+            return at;
         } else if prev != NO_NODE {
             self.nodes[prev as usize].next_sibling = self.nodes[at as usize].next_sibling;
             self.nodes[at as usize].next_sibling = first;
@@ -131,6 +155,16 @@ impl CallTree {
         }
         self.nodes[parent].first_child = at;
         at as usize
+    }
+
+    /// A new child of `parent`, at the front of its list.
+    fn push_child(&mut self, parent: usize, func: FuncId) -> usize {
+        let at = self.nodes.len();
+        let first = self.nodes[parent].first_child;
+        self.nodes.push(Node { next_sibling: first, ..Node::new(func) });
+        self.nodes[parent].first_child = at as u32;
+        self.nodes[parent].kids += 1;
+        at
     }
 }
 
@@ -205,6 +239,10 @@ pub struct EventAggregate {
     pub entries: FxHashMap<EntryKey, Entry>,
     /// The entries whose call trees are built (all, when None).
     trees_for: Option<FxHashSet<EntryKey>>,
+    /// The entries met so far on the stack being added (kept for its allocation): a list is
+    /// searched in time quadratic in the stack's depth, which deep recursions made a large
+    /// part of `-g` reports.
+    seen: FxHashSet<EntryKey>,
 }
 
 /// What aggregation needs to know of the options.
@@ -393,17 +431,17 @@ impl EventAggregate {
             return;
         }
         // Inclusive counts: every distinct entry on the stack gets the sample once.
-        let mut seen: Vec<EntryKey> = Vec::with_capacity(s.frames.len());
+        let mut seen = std::mem::take(&mut self.seen);
+        seen.clear();
         let last = s.frames.len() - 1;
         for (i, &func) in s.frames.iter().enumerate() {
             if !is_selected(func) {
                 continue;
             }
             let key = cfg.key(s, i, funcs);
-            if seen.contains(&key) {
+            if !seen.insert(key) {
                 continue;
             }
-            seen.push(key);
             // The entry this one is reached from in this stack, as simpleperf counts it: the
             // sampled function in caller order and the outermost caller in callee order end
             // the walk and count nothing; the root a walk starts from is reached from nowhere;
@@ -432,12 +470,34 @@ impl EventAggregate {
                 None => {}
             }
         }
+        self.seen = seen;
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wide_nodes_find_their_children_through_the_index() {
+        let mut tree = CallTree::default();
+        // Node 0's child 100 gets 3 * LISTED children, each reached twice, in two orders.
+        for round in 0..2u64 {
+            for i in 0..3 * LISTED {
+                let f = if round == 0 { i } else { 3 * LISTED - 1 - i };
+                tree.add_path([100, f].into_iter(), 1 + u64::from(f));
+            }
+        }
+        let top = tree.children(0);
+        assert_eq!(top.len(), 1);
+        let kids = tree.children(top[0]);
+        assert_eq!(kids.len(), 3 * LISTED as usize, "each function is one child");
+        // In the order first reached, each with both rounds' counts.
+        for (i, &k) in kids.iter().enumerate() {
+            assert_eq!((tree.nodes[k].func, tree.nodes[k].period), (i as u32, 2 * (1 + i as u64)));
+        }
+        assert_eq!(tree.nodes[top[0]].period, tree.nodes[0].period);
+    }
 
     fn funcs() -> Vec<Func> {
         ["leaf", "mid", "main"]
