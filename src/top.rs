@@ -1,6 +1,6 @@
 //! `rperf top`: a live function table, like perf top. A recording runs in the background into a
 //! private temporary file (rperf's own samples left out); every refresh reads what it holds so
-//! far (the file is readable at every flush) and shows the report's top rows. Keys: q quits,
+//! far (the file is readable at every flush) and shows the top rows of the report's table. Keys: q quits,
 //! p (or space) pauses the display, j/k or the arrows move the selection, d zooms into the
 //! selected row's binary, t into its busiest thread, z zooms out.
 
@@ -60,7 +60,7 @@ impl Drop for Scratch {
 struct Row {
     text: String,
     dso: Option<String>,
-    symbol: Option<String>,
+    func: Option<u32>,
 }
 
 /// Runs `rperf top`.
@@ -185,54 +185,50 @@ impl View {
     /// The header line, the top `n` rows of the report of what is recorded so far, and its
     /// profile.
     fn read(&self, data: &Path, n: usize) -> (String, Vec<Row>, Option<rperf_report::Profile>) {
-        let profile = match rperf_report::load(&self.options(data)) {
+        let opts = self.options(data);
+        let profile = match rperf_report::load(&opts) {
             Ok(p) => p,
             Err(_) => return ("rperf top: waiting for samples".into(), Vec::new(), None),
         };
-        let mut text = Vec::new();
-        profile.write(&mut text, &self.options(data), None).ok();
-        let text = String::from_utf8_lossy(&text);
-        let samples = text.lines().find_map(|l| l.strip_prefix("Samples: ")).unwrap_or("0").to_string();
-        let mut lines = text.lines().skip_while(|l| !l.starts_with("Overhead"));
-        let Some(head) = lines.next() else {
-            return (format!("rperf top: {samples} samples"), Vec::new(), Some(profile));
-        };
-        // Columns start where the header's titles do.
-        let titles: Vec<(usize, &str)> =
-            ["Shared Object", "Symbol"].iter().filter_map(|t| Some((head.find(t)?, *t))).collect();
-        let cell = |line: &str, title: &str| -> Option<String> {
-            let (start, _) = titles.iter().find(|(_, t)| *t == title)?;
-            let end = titles.iter().map(|(s, _)| *s).filter(|s| s > start).min().unwrap_or(line.len());
-            Some(line.get(*start..end.min(line.len()))?.trim().to_string())
-        };
-        let mut rows: Vec<Row> = lines
-            .take_while(|l| !l.is_empty())
-            .take(n)
-            .map(|l| Row { text: l.to_string(), dso: cell(l, "Shared Object"), symbol: cell(l, "Symbol") })
-            .collect();
+        let table = profile.table(&opts, n);
         // Binaries by file name, as perf top shows them, so that function names get the width.
-        let head = match titles.iter().position(|(_, t)| *t == "Shared Object") {
-            Some(i) => {
-                let start = titles[i].0;
-                let end = titles.get(i + 1).map(|(s, _)| *s);
-                let base = |d: &str| d.rsplit('/').next().unwrap_or(d).to_string();
-                let w = rows.iter().filter_map(|r| r.dso.as_deref()).map(|d| base(d).chars().count()).max();
-                let w = w.unwrap_or(0).max("Shared Object".len());
-                let narrow = |line: &str, dso: &str| {
-                    let rest = end.and_then(|e| line.get(e..)).unwrap_or("");
-                    let before = line.get(..start).unwrap_or(line);
-                    format!("{before}{:<w$}  {rest}", base(dso)).trim_end().to_string()
-                };
-                for r in &mut rows {
-                    if let Some(d) = r.dso.clone() {
-                        r.text = narrow(&r.text, &d);
-                    }
+        let dso_column = opts
+            .sort
+            .iter()
+            .position(|k| *k == SortKey::Dso)
+            .map(|i| table.titles.len() - opts.sort.len() + i);
+        let base = |d: &str| d.rsplit('/').next().unwrap_or(d).to_string();
+        let mut cells: Vec<Vec<String>> = table.rows.iter().map(|r| r.cells.clone()).collect();
+        if let Some(c) = dso_column {
+            for (row, r) in cells.iter_mut().zip(&table.rows) {
+                if let (Some(cell), Some(d)) = (row.get_mut(c), &r.dso) {
+                    *cell = rperf_symbols::text::printable(&base(d)).into_owned();
                 }
-                narrow(head, "Shared Object")
             }
-            None => head.to_string(),
+        }
+        let mut widths: Vec<usize> = table.titles.iter().map(|t| t.chars().count()).collect();
+        for row in &cells {
+            for (w, c) in widths.iter_mut().zip(row) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        let line = |row: &[String]| {
+            let last = row.len().saturating_sub(1);
+            let cell = |(i, c): (usize, &String)| {
+                if i == last {
+                    c.clone()
+                } else {
+                    format!("{c:<w$}", w = widths[i])
+                }
+            };
+            row.iter().enumerate().map(cell).collect::<Vec<_>>().join("  ")
         };
-        let header = format!("rperf top: {samples} samples\n{head}");
+        let rows = cells
+            .iter()
+            .zip(table.rows)
+            .map(|(c, r)| Row { text: line(c), dso: r.dso, func: r.func })
+            .collect();
+        let header = format!("rperf top: {} samples\n{}", table.samples, line(&table.titles));
         (header, rows, Some(profile))
     }
 
@@ -249,7 +245,7 @@ impl View {
 
     /// Zooms into the thread with the most samples of the selected row's function.
     fn zoom_thread(&mut self, shown: Option<&rperf_report::Profile>, row: Option<&Row>) {
-        let Some(symbol) = row.and_then(|r| r.symbol.clone()) else {
+        let Some(func) = row.and_then(|r| r.func) else {
             self.note = "t zooms into a thread: sort by symbol".into();
             return;
         };
@@ -257,8 +253,7 @@ impl View {
         let mut by_tid: std::collections::HashMap<i32, u64> = Default::default();
         if let Some(s) = p.main_section() {
             for c in &s.stacks {
-                let leaf = p.stack_funcs[c.stack as usize].first().map(|&f| p.names.func(f).name.as_str());
-                if leaf == Some(symbol.as_str()) {
+                if p.stack_funcs[c.stack as usize].first() == Some(&func) {
                     let w = by_tid.entry(c.thread.tid).or_default();
                     *w = w.saturating_add(c.weight);
                 }
@@ -273,14 +268,14 @@ impl View {
 
     /// The selected row's callers (with -g): the functions that called it, with their shares.
     fn callers(&self, shown: Option<&rperf_report::Profile>, row: Option<&Row>) -> Vec<String> {
-        let Some(symbol) = row.and_then(|r| r.symbol.clone()) else { return Vec::new() };
+        let Some(func) = row.and_then(|r| r.func) else { return Vec::new() };
         let Some(p) = shown else { return Vec::new() };
         let mut by: std::collections::HashMap<String, u64> = Default::default();
         let mut total = 0;
         if let Some(s) = p.main_section() {
             for c in &s.stacks {
                 let funcs = &p.stack_funcs[c.stack as usize];
-                if funcs.first().map(|&f| p.names.func(f).name.as_str()) == Some(symbol.as_str()) {
+                if funcs.first() == Some(&func) {
                     total = u64::saturating_add(total, c.weight);
                     let caller = funcs.get(1).map_or("[root]".to_string(), |&f| p.names.func_name(f));
                     let w = by.entry(caller).or_default();

@@ -6,7 +6,7 @@
 pub use crate::repaired::Repaired;
 use std::io::Read;
 
-use crate::encode::AUXTRACE;
+use crate::extent::{extent, has_trace, Extent};
 use crate::feature;
 use crate::header::{FileHeader, DATA_AT, DATA_SIZE_AT, EVENT_TYPES_AT, FEATURES_AT, FEATURE_ENTRY_SIZE};
 
@@ -388,24 +388,24 @@ pub fn walk_records(file: &std::fs::File, start: u64, limit: u64) -> (u64, Optio
         if problem.is_some() {
             return (at - start, problem);
         }
-        if at + size > end {
-            break; // cut off in the middle of this record
-        }
-        let mut next = at + size;
-        if t == AUXTRACE && size >= 16 {
-            let Some(field) = window.bytes(at + 8, 8) else { break };
-            let trace = u64::from_le_bytes(field.try_into().expect("8 bytes"));
-            match next.checked_add(trace).filter(|e| *e <= end) {
-                Some(e) => next = e,
-                None => {
-                    let why = format!(
-                        "the AUXTRACE record at file offset {at} claims {trace} bytes of trace data, past the end of the data section"
-                    );
-                    return (at - start, bad(why, true));
-                }
+        let trace = match has_trace(t, size) && at + size <= end {
+            true => match window.bytes(at + 8, 8) {
+                Some(field) => Some(u64::from_le_bytes(field.try_into().expect("8 bytes"))),
+                None => break,
+            },
+            false => None,
+        };
+        at = match extent(at, end, t, size, trace) {
+            Extent::Next(next) => next,
+            // Cut off in the middle of this record.
+            Extent::TooSmall { .. } | Extent::PastEnd { .. } => break,
+            Extent::TraceCut { claimed, .. } => {
+                let why = format!(
+                    "the AUXTRACE record at file offset {at} claims {claimed} bytes of trace data, past the end of the data section"
+                );
+                return (at - start, bad(why, true));
             }
-        }
-        at = next;
+        };
     }
     (at.min(end).saturating_sub(start), None)
 }

@@ -19,6 +19,7 @@ pub mod bytes;
 pub mod checked;
 pub mod encode;
 pub mod events;
+pub mod extent;
 pub mod feature;
 pub mod header;
 pub mod mapped;

@@ -56,6 +56,7 @@ pub use model::{Dso, DsoKind, ExecType};
 pub use options::{
     CallOrder, Debuginfod, Filters, Format, Needs, OffCpuMode, ReportOptions, SortKey, StackPrefix, TimeBound,
 };
+pub use output::{Table, TableRow};
 pub use profile::{Offered, Place, Profile, Row, Section, Thread, Unit};
 pub use proguard::ProguardMapping;
 pub use resolve::NameStyle;
@@ -85,5 +86,10 @@ impl Profile {
         base: Option<&Profile>,
     ) -> std::io::Result<()> {
         output::write(out, self, opts, base)
+    }
+
+    /// The first `n` rows of the text report's table, as cells (for a live display).
+    pub fn table(&self, opts: &ReportOptions, n: usize) -> Table {
+        output::table(self, opts, n)
     }
 }

@@ -22,7 +22,8 @@ use linux_perf_data::linux_perf_event_reader::{
 };
 use linux_perf_data::{PerfFile, PerfFileRecord, RawUserRecord, UserRecordType};
 use rperf_perfdata::checked::Repaired;
-use rperf_perfdata::encode::{AUXTRACE, FINISHED_ROUND};
+use rperf_perfdata::encode::FINISHED_ROUND;
+use rperf_perfdata::extent::{extent, has_trace, Extent};
 use rustc_hash::FxHashMap;
 
 use crate::error::{Problem, RecordError};
@@ -278,14 +279,25 @@ impl RecordReader {
             let (window, start) = self.bytes_at(at, 8)?;
             let (kind, misc, size) = header::<T>(&self.window(window).map[start..]);
             let size = size as u64;
-            if size < 8 {
-                return Err(RecordError { offset: at, problem: Problem::Size { size } });
-            }
-            if at + size > self.end {
-                return Err(RecordError { offset: at, problem: Problem::PastEnd { size, end: self.end } });
-            }
-            let (window, start) = self.bytes_at(at, size)?;
-            let mut next = at + size;
+            let fits = size >= 8 && at + size <= self.end;
+            let (window, start) = if fits { self.bytes_at(at, size)? } else { (window, start) };
+            let map = &self.window(window).map;
+            let trace = (fits && has_trace(kind, size)).then(|| T::read_u64(&map[start + 8..start + 16]));
+            let next = match extent(at, self.end, kind, size, trace) {
+                Extent::Next(next) => next,
+                Extent::TooSmall { size } => {
+                    return Err(RecordError { offset: at, problem: Problem::Size { size } })
+                }
+                Extent::PastEnd { size } => {
+                    return Err(RecordError { offset: at, problem: Problem::PastEnd { size, end: self.end } })
+                }
+                // Its trace data follows it, outside its size; reports use none of it.
+                Extent::TraceCut { claimed, left } => {
+                    let repair = Repaired::AuxtraceCut { at, claimed, left };
+                    self.reading.repairs.lock().unwrap_or_else(|e| e.into_inner()).push(repair);
+                    self.end
+                }
+            };
             match kind {
                 FINISHED_ROUND => {
                     self.at = next;
@@ -301,20 +313,6 @@ impl RecordReader {
                         return Ok(());
                     }
                     continue;
-                }
-                AUXTRACE if size >= 16 => {
-                    // Its trace data follows it, outside its size; reports use none of it.
-                    let map = &self.window(window).map;
-                    let trace = T::read_u64(&map[start + 8..start + 16]);
-                    match next.checked_add(trace).filter(|e| *e <= self.end) {
-                        Some(e) => next = e,
-                        None => {
-                            let left = self.end - next;
-                            let repair = Repaired::AuxtraceCut { at, claimed: trace, left };
-                            self.reading.repairs.lock().unwrap_or_else(|e| e.into_inner()).push(repair);
-                            next = self.end;
-                        }
-                    }
                 }
                 _ => {}
             }

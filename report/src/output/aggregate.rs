@@ -434,10 +434,7 @@ impl EventAggregate {
         let mut seen = std::mem::take(&mut self.seen);
         seen.clear();
         let last = s.frames.len() - 1;
-        for (i, &func) in s.frames.iter().enumerate() {
-            if !is_selected(func) {
-                continue;
-            }
+        for (i, _) in s.frames.iter().enumerate().filter(|(_, &f)| is_selected(f)) {
             let key = cfg.key(s, i, funcs);
             if !seen.insert(key) {
                 continue;

@@ -14,6 +14,8 @@ mod text;
 
 use std::io::{self, Write};
 
+pub use text::{table, Table, TableRow};
+
 use crate::options::{Format, ReportOptions};
 use crate::profile::Profile;
 

@@ -106,6 +106,45 @@ pub fn write(out: &mut dyn Write, p: &Profile, opts: &ReportOptions) -> io::Resu
     Ok(())
 }
 
+/// The main section's table as the text report prints it, for a display of its own (`rperf
+/// top`): the section's samples, the column titles, and each row's cells in the report's
+/// order, with the row's binary and function where the sort keys give them.
+pub struct Table {
+    /// Samples of the section.
+    pub samples: u64,
+    /// Column titles.
+    pub titles: Vec<String>,
+    /// The rows, at most the number asked for.
+    pub rows: Vec<TableRow>,
+}
+
+/// One row of a `Table`.
+pub struct TableRow {
+    /// Cells, printable, in the order of the titles.
+    pub cells: Vec<String>,
+    /// The binary's name, with `dso` among the sort keys.
+    pub dso: Option<String>,
+    /// The function, with `symbol` among the sort keys.
+    pub func: Option<crate::resolve::FuncId>,
+}
+
+/// The first `n` rows of the main section's table (see `Table`).
+pub fn table(p: &Profile, opts: &ReportOptions, n: usize) -> Table {
+    let Some(s) = p.main_section() else { return Table { samples: 0, titles: Vec::new(), rows: Vec::new() } };
+    let agg = EventAggregate::of_section(p, s, opts);
+    let has = |k| opts.sort.contains(&k);
+    let rows = sorted_entries(&agg, s.weight, opts)
+        .into_iter()
+        .take(n)
+        .map(|(k, e)| TableRow {
+            cells: row(k, e, s, &p.names, s.weight, opts),
+            dso: has(SortKey::Dso).then(|| dso_label(&p.names, k.dso)),
+            func: has(SortKey::Symbol).then_some(k.func),
+        })
+        .collect();
+    Table { samples: s.samples, titles: column_titles(opts, s), rows }
+}
+
 /// Self weight per (binary, function) of the main section, and the section's total.
 fn self_weights(p: &Profile) -> (HashMap<(String, String), u64>, u64) {
     let mut by = HashMap::new();
