@@ -4,7 +4,7 @@
 //! stack copies that fit those rings. Opening the plan is the recorder's job.
 
 use crate::attr::{data_pages, event_supported, max_sample_rate};
-use crate::buffers::fit_mlock_budget;
+use crate::buffers::{fit_mlock_budget, SIDEBAND_PAGES, SIDEBAND_PAGES_SYSTEM_WIDE};
 use crate::event::{parse_event, EventSpec};
 use crate::options::{CallGraph, Rate, RecordOptions};
 use crate::sys::{self, sample};
@@ -51,7 +51,12 @@ impl Plan {
         }
         let cpus = cpus(opts)?;
         let wanted = data_pages(opts);
-        let (data_pages, side_pages) = fit_mlock_budget(wanted, cpus.len());
+        let side_wanted = if matches!(opts.target, crate::target::Target::SystemWide) {
+            SIDEBAND_PAGES_SYSTEM_WIDE
+        } else {
+            SIDEBAND_PAGES
+        };
+        let (data_pages, side_pages) = fit_mlock_budget(wanted, cpus.len(), side_wanted);
         if data_pages < wanted {
             say(format!(
                 "the locked-memory limit allows only {data_pages} ring-buffer pages per CPU (asked for \
