@@ -194,9 +194,9 @@ impl View {
         // Binaries by file name, as perf top shows them, so that function names get the width.
         let dso_column = opts
             .sort
-            .iter()
-            .position(|k| *k == SortKey::Dso)
-            .map(|i| table.titles.len() - opts.sort.len() + i);
+            .contains(&SortKey::Dso)
+            .then(|| table.titles.iter().position(|t| t == SortKey::Dso.title()))
+            .flatten();
         let base = |d: &str| d.rsplit('/').next().unwrap_or(d).to_string();
         let mut cells: Vec<Vec<String>> = table.rows.iter().map(|r| r.cells.clone()).collect();
         if let Some(c) = dso_column {

@@ -34,9 +34,9 @@ pub(crate) struct Sink {
     pub(crate) pressure: bool,
     pub(crate) kernel_hits: BTreeSet<u64>,
     /// Processes with samples, whose JIT symbol maps are kept at the end, with their owners
-    /// (who may own their JIT maps), looked up at their first sample: under a fork storm most
-    /// processes get none, and /proc lookups for each had been most of system-wide
-    /// recording's cost.
+    /// (who may own their JIT maps), looked up at their first sample: where processes come
+    /// and go fast, most get none, and a /proc lookup for each (at its COMM record) had been
+    /// most of a system-wide recording's cost.
     pub(crate) pids: BTreeMap<u32, Option<u32>>,
     /// jitdump files the runtimes announced with their marker mmaps.
     /// jitdump files the recorded processes mapped, with the mapping process's owner.
