@@ -43,23 +43,24 @@ pub fn parse_line(line: &str) -> Option<KernelSymbol> {
 /// address, sorted by address (lines of one address keep their order): an index of the text
 /// that reads no names.
 pub fn text_symbol_index(text: &str) -> Vec<(u64, usize)> {
-    let bytes = text.as_bytes();
-    let mut index = Vec::with_capacity(bytes.len() / 40);
+    let mut index = Vec::with_capacity(text.len() / 40);
     let mut at = 0;
-    while at < bytes.len() {
-        let end = bytes[at..].iter().position(|&b| b == b'\n').map_or(bytes.len(), |i| at + i);
-        let line = &bytes[at..end];
-        if let Some(space) = line.iter().position(|&b| b == b' ') {
-            let is_text = matches!(line.get(space + 1), Some(b't' | b'T' | b'w' | b'W'));
-            let addr = std::str::from_utf8(&line[..space]).ok().and_then(|a| u64::from_str_radix(a, 16).ok());
-            if let (true, Some(addr)) = (is_text, addr.filter(|&a| a != 0)) {
-                index.push((addr, at));
-            }
+    for line in text.split_inclusive('\n') {
+        if let Some((addr, _)) = text_symbol(line) {
+            index.push((addr, at));
         }
-        at = end + 1;
+        at += line.len();
     }
     index.sort_by_key(|e| e.0);
     index
+}
+
+/// A kallsyms line's address and the rest of the line (`T name`, `t name\t[module]`), when it
+/// names a text symbol (`t`, `T`, `w`, `W`) at a non-zero address.
+fn text_symbol(line: &str) -> Option<(u64, &str)> {
+    let (addr, rest) = line.trim_end_matches('\n').split_once(' ')?;
+    let addr = u64::from_str_radix(addr, 16).ok().filter(|&a| a != 0)?;
+    matches!(rest.as_bytes().first(), Some(b't' | b'T' | b'w' | b'W')).then_some((addr, rest))
 }
 
 /// Why /proc/kallsyms gives no kernel addresses to this user, with the remedy.
@@ -113,12 +114,7 @@ impl TextTable {
             line.clear();
             input.read_line(&mut line)? > 0
         } {
-            let l = line.trim_end_matches('\n');
-            let Some((addr, rest)) = l.split_once(' ') else { continue };
-            let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
-            if addr == 0 || !matches!(rest.as_bytes().first(), Some(b't' | b'T' | b'w' | b'W')) {
-                continue;
-            }
+            let Some((addr, rest)) = text_symbol(&line) else { continue };
             match rest.get(2..) {
                 Some("_text") if !told => {
                     (t.text_start, told) = (Some(addr), true);
