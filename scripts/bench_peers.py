@@ -23,7 +23,8 @@ report` (perf.data of rperf, perf and simpleperf), `perf report --stdio` (rperf'
 `simpleperf report` (all three) and `samply import --save-only` (rperf's and perf's; samply
 keeps addresses for its server to name, so its import does not symbolize). `cat FILE` times
 reading the file from the page cache. rperf's cache folder is one of the benchmark's; `rperf
-cold` is rperf with that folder emptied before each run, as a first report on a machine is.
+cold` is rperf with that folder emptied before each run, as a first report on a machine is;
+`rperf -g` is its call-tree report, the peer of samply's import (which builds one call tree).
 
 Usage: scripts/bench_peers.py [--rounds 3] [--report-rounds N] [--only g++,xz] [--readers LIST]
                               [--keep DIR [--reuse]]
@@ -111,6 +112,9 @@ def readers(rperf, work):
     out = {
         "rperf": (lambda f: [rperf, "report", "-i", f], {"rperf", "perf", "simpleperf"}),
         "rperf cold": (lambda f: [rperf, "report", "-i", f], {"rperf", "perf", "simpleperf"}),
+        # The call-tree report (simpleperf's brief caller graphs), against samply's import,
+        # which builds one call tree.
+        "rperf -g": (lambda f: [rperf, "report", "-g", "-i", f], {"rperf", "perf", "simpleperf"}),
         "perf": (lambda f: ["perf", "report", "--stdio", "-i", f], {"rperf", "perf"}),
         "simpleperf": (lambda f: [SIMPLEPERF, "report", "-i", f], {"rperf", "perf", "simpleperf"}),
         "cat": (lambda f: ["cat", f], {"rperf", "perf", "simpleperf"}),
@@ -233,7 +237,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (medians are shown)")
     ap.add_argument("--only", help="comma-separated workloads (g++, xz, cpython, node)")
     ap.add_argument("--report-rounds", type=int, help="interleaved rounds of reports (default: --rounds)")
-    ap.add_argument("--readers", help="comma-separated readers to time (rperf, rperf cold, perf, simpleperf, samply, "
+    ap.add_argument("--readers", help="comma-separated readers to time (rperf, rperf cold, rperf -g, perf, simpleperf, samply, "
                                       "cat; rperf always); default all")
     ap.add_argument("--keep", help="work folder (kept; a temporary one otherwise)")
     ap.add_argument("--reuse", action="store_true",
