@@ -1,6 +1,7 @@
 //! `rperf top`: a live function table, like perf top. A recording runs in the background into a
-//! private temporary file (rperf's own samples left out); every refresh reads what it holds so
-//! far (the file is readable at every flush) and shows the top rows of the report's table. Keys: q quits,
+//! private temporary file (rperf's own samples left out); every refresh reads the records
+//! written since the last one (the file is readable at every flush) through a live report
+//! (`rperf_report::Live`) and shows the top rows of the report's table. Keys: q quits,
 //! p (or space) pauses the display, j/k or the arrows move the selection, d zooms into the
 //! selected row's binary, t into its busiest thread, z zooms out.
 
@@ -110,6 +111,7 @@ pub fn run(a: TopArgs) -> anyhow::Result<i32> {
         selected: 0,
         paused: false,
         note: String::new(),
+        live: None,
     };
     let refresh = Duration::from_secs_f64(a.refresh.max(0.05));
     let mut next = Instant::now();
@@ -142,7 +144,7 @@ pub fn run(a: TopArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-/// What the table shows: sort keys, zoom filters, selection.
+/// What the table shows: sort keys, zoom filters, selection; and the recording read so far.
 struct View {
     sort: Vec<SortKey>,
     call_graph: bool,
@@ -150,6 +152,9 @@ struct View {
     selected: usize,
     paused: bool,
     note: String,
+    /// The report of the recording, brought up to date at each refresh; read again from
+    /// the start when a zoom changes the filters.
+    live: Option<rperf_report::Live>,
 }
 
 impl View {
@@ -167,6 +172,9 @@ impl View {
             }
             _ => return false,
         }
+        if matches!(key, b'd' | b't' | b'z') {
+            self.live = None;
+        }
         true
     }
 
@@ -183,13 +191,20 @@ impl View {
     }
 
     /// The header line, the top `n` rows of the report of what is recorded so far, and its
-    /// profile.
-    fn read(&self, data: &Path, n: usize) -> (String, Vec<Row>, Option<rperf_report::Profile>) {
+    /// profile. Only the records written since the last refresh are read.
+    fn read(&mut self, data: &Path, n: usize) -> (String, Vec<Row>, Option<rperf_report::Profile>) {
         let opts = self.options(data);
-        let profile = match rperf_report::load(&opts) {
-            Ok(p) => p,
-            Err(_) => return ("rperf top: waiting for samples".into(), Vec::new(), None),
-        };
+        let waiting = || ("rperf top: waiting for samples".into(), Vec::new(), None);
+        if self.live.is_none() {
+            // The recording's metadata may not be written yet.
+            self.live = rperf_report::Live::open(&opts).ok();
+        }
+        let Some(live) = &mut self.live else { return waiting() };
+        if live.update().is_err() {
+            self.live = None;
+            return waiting();
+        }
+        let profile = live.profile();
         let table = profile.table(&opts, n);
         // Binaries by file name, as perf top shows them, so that function names get the width.
         let dso_column = opts

@@ -6,9 +6,9 @@
 pub use crate::repaired::Repaired;
 use std::io::Read;
 
-use crate::extent::{extent, has_trace, Extent};
 use crate::feature;
 use crate::header::{FileHeader, DATA_AT, DATA_SIZE_AT, EVENT_TYPES_AT, FEATURES_AT, FEATURE_ENTRY_SIZE};
+use crate::walk::{Step, Walk};
 
 /// A file read through byte patches: corrections to header fields, so that the metadata reader
 /// never acts on sizes the file cannot hold.
@@ -199,9 +199,9 @@ impl Repair {
             let present = self.len - data_off;
             // Read up to the last whole record: anything after it is a record cut in two, or
             // feature sections, not records.
-            let (whole, bad) = walk_records(&self.file, data_off, present);
-            if let Some(b) = bad.filter(|b| b.oversized_trace) {
-                self.warnings.push(Repaired::RecordsCutAt { why: b.why });
+            let (whole, cut) = walk_records(&self.file, data_off, present);
+            if let Some((at, claimed)) = cut {
+                self.warnings.push(Repaired::RecordsCutAt { at, claimed });
             }
             self.warnings.push(Repaired::DataCut { claimed: data_size, present, offset: data_off, whole });
             data_size = whole;
@@ -355,59 +355,32 @@ fn plausible_type(t: u32) -> bool {
     (1..=32).contains(&t) || (64..=96).contains(&t) || (32768..=32800).contains(&t)
 }
 
-/// A malformed record found by `walk_records`.
-pub struct BadRecord {
-    /// What is wrong with it.
-    pub why: String,
-    /// It is an AUXTRACE record whose trace data reaches past the data section: the reader
-    /// would allocate that size before reading, so it must never see the record.
-    pub oversized_trace: bool,
-}
-
-/// Walks record headers from `start` for at most `limit` bytes. Returns the length of the run
-/// of well-formed records, and the first malformed one, if any. AUXTRACE records are walked
-/// with the trace data that follows them.
-pub fn walk_records(file: &std::fs::File, start: u64, limit: u64) -> (u64, Option<BadRecord>) {
+/// Walks records from `start` for at most `limit` bytes. Returns the length of the run of
+/// well-formed records, and, when an AUXTRACE record in it claims trace data past the end,
+/// that record's offset and claim: the reader would allocate that size before reading, so it
+/// must never see the record. Records of a type no perf.data file holds end the run too.
+pub fn walk_records(file: &std::fs::File, start: u64, limit: u64) -> (u64, Option<(u64, u64)>) {
     let Ok(file) = file.try_clone() else { return (0, None) };
     let Ok(len) = file.metadata().map(|m| m.len()) else { return (0, None) };
-    let end = start.saturating_add(limit).min(len);
     let mut window = Window::new(file, len);
-    let mut at = start;
-    while at.saturating_add(8) <= end {
-        let Some(head) = window.bytes(at, 8) else { break };
-        let t = u32::from_le_bytes(head[0..4].try_into().expect("4 bytes"));
-        let size = u64::from(u16::from_le_bytes([head[6], head[7]]));
-        let bad = |why: String, oversized_trace: bool| Some(BadRecord { why, oversized_trace });
-        let problem = if size < 8 {
-            bad(format!("the record header at file offset {at} has size {size}"), false)
-        } else if !plausible_type(t) {
-            bad(format!("the record at file offset {at} has an unknown type {t}"), false)
-        } else {
-            None
-        };
-        if problem.is_some() {
-            return (at - start, problem);
+    let mut walk = Walk::new(start, start.saturating_add(limit).min(len), false);
+    loop {
+        let at = walk.at();
+        match walk.next(&mut window) {
+            Some(Ok(Step { trace_cut: Some((claimed, _)), .. })) => return (at - start, Some((at, claimed))),
+            Some(Ok(step)) if plausible_type(step.kind) => {}
+            // A record cut off by the end of the file, or bytes that are no records.
+            Some(_) => return (at - start, None),
+            None => return (walk.at().min(walk.end()) - start, None),
         }
-        let trace = match has_trace(t, size) && at + size <= end {
-            true => match window.bytes(at + 8, 8) {
-                Some(field) => Some(u64::from_le_bytes(field.try_into().expect("8 bytes"))),
-                None => break,
-            },
-            false => None,
-        };
-        at = match extent(at, end, t, size, trace) {
-            Extent::Next(next) => next,
-            // Cut off in the middle of this record.
-            Extent::TooSmall { .. } | Extent::PastEnd { .. } => break,
-            Extent::TraceCut { claimed, .. } => {
-                let why = format!(
-                    "the AUXTRACE record at file offset {at} claims {claimed} bytes of trace data, past the end of the data section"
-                );
-                return (at - start, bad(why, true));
-            }
-        };
     }
-    (at.min(end).saturating_sub(start), None)
+}
+
+impl crate::walk::Source for Window {
+    type Error = ();
+    fn bytes(&mut self, at: u64, n: u64) -> Result<&[u8], ()> {
+        Window::bytes(self, at, n).ok_or(())
+    }
 }
 
 /// A file read through one window at a time (`mapped::window`).

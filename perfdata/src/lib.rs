@@ -19,7 +19,6 @@ pub mod bytes;
 pub mod checked;
 pub mod encode;
 pub mod events;
-pub mod extent;
 pub mod feature;
 pub mod header;
 pub mod mapped;
@@ -27,5 +26,6 @@ pub mod repaired;
 pub mod sample;
 pub mod sections;
 pub mod tracing;
+pub mod walk;
 
 pub use sections::{jitdump_pid, JitReads, JitSymfile, RecordingInfo, SymfileKind};

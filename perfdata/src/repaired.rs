@@ -7,10 +7,14 @@ pub enum Repaired {
     #[error("the event-types section (header offset 56) reaches past the end of the file; ignored")]
     EventTypesPastEnd,
     /// A record before the end of the data claims trace data past it; the records before it are read.
-    #[error("{why}; reading the records before it")]
+    #[error(
+        "the AUXTRACE record at file offset {at} claims {claimed} bytes of trace data, past the end of the data section; reading the records before it"
+    )]
     RecordsCutAt {
-        /// The record and its offset.
-        why: String,
+        /// The record's file offset.
+        at: u64,
+        /// The trace data's size it claims.
+        claimed: u64,
     },
     /// The data section is larger than what the file holds: a recording cut short.
     #[error(

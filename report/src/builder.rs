@@ -17,6 +17,7 @@ use crate::resolve::{AddrId, Func, FuncId, Symbolized};
 /// How samples of an off-CPU recording are weighed: each sample of a thread by the time until
 /// that thread's next sample, so a thread's lifetime is shared among its samples; a switch-out
 /// sample's share is time spent off the CPU in the stack it blocked in.
+#[derive(Clone)]
 struct TimeRouting {
     switch_attr: usize,
     on_attr: usize,
@@ -24,7 +25,18 @@ struct TimeRouting {
     off_section: Option<usize>,
 }
 
+/// The sample log, which only the builder that made it writes: a clone (a live report's
+/// profile so far) logs nothing.
+struct Log(Option<crate::sample_log::SampleLog>);
+
+impl Clone for Log {
+    fn clone(&self) -> Log {
+        Log(None)
+    }
+}
+
 /// A thread's previous sample, waiting for its weight (`off_cpu`: a switch-out).
+#[derive(Clone)]
 struct Pending {
     row: Row,
     /// Its places and tracepoint data, when samples are logged.
@@ -32,7 +44,7 @@ struct Pending {
     raw: Box<[u8]>,
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct SectionCounts {
     counts: rustc_hash::FxHashMap<(Thread, StackId, bool), (u64, u64)>,
     rows: Vec<Row>,
@@ -41,6 +53,7 @@ struct SectionCounts {
 }
 
 /// Collects samples into a profile.
+#[derive(Clone)]
 pub struct ProfileBuilder {
     sections: Vec<Section>,
     counts: Vec<SectionCounts>,
@@ -63,7 +76,7 @@ pub struct ProfileBuilder {
     event_names: Vec<String>,
     lost_sideband: u64,
     /// Every sample with its frames' places and tracepoint data (`Needs::places`).
-    log: Option<crate::sample_log::SampleLog>,
+    log: Log,
     tracepoint_formats: Vec<rperf_perfdata::tracing::EventFormat>,
     /// `--aggregate-threads`.
     pub threads: crate::thread_pools::ThreadPools,
@@ -126,12 +139,12 @@ impl ProfileBuilder {
             sideband: events.iter().map(|e| e.type_ == 1 && e.config == 9).collect(),
             event_names: events.iter().map(|e| e.name.clone()).collect(),
             lost_sideband: 0,
-            log: match needs.places {
+            log: Log(match needs.places {
                 true => {
                     Some(crate::sample_log::SampleLog::new().map_err(|source| Error::SampleLog { source })?)
                 }
                 false => None,
-            },
+            }),
             tracepoint_formats: Vec::new(),
             threads: crate::thread_pools::ThreadPools::new(&opts.aggregate_threads),
             proguard,
@@ -174,7 +187,7 @@ impl ProfileBuilder {
             self.sections[sec].truncated += u64::from(s.truncated);
             self.sections[sec].error_callchains += u64::from(s.broken_chain);
         }
-        let (places, raw) = match self.log {
+        let (places, raw) = match self.log.0 {
             Some(_) => (places.to_vec(), raw.into()),
             None => Default::default(),
         };
@@ -274,7 +287,7 @@ impl ProfileBuilder {
         if self.keep_rows {
             c.rows.push(row);
         }
-        if let Some(log) = &mut self.log {
+        if let Some(log) = &mut self.log.0 {
             log.push(sec as u32, &row, places, raw);
         }
     }
@@ -297,7 +310,7 @@ impl ProfileBuilder {
             let (addrs, exec, origin) = shaper.shape(addrs);
             stacks.push(addrs);
             stack_exec.push(exec);
-            if self.log.is_some() {
+            if self.log.0.is_some() {
                 stack_origin.push(origin);
             }
         }
@@ -368,7 +381,7 @@ impl ProfileBuilder {
             let mut keep = only.iter();
             self.sections.retain(|_| *keep.next().expect("one flag per section"));
         }
-        let sample_log = self.log.take().map(|log| log.finish(kept, shown));
+        let sample_log = self.log.0.take().map(|log| log.finish(kept, shown));
         let mut warnings = warnings;
         if self.lost_sideband > 0 {
             warnings.push(crate::Warning::LostSideband { count: self.lost_sideband });

@@ -20,6 +20,15 @@ use crate::profile::{Info, Place, Profile, Sample, Thread};
 use crate::resolve::{AddrId, JitSources, ResolveConfig, Resolver};
 use crate::Error;
 
+/// What reading records counted: records, those that could not be decoded, and the buffer
+/// records are patched in.
+#[derive(Default)]
+pub(crate) struct Tally {
+    pub records: u64,
+    pub undecodable: u64,
+    patched: Vec<u8>,
+}
+
 /// Turns records into the model and the profile.
 pub struct Converter {
     model: Model,
@@ -96,7 +105,7 @@ pub fn convert_with(
 impl Converter {
     /// A converter for `rec`: its binaries found as `opts` says, its kernel's symbols, the JIT
     /// sources and symbols it stores.
-    fn new(
+    pub(crate) fn new(
         rec: &mut Recording,
         opts: &ReportOptions,
         profile: ProfileBuilder,
@@ -173,8 +182,7 @@ impl Converter {
         })
     }
 
-    /// Reads the records in time order, handing each kind to its handler; samples between
-    /// records that change the process model are taken together.
+    /// Reads the records in time order, handing each kind to its handler.
     fn read_records(
         &mut self,
         reader: crate::records::RecordReader,
@@ -184,50 +192,77 @@ impl Converter {
         warnings: &mut Vec<crate::Warning>,
     ) -> Result<(), Error> {
         let path = &opts.input;
-        let mut records = 0u64;
-        let mut undecodable = 0u64;
-        let mut patched: Vec<u8> = Vec::new();
+        let mut tally = Tally::default();
         let batches = crate::records::read(reader);
         let mut ended = false;
         while let Some(batch) = batches.next() {
             ended |= batch.end.is_some();
             progress.tick();
-            let mut samples: Vec<(usize, RawEventRecord<'_>)> = Vec::new();
-            for record in batch.records() {
-                records += 1;
-                let (attr, raw) = match record {
-                    PerfFileRecord::EventRecord { attr_index, record } => (attr_index, record),
-                    PerfFileRecord::UserRecord(r) => {
-                        if let Some(d) = crate::decode::tracing_data_record(&r) {
-                            self.profile.tracing_data(&d);
-                        }
-                        continue;
-                    }
-                };
-                if raw.record_type == RecordType::SAMPLE {
-                    samples.push((attr, raw));
-                    continue;
-                }
-                undecodable += self.add_samples(&samples, event_of_id, opts.max_stack);
-                samples.clear();
-                undecodable += u64::from(!self.handle_record(attr, &raw, &mut patched));
-            }
-            undecodable += self.add_samples(&samples, event_of_id, opts.max_stack);
+            self.take(&batch, event_of_id, opts.max_stack, &mut tally);
             if let Some(Err(e)) = &batch.end {
                 let reason = e.clone();
-                if records == 0 {
+                if tally.records == 0 {
                     return Err(Error::Format { path: path.clone(), reason: reason.into() });
                 }
-                warnings.push(crate::Warning::StoppedAt { path: path.clone(), records, reason });
+                warnings.push(crate::Warning::StoppedAt {
+                    path: path.clone(),
+                    records: tally.records,
+                    reason,
+                });
             }
         }
         if !ended {
-            warnings.push(crate::Warning::EndedEarly { path: path.clone(), records });
+            warnings.push(crate::Warning::EndedEarly { path: path.clone(), records: tally.records });
         }
-        if undecodable > 0 {
-            warnings.push(crate::Warning::Undecodable { count: undecodable });
+        if tally.undecodable > 0 {
+            warnings.push(crate::Warning::Undecodable { count: tally.undecodable });
         }
         Ok(())
+    }
+
+    /// Converts a batch of records; samples between records that change the process model
+    /// are taken together.
+    pub(crate) fn take(
+        &mut self,
+        batch: &crate::records::Batch,
+        event_of_id: &Option<std::collections::HashMap<u64, usize>>,
+        max_stack: usize,
+        tally: &mut Tally,
+    ) {
+        let mut samples: Vec<(usize, RawEventRecord<'_>)> = Vec::new();
+        for record in batch.records() {
+            tally.records += 1;
+            let (attr, raw) = match record {
+                PerfFileRecord::EventRecord { attr_index, record } => (attr_index, record),
+                PerfFileRecord::UserRecord(r) => {
+                    if let Some(d) = crate::decode::tracing_data_record(&r) {
+                        self.profile.tracing_data(&d);
+                    }
+                    continue;
+                }
+            };
+            if raw.record_type == RecordType::SAMPLE {
+                samples.push((attr, raw));
+                continue;
+            }
+            tally.undecodable += self.add_samples(&samples, event_of_id, max_stack);
+            samples.clear();
+            tally.undecodable += u64::from(!self.handle_record(attr, &raw, &mut tally.patched));
+        }
+        tally.undecodable += self.add_samples(&samples, event_of_id, max_stack);
+    }
+
+    /// Names may be asked for before every record is in (a live report).
+    pub(crate) fn follow(&mut self) {
+        self.resolver.follow();
+    }
+
+    /// The profile of the records taken so far, symbolized; the converter goes on taking
+    /// records (a live report).
+    pub(crate) fn snapshot(&mut self, info: Info) -> Profile {
+        let resolver = &mut self.resolver;
+        let symbolize = |model: &mut Model| resolver.symbols_so_far(model);
+        self.profile.clone().finish(self.model.clone(), symbolize, info, Vec::new()).0
     }
 
     /// Hands a record other than a sample to its handler; false when it could not be decoded.
@@ -453,7 +488,7 @@ fn prefetch(data: &RawData<'_>) {
 }
 
 /// An architecture as reports name it (simpleperf's names: `arm64`, `arm`, `x86`).
-fn arch_label(recorded: &str) -> String {
+pub(crate) fn arch_label(recorded: &str) -> String {
     match recorded {
         "aarch64" | "arm64" => "arm64",
         a if a.starts_with("arm") => "arm",

@@ -131,6 +131,20 @@ pub enum Problem {
     Map(Arc<std::io::Error>),
 }
 
+impl RecordError {
+    /// Why a walk over a data section that ends at `end` stopped.
+    pub fn stopped(stop: rperf_perfdata::walk::Stop<RecordError>, end: u64) -> RecordError {
+        use rperf_perfdata::walk::Stop;
+        let (offset, problem) = match stop {
+            Stop::HeaderCut { at, left } => (at, Problem::HeaderCut { left }),
+            Stop::TooSmall { at, size } => (at, Problem::Size { size }),
+            Stop::PastEnd { at, size } => (at, Problem::PastEnd { size, end }),
+            Stop::Unreadable { error, .. } => return error,
+        };
+        RecordError { offset, problem }
+    }
+}
+
 impl std::error::Error for RecordError {}
 
 impl std::fmt::Display for RecordError {

@@ -32,6 +32,7 @@ mod escape;
 mod filter_file;
 mod java;
 mod jit;
+mod live;
 mod load;
 mod model;
 mod options;
@@ -46,11 +47,13 @@ mod sort_key;
 mod thread_pools;
 mod unmatched;
 mod warning;
+mod windows;
 
 pub use annotate::{annotate, AnnotateOptions, FunctionCode};
 pub use dump::dump;
 pub use error::Error;
 pub use filter_file::TimeRanges;
+pub use live::Live;
 pub use load::{binaries, facts, Facts};
 pub use model::{Dso, DsoKind, ExecType};
 pub use options::{

@@ -200,7 +200,7 @@ pub struct Thread {
 }
 
 /// Processes, threads and DSOs.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct Model {
     /// DSOs by id.
     pub dsos: Vec<Dso>,

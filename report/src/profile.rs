@@ -79,7 +79,7 @@ pub enum Unit {
 }
 
 /// One event's samples (or, for off-CPU recordings, one way of weighing them).
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Section {
     /// Event name.
     pub name: String,

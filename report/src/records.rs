@@ -23,17 +23,16 @@ use linux_perf_data::linux_perf_event_reader::{
 use linux_perf_data::{PerfFile, PerfFileRecord, RawUserRecord, UserRecordType};
 use rperf_perfdata::checked::Repaired;
 use rperf_perfdata::encode::FINISHED_ROUND;
-use rperf_perfdata::extent::{extent, has_trace, Extent};
+use rperf_perfdata::walk::{Step, Stop, Walk};
 use rustc_hash::FxHashMap;
 
 use crate::error::{Problem, RecordError};
+use crate::windows::{Mapped, Windows};
 
 /// About this many bytes of records go in one batch.
 const BATCH_BYTES: usize = 1 << 20;
 /// Batches read ahead of the converter, at most: memory stays bounded by the batch size.
 const BATCHES_AHEAD: usize = 2;
-/// The file is mapped this many bytes at a time.
-const WINDOW: u64 = 2 << 20;
 /// Records per round in simpleperf's files, which have no FINISHED_ROUND records.
 const SIMPLEPERF_ROUND: usize = 1024;
 
@@ -51,6 +50,11 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// Whether it holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
     /// The batch's records, kernel records with the index of their event.
     pub fn records(&self) -> impl Iterator<Item = PerfFileRecord<'_>> + '_ {
         self.records.iter().map(|r| {
@@ -69,32 +73,6 @@ impl Batch {
                 }),
             }
         })
-    }
-}
-
-/// A window of the file, mapped.
-struct Mapped {
-    map: Held,
-    /// Its file offset (for a window of the file).
-    start: u64,
-    /// What records of every window are parsed with (shared, not copied per window).
-    parse_infos: Arc<[RecordParseInfo]>,
-    endian: Endianness,
-}
-
-/// A window's bytes: mapped from the file, or inflated from perf's compressed records.
-enum Held {
-    Map(memmap2::Mmap),
-    Inflated(Vec<u8>),
-}
-
-impl std::ops::Deref for Held {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Held::Map(m) => m,
-            Held::Inflated(v) => v,
-        }
     }
 }
 
@@ -122,23 +100,15 @@ enum EventOf {
 
 /// Reads a data section's records in time order.
 pub struct RecordReader {
-    file: std::fs::File,
-    file_len: u64,
-    /// The next record's file offset, and the end of the data section.
-    at: u64,
-    end: u64,
+    /// The walk over the data section, and the windows of the file it reads.
+    walk: Walk,
+    windows: Windows,
     endian: Endianness,
     parse_infos: Arc<[RecordParseInfo]>,
     event_of: EventOf,
     ids: FxHashMap<u64, u32>,
     round_every: Option<usize>,
     in_round: usize,
-    /// Windows still holding records not handed over, oldest first (None: let go of), and the
-    /// number of the first of them.
-    windows: std::collections::VecDeque<Option<Arc<Mapped>>>,
-    first_window: u32,
-    /// The number of the window of the file records are read from now.
-    current: Option<u32>,
     /// Inflating perf's compressed records: the stream, and the start of a record that the
     /// next compressed record ends.
     inflate: Option<zstd_safe::DCtx<'static>>,
@@ -146,6 +116,8 @@ pub struct RecordReader {
     sorter: Sorter,
     reading: Reading,
     failed: Option<RecordError>,
+    /// Following a recording still being written: where its data section starts.
+    following: Option<u64>,
 }
 
 impl RecordReader {
@@ -175,27 +147,53 @@ impl RecordReader {
         };
         let simpleperf =
             perf_file.feature_section_data(linux_perf_data::Feature::SIMPLEPERF_META_INFO).is_some();
-        let file_len = file.metadata().map_or(0, |m| m.len());
+        let windows = Windows::new(file, parse_infos.clone(), endian);
+        let end = data.0.saturating_add(data.1).min(windows.file_len());
         RecordReader {
-            file,
-            file_len,
-            at: data.0,
-            end: data.0.saturating_add(data.1).min(file_len),
+            walk: Walk::new(data.0, end, endian == Endianness::BigEndian),
+            windows,
             endian,
             parse_infos,
             event_of,
             ids,
             round_every: simpleperf.then_some(SIMPLEPERF_ROUND),
             in_round: 0,
-            windows: Default::default(),
-            first_window: 0,
-            current: None,
             inflate: None,
             inflated: Vec::new(),
             sorter: Sorter::default(),
             reading,
             failed: None,
+            following: None,
         }
+    }
+
+    /// Follows a recording still being written: its end is where the file ends at each
+    /// `catch_up` (or where its header says, once written), and a record cut by it is read
+    /// once it is whole. Records go out a round at a time, never before their round ended.
+    pub fn follow(&mut self) {
+        self.following = Some(self.walk.at());
+    }
+
+    /// Makes the records written since the last look readable (following a recording).
+    pub fn catch_up(&mut self) {
+        let Some(data_start) = self.following else { return };
+        let len = self.windows.grown();
+        // rperf's recorder writes the data section's size at each flush, perf and simpleperf
+        // at the end; the feature sections come once the recording ended.
+        let mut head = [0u8; rperf_perfdata::header::HEADER_SIZE as usize];
+        let header = std::os::unix::fs::FileExt::read_exact_at(self.windows.file(), &mut head, 0)
+            .ok()
+            .and_then(|()| rperf_perfdata::header::FileHeader::parse(&head));
+        let (size, ended) = header.map_or((0, false), |h| (h.data.1, !h.features.is_empty()));
+        let end = match size {
+            0 => len,
+            size => data_start.saturating_add(size).min(len),
+        };
+        if ended {
+            // Read to the end of its data section as any recording.
+            self.following = None;
+        }
+        self.walk = Walk::new(self.walk.at(), end, self.endian == Endianness::BigEndian);
     }
 
     /// The next batch of records in time order; the last one has `end` set.
@@ -206,7 +204,11 @@ impl RecordReader {
         let mut local: Vec<(u32, u32)> = Vec::new();
         while bytes < BATCH_BYTES {
             if self.sorter.ready.is_empty() {
-                if self.at >= self.end || self.failed.is_some() {
+                if self.following.is_some() && self.walk.at() >= self.walk.end() && self.failed.is_none() {
+                    // Caught up: the records of the round not ended yet wait for its end.
+                    break;
+                }
+                if self.walk.at() >= self.walk.end() || self.failed.is_some() {
                     self.sorter.finish();
                     if self.sorter.ready.is_empty() {
                         batch.end = Some(self.failed.take().map_or(Ok(()), Err));
@@ -222,7 +224,7 @@ impl RecordReader {
                 Some((_, i)) => *i,
                 None => {
                     let i = batch.windows.len() as u32;
-                    batch.windows.push(self.window(r.window).clone());
+                    batch.windows.push(self.windows.get(r.window).clone());
                     local.push((r.window, i));
                     i
                 }
@@ -231,31 +233,8 @@ impl RecordReader {
             bytes += r.len as usize;
             batch.records.push(r);
         }
-        self.let_go_of_windows();
+        self.windows.keep_only(self.sorter.windows());
         batch
-    }
-
-    /// Window `number`, which a record waiting or being read lies in.
-    fn window(&self, number: u32) -> &Arc<Mapped> {
-        self.windows[(number - self.first_window) as usize].as_ref().expect("a window in use is held")
-    }
-
-    /// Lets go of (unmaps, as far as this reader goes) the windows no waiting record lies in,
-    /// but the window of the file the next record is read from.
-    fn let_go_of_windows(&mut self) {
-        let mut used = self.sorter.windows();
-        used.extend(self.current);
-        used.sort_unstable();
-        used.dedup();
-        for (i, w) in self.windows.iter_mut().enumerate() {
-            if used.binary_search(&(self.first_window + i as u32)).is_err() {
-                *w = None;
-            }
-        }
-        while self.windows.front().is_some_and(Option::is_none) {
-            self.windows.pop_front();
-            self.first_window += 1;
-        }
     }
 
     /// Reads records until a round ends with records ready, or the data section ends.
@@ -267,40 +246,30 @@ impl RecordReader {
         if let Err(why) = result {
             self.failed = Some(why);
         }
-        self.reading.position.store(self.at, Ordering::Relaxed);
+        self.reading.position.store(self.walk.at(), Ordering::Relaxed);
     }
 
     fn read_round_as<T: ByteOrder>(&mut self) -> Result<(), RecordError> {
-        while self.at < self.end {
-            let at = self.at;
-            if self.end - at < 8 {
-                return Err(RecordError { offset: at, problem: Problem::HeaderCut { left: self.end - at } });
-            }
-            let (window, start) = self.bytes_at(at, 8)?;
-            let (kind, misc, size) = header::<T>(&self.window(window).map[start..]);
-            let size = size as u64;
-            let fits = size >= 8 && at + size <= self.end;
-            let (window, start) = if fits { self.bytes_at(at, size)? } else { (window, start) };
-            let map = &self.window(window).map;
-            let trace = (fits && has_trace(kind, size)).then(|| T::read_u64(&map[start + 8..start + 16]));
-            let next = match extent(at, self.end, kind, size, trace) {
-                Extent::Next(next) => next,
-                Extent::TooSmall { size } => {
-                    return Err(RecordError { offset: at, problem: Problem::Size { size } })
+        let end = self.walk.end();
+        while let Some(step) = self.walk.next(&mut self.windows) {
+            let step = match step {
+                Ok(step) => step,
+                // A record still being written, when following: read once it is whole.
+                Err(Stop::HeaderCut { at, .. } | Stop::PastEnd { at, .. }) if self.following.is_some() => {
+                    self.walk = Walk::new(at, at, self.endian == Endianness::BigEndian);
+                    return Ok(());
                 }
-                Extent::PastEnd { size } => {
-                    return Err(RecordError { offset: at, problem: Problem::PastEnd { size, end: self.end } })
-                }
-                // Its trace data follows it, outside its size; reports use none of it.
-                Extent::TraceCut { claimed, left } => {
-                    let repair = Repaired::AuxtraceCut { at, claimed, left };
-                    self.reading.repairs.lock().unwrap_or_else(|e| e.into_inner()).push(repair);
-                    self.end
-                }
+                Err(stop) => return Err(RecordError::stopped(stop, end)),
             };
+            let Step { at, kind, misc, size, trace_cut, .. } = step;
+            // Its trace data follows it, outside its size; reports use none of it.
+            if let Some((claimed, left)) = trace_cut {
+                let repair = Repaired::AuxtraceCut { at, claimed, left };
+                self.reading.repairs.lock().unwrap_or_else(|e| e.into_inner()).push(repair);
+            }
+            let (window, start) = self.windows.bytes_at(at, size)?;
             match kind {
                 FINISHED_ROUND => {
-                    self.at = next;
                     self.in_round = 0;
                     if self.sorter.finish_round() {
                         return Ok(());
@@ -308,7 +277,6 @@ impl RecordReader {
                     continue;
                 }
                 COMPRESSED | COMPRESSED2 => {
-                    self.at = next;
                     if self.inflate_records::<T>(at, window, start, size as usize, kind)? {
                         return Ok(());
                     }
@@ -317,7 +285,6 @@ impl RecordReader {
                 _ => {}
             }
             self.add::<T>(window, start, size as usize, kind, misc, (at, 0));
-            self.at = next;
             if let Some(every) = self.round_every {
                 self.in_round += 1;
                 if self.in_round >= every {
@@ -345,7 +312,7 @@ impl RecordReader {
     ) {
         let body = start + 8;
         let len = size - 8;
-        let data = RawData::Single(&self.window(window).map[body..body + len]);
+        let data = RawData::Single(&self.windows.get(window).map[body..body + len]);
         let kind = RecordType(kind);
         let (attr, time) = if kind.is_user_type() {
             (None, None)
@@ -381,7 +348,7 @@ impl RecordReader {
     ) -> Result<bool, RecordError> {
         let bad =
             |why: &str| RecordError { offset: at, problem: Problem::Compressed { why: why.to_string() } };
-        let held = self.window(window).clone();
+        let held = self.windows.get(window).clone();
         let record = &held.map[start..start + size];
         let mut data = &record[8..];
         if kind == COMPRESSED2 {
@@ -409,73 +376,39 @@ impl RecordReader {
             }
         }
         // The whole records go to a window; the start of one cut by the end stays.
-        let mut whole = 0;
-        while let Some(head) = self.inflated.get(whole..whole + 8) {
-            let (_, _, size) = header::<T>(head);
-            if size < 8 {
-                return Err(bad(&format!("holds a record header of size {size}")));
+        let mut steps = Vec::new();
+        let mut bytes: &[u8] = &self.inflated;
+        let mut walk = Walk::new(0, bytes.len() as u64, self.endian == Endianness::BigEndian);
+        while let Some(step) = walk.next(&mut bytes) {
+            match step {
+                Ok(step) => steps.push(step),
+                Err(Stop::TooSmall { size, .. }) => {
+                    return Err(bad(&format!("holds a record header of size {size}")))
+                }
+                // Continued in the next compressed record.
+                Err(_) => break,
             }
-            if whole + size > self.inflated.len() {
-                break;
-            }
-            whole += size;
         }
-        if whole == 0 {
-            return Ok(false);
-        }
+        let Some(whole) = steps.last().map(|s| s.next as usize) else { return Ok(false) };
         let rest = self.inflated.split_off(whole);
-        let bytes = std::mem::replace(&mut self.inflated, rest);
-        let parse_infos = self.parse_infos.clone();
-        let held = Mapped { map: Held::Inflated(bytes), start: u64::MAX, parse_infos, endian: self.endian };
-        self.windows.push_back(Some(Arc::new(held)));
-        let number = self.first_window + self.windows.len() as u32 - 1;
-        let mut offset = 0;
-        let mut index = 0;
+        let number = self.windows.push_inflated(std::mem::replace(&mut self.inflated, rest));
         let mut ready = false;
-        while offset < whole {
-            let (kind, misc, size) = header::<T>(&self.window(number).map[offset..]);
-            if kind == FINISHED_ROUND {
+        for (index, step) in steps.iter().enumerate() {
+            if step.kind == FINISHED_ROUND {
                 ready |= self.sorter.finish_round();
             } else {
-                self.add::<T>(number, offset, size, kind, misc, (at, index));
+                self.add::<T>(
+                    number,
+                    step.at as usize,
+                    step.size as usize,
+                    step.kind,
+                    step.misc,
+                    (at, index as u32),
+                );
             }
-            offset += size;
-            index += 1;
         }
         Ok(ready)
     }
-
-    /// The window (its number) and the offset in it of `n` bytes at file offset `at`, mapping
-    /// a new window when the current one does not hold them all.
-    fn bytes_at(&mut self, at: u64, n: u64) -> Result<(u32, usize), RecordError> {
-        if let Some(number) = self.current {
-            let w = &self.window(number);
-            if at >= w.start && at + n <= w.start + w.map.len() as u64 {
-                return Ok((number, (at - w.start) as usize));
-            }
-        }
-        let (start, map) = rperf_perfdata::mapped::window(&self.file, self.file_len, at, n, WINDOW, false)
-            .map_err(|e| RecordError { offset: at, problem: Problem::Map(Arc::new(e)) })?;
-        // Its pages are put in the page table here, on the reader's thread, not where the
-        // converter first reads each one: a read maps the page cache's pages around it, 64 KiB
-        // (the kernel's fault-around) at a time.
-        const AROUND: usize = 64 << 10;
-        let first = (start as usize).next_multiple_of(AROUND) - start as usize;
-        for at in std::iter::once(0).chain((first..map.len()).step_by(AROUND)) {
-            std::hint::black_box(map[at]);
-        }
-        let parse_infos = self.parse_infos.clone();
-        let window = Mapped { map: Held::Map(map), start, parse_infos, endian: self.endian };
-        self.windows.push_back(Some(Arc::new(window)));
-        let number = self.first_window + self.windows.len() as u32 - 1;
-        self.current = Some(number);
-        Ok((number, (at - start) as usize))
-    }
-}
-
-/// A record header's type, misc and size (the first 8 bytes of `b`).
-fn header<T: ByteOrder>(b: &[u8]) -> (u32, u16, usize) {
-    (T::read_u32(&b[0..4]), T::read_u16(&b[4..6]), usize::from(T::read_u16(&b[6..8])))
 }
 
 /// A record's place in time: its time, then its file offset and its index in a compressed

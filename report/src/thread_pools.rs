@@ -4,7 +4,7 @@
 use crate::profile::Thread;
 
 /// The patterns, the name each gives its thread and that thread once seen.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct ThreadPools {
     patterns: Vec<regex::Regex>,
     names: Vec<u32>,

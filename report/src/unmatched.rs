@@ -10,7 +10,7 @@ use crate::profile::{Offered, Profile, Thread};
 
 /// The threads, processes and CPUs of the samples offered to the filters (before filtering),
 /// as the builder meets them; kept only when a filter on them was given.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct OfferedIds {
     watch: bool,
     samples: u64,

@@ -181,15 +181,33 @@ impl Binaries {
         addrs: impl FnOnce() -> Vec<u64>,
         warnings: &mut Vec<crate::Warning>,
     ) -> &KernelSymbols {
-        if let KernelSource::Pending(load) = &mut self.kernel {
-            let (symbols, warning) = load(&addrs());
-            warnings.extend(warning.map(crate::Warning::Symbols));
-            self.kernel = KernelSource::Ready(symbols);
+        match &mut self.kernel {
+            KernelSource::Pending(load) => {
+                let (symbols, warning) = load(&addrs());
+                warnings.extend(warning.map(crate::Warning::Symbols));
+                self.kernel = KernelSource::Ready(symbols);
+            }
+            KernelSource::Following(load, symbols, loaded_for) => {
+                let addrs = addrs();
+                if *loaded_for != Some(addrs.len()) {
+                    let (s, warning) = load(&addrs);
+                    warnings.extend(warning.map(crate::Warning::Symbols));
+                    (*symbols, *loaded_for) = (s, Some(addrs.len()));
+                }
+            }
+            KernelSource::Ready(_) => {}
         }
-        match &self.kernel {
-            KernelSource::Ready(k) => k,
-            KernelSource::Pending(_) => unreachable!("loaded above"),
-        }
+        self.kernel.loaded().expect("loaded above")
+    }
+
+    /// Kernel symbols are loaded again whenever kernel addresses were added since (a live
+    /// report).
+    pub(super) fn follow_kernel(&mut self) {
+        let kernel = std::mem::replace(&mut self.kernel, KernelSource::Ready(KernelSymbols::default()));
+        self.kernel = match kernel {
+            KernelSource::Pending(load) => KernelSource::Following(load, KernelSymbols::default(), None),
+            other => other,
+        };
     }
 }
 

@@ -55,19 +55,23 @@ pub fn kernel_source(
         use rperf_symbols::kallsyms_cache::RunningKernel;
         let loading = std::thread::Builder::new().name("rperf-kallsyms".into()).spawn(RunningKernel::load);
         let mut reading = loading.ok();
+        // Kept for a loader called again (a live report).
+        let mut kept: Option<RunningKernel> = None;
         return Ok(KernelSource::Pending(Box::new(move |addrs| {
-            let mut k = reading.take().and_then(|h| h.join().ok()).unwrap_or_default();
+            let read = || reading.take().and_then(|h| h.join().ok()).unwrap_or_default();
+            let mut k = kept.take().unwrap_or_else(read);
             if !k.covers(addrs) {
                 k = RunningKernel::live();
             }
             let hidden = k.hidden();
-            let k = k.symbols_for(addrs);
+            let symbols = k.symbols_for(addrs);
+            kept = Some(k);
             let warning = hidden.then(|| {
                 "kernel addresses in /proc/kallsyms are hidden (kptr_restrict); kernel frames stay [unknown]: \
                  run as root or set kernel.kptr_restrict=0"
                     .to_string()
             });
-            (k, warning)
+            (symbols, warning)
         })));
     }
     ready(KernelSymbols::default())

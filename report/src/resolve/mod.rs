@@ -255,6 +255,11 @@ impl Resolver {
         }
     }
 
+    /// Names may be asked for before every sample is in, and again after (a live report).
+    pub fn follow(&mut self) {
+        self.binaries.follow_kernel();
+    }
+
     /// Frees what unwinding keeps between samples, once every sample is in.
     pub fn finish_unwinding(&mut self) {
         self.unwinders = Default::default();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::binaries::{load_binary, stored_vaddr, Binary};
 use super::intern::Place;
-use super::types::{AddrKind, FrameAddr, Func, KernelSource, Symbolized};
+use super::types::{AddrKind, FrameAddr, Func, Symbolized};
 use super::{NameStyle, Resolver};
 use crate::model::{DsoId, DsoKind, Model};
 
@@ -41,6 +41,15 @@ impl Resolver {
             .extend(self.binaries.take_debuginfod_summary().into_iter().map(crate::Warning::Symbols));
         let funcs = std::mem::take(&mut self.names.funcs);
         (symbolized, funcs, std::mem::take(&mut self.names.srclines), std::mem::take(&mut self.names.files))
+    }
+
+    /// The names of the addresses met so far, for a profile of part of a recording: the
+    /// resolver goes on naming the addresses of later samples.
+    pub fn symbols_so_far(&mut self, model: &mut Model) -> (Symbolized, Vec<Func>, Vec<String>, Vec<String>) {
+        let mut symbolized = self.symbolize(model);
+        symbolized.unnamed = self.names.unnamed.clone();
+        self.warnings.clear();
+        (symbolized, self.names.funcs.clone(), self.names.srclines.clone(), self.names.files.clone())
     }
 
     fn symbolize(&mut self, model: &mut Model) -> Symbolized {
@@ -222,7 +231,7 @@ impl Resolver {
     /// Kernel frames outside every recorded kernel map belong to the module the kallsyms
     /// snapshot names for their address (`[ext4]`), as perf shows them.
     fn assign_modules(&mut self, model: &mut Model) {
-        let KernelSource::Ready(k) = &self.binaries.kernel else { return };
+        let Some(k) = self.binaries.kernel.loaded() else { return };
         for a in self.addrs.iter_mut() {
             if a.kind != AddrKind::Kernel || model.dsos[a.dso as usize].path != "[kernel.kallsyms]" {
                 continue;
@@ -256,11 +265,9 @@ impl Resolver {
         let (dso, key, kind) = (at.dso, at.key, at.kind);
         let plain = |function: Option<String>| Named { function, ..Default::default() };
         match kind {
-            AddrKind::Kernel => match &self.binaries.kernel {
-                KernelSource::Ready(k) => {
-                    k.table.lookup(key).map(|s| self.symbol_names(&s)).unwrap_or_default()
-                }
-                KernelSource::Pending(_) => plain(None),
+            AddrKind::Kernel => match self.binaries.kernel.loaded() {
+                Some(k) => k.table.lookup(key).map(|s| self.symbol_names(&s)).unwrap_or_default(),
+                None => plain(None),
             },
             AddrKind::Unknown => plain(None),
             AddrKind::PerfMap => plain(

@@ -13,6 +13,19 @@ pub enum KernelSource {
     /// To load on first use, for the kernel addresses given (a loader may leave out symbols
     /// no address needs); returns the symbols and possibly a warning.
     Pending(KernelLoader),
+    /// Loaded for the kernel addresses met so far, and loaded again when others come (a live
+    /// report): the loader, the symbols, and how many addresses they were loaded for.
+    Following(KernelLoader, KernelSymbols, Option<usize>),
+}
+
+impl KernelSource {
+    /// The symbols, once loaded.
+    pub fn loaded(&self) -> Option<&KernelSymbols> {
+        match self {
+            KernelSource::Ready(k) | KernelSource::Following(_, k, _) => Some(k),
+            KernelSource::Pending(_) => None,
+        }
+    }
 }
 
 /// Loads kernel symbols for the kernel addresses given; returns them and possibly a warning.
