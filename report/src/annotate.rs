@@ -93,13 +93,13 @@ pub struct CodeLine {
     pub source: Option<String>,
 }
 
-/// The code of the `n` hottest functions of `p`, read from their binaries (under `opts.symfs`),
-/// with their source lines (under `opts.source_dirs`).
-pub fn hot_code(p: &Profile, opts: &ReportOptions, n: usize) -> Vec<FunctionCode> {
+/// The code of the `n` hottest functions of `p`, read from their binaries (under `symfs`),
+/// with their source lines (under `source_dirs`).
+pub fn hot_code(p: &Profile, symfs: &[PathBuf], source_dirs: &[PathBuf], n: usize) -> Vec<FunctionCode> {
     let opts = AnnotateOptions {
         report: ReportOptions {
-            symfs: opts.symfs.clone(),
-            source_dirs: opts.source_dirs.clone(),
+            symfs: symfs.to_vec(),
+            source_dirs: source_dirs.to_vec(),
             ..Default::default()
         },
         functions: n,

@@ -6,9 +6,10 @@
 
 use std::collections::HashMap;
 
+use crate::configs::ProfileConfig;
 use crate::error::Error;
 use crate::model::{DsoKind, ExecType, Model};
-use crate::options::{OffCpuMode, ReportOptions};
+use crate::options::OffCpuMode;
 use crate::profile::{
     EventDesc, Info, Names, Place, Profile, Row, Sample, Section, StackCount, StackId, Thread, Unit,
 };
@@ -25,8 +26,7 @@ struct TimeRouting {
     off_section: Option<usize>,
 }
 
-/// The sample log, which only the builder that made it writes: a clone (a live report's
-/// profile so far) logs nothing.
+/// The sample log, which only the builder that made it writes: a clone logs nothing.
 struct Log(Option<crate::sample_log::SampleLog>);
 
 impl Clone for Log {
@@ -93,7 +93,7 @@ impl ProfileBuilder {
     pub fn new(
         events: &[EventDesc],
         off_cpu_recording: bool,
-        opts: &ReportOptions,
+        opts: &ProfileConfig,
         needs: crate::options::Needs,
     ) -> Result<ProfileBuilder, Error> {
         let (sections, timing) = if off_cpu_recording {
@@ -487,7 +487,7 @@ fn time_sections(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::Needs;
+    use crate::options::{Needs, ReportOptions};
 
     const ROWS: Needs = Needs { samples: true, lines: false, places: false };
 
@@ -522,7 +522,7 @@ mod tests {
         let mut model = Model::default();
         let comm = model.intern("t");
         let thread = Thread { comm, pid: 1, tid: 1 };
-        let mut b = ProfileBuilder::new(&events(), true, &opts, ROWS).unwrap();
+        let mut b = ProfileBuilder::new(&events(), true, &opts.profile_config(), ROWS).unwrap();
         let sample = |attr, time, addrs: &'static [AddrId]| Sample {
             attr,
             time,
@@ -558,12 +558,12 @@ mod tests {
     #[test]
     fn other_recordings_keep_one_section_per_event() {
         let opts = ReportOptions::default();
-        let b = ProfileBuilder::new(&events(), false, &opts, Needs::default()).unwrap();
+        let b = ProfileBuilder::new(&events(), false, &opts.profile_config(), Needs::default()).unwrap();
         let p = finish(b, Model::default());
         assert_eq!(p.sections.len(), 3);
         assert!(p.sections.iter().all(|s| s.unit == Unit::Events));
         let opts = ReportOptions { trace_offcpu: Some(OffCpuMode::OffCpu), ..Default::default() };
-        assert!(ProfileBuilder::new(&events(), false, &opts, Needs::default()).is_err());
+        assert!(ProfileBuilder::new(&events(), false, &opts.profile_config(), Needs::default()).is_err());
     }
 
     #[test]
@@ -572,7 +572,7 @@ mod tests {
         opts.filters.tids = vec![2];
         let mut model = Model::default();
         let comm = model.intern("t");
-        let mut b = ProfileBuilder::new(&events()[..1], false, &opts, ROWS).unwrap();
+        let mut b = ProfileBuilder::new(&events()[..1], false, &opts.profile_config(), ROWS).unwrap();
         for tid in [1, 2, 2] {
             let thread = Thread { comm, pid: 1, tid };
             b.add_sample(

@@ -12,10 +12,10 @@ use rperf_symbols::BinaryFinder;
 use rperf_unwind::{Arch, ChainFrame, CodeAddress, Context, ProcessUnwinder};
 
 use crate::builder::ProfileBuilder;
+use crate::configs::{LoadConfig, ProfileConfig};
 use crate::decoded::Decoded;
 use crate::load::Recording;
 use crate::model::Model;
-use crate::options::ReportOptions;
 use crate::profile::{Info, Place, Profile, Sample, Thread};
 use crate::resolve::{AddrId, JitSources, ResolveConfig, Resolver};
 use crate::Error;
@@ -52,21 +52,16 @@ pub struct Converter {
     branches: bool,
 }
 
-/// Reads every record of `rec` and returns the profile.
-pub fn convert(rec: Recording, opts: &ReportOptions) -> Result<Profile, Error> {
-    Ok(convert_with(rec, opts, opts.format.needs())?.0)
-}
-
-/// Reads every record of `rec` and returns the profile, keeping what `needs` says (and the
-/// logged samples, with `Needs::places`).
+/// Reads every record of `rec` and returns the profile, keeping what `opts.needs` says (and
+/// the logged samples, with `Needs::places`).
 pub fn convert_with(
     mut rec: Recording,
-    opts: &ReportOptions,
-    needs: crate::options::Needs,
+    opts: &LoadConfig,
+    profile: &ProfileConfig,
 ) -> Result<(Profile, Option<crate::sample_log::SampleReader>), Error> {
     let path = &opts.input;
-    let profile = ProfileBuilder::new(&rec.events, rec.off_cpu, opts, needs)?;
-    let mut c = Converter::new(&mut rec, opts, profile, needs)?;
+    let profile = ProfileBuilder::new(&rec.events, rec.off_cpu, profile, opts.needs)?;
+    let mut c = Converter::new(&mut rec, opts, profile)?;
     let mut warnings = std::mem::take(&mut rec.warnings);
     let mut progress = crate::progress::Progress::new(rec.len, rec.reading.position.clone());
     c.read_records(rec.records, &rec.event_of_id, opts, &mut progress, &mut warnings)?;
@@ -107,10 +102,10 @@ impl Converter {
     /// sources and symbols it stores.
     pub(crate) fn new(
         rec: &mut Recording,
-        opts: &ReportOptions,
+        opts: &LoadConfig,
         profile: ProfileBuilder,
-        needs: crate::options::Needs,
     ) -> Result<Converter, Error> {
+        let needs = opts.needs;
         let this_kernel = crate::load::recorded_on_this_kernel(&rec.perf_file) || rec.cut_short_here;
         let kernel = crate::resolve::kernel_source(
             opts.kallsyms.as_deref(),
@@ -143,7 +138,7 @@ impl Converter {
             dwarf_inline: opts.inline,
             trust_any_owner: opts.force,
             show_ip: opts.show_ip,
-            want_srclines: opts.sort.contains(&crate::SortKey::Srcline),
+            want_srclines: opts.srclines,
             want_lines: needs.lines,
         };
         let mut jit = JitSources::default();
@@ -187,7 +182,7 @@ impl Converter {
         &mut self,
         reader: crate::records::RecordReader,
         event_of_id: &Option<std::collections::HashMap<u64, usize>>,
-        opts: &ReportOptions,
+        opts: &LoadConfig,
         progress: &mut crate::progress::Progress,
         warnings: &mut Vec<crate::Warning>,
     ) -> Result<(), Error> {

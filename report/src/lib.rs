@@ -23,6 +23,7 @@
 
 mod annotate;
 mod builder;
+mod configs;
 mod convert;
 mod decode;
 mod decoded;
@@ -69,14 +70,15 @@ pub use warning::Warning;
 
 /// Reads a recording into a profile: load, convert, symbolize.
 pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
-    convert::convert(load::open(opts)?, opts)
+    Ok(load_with(opts, opts.format.needs())?.0)
 }
 
 /// Reads a recording into a profile that keeps what `needs` says, whatever the format of
 /// `opts`; with `Needs::places` (the report library), also every sample with its frames'
 /// places, to be read one at a time.
 pub fn load_with(opts: &ReportOptions, needs: Needs) -> Result<(Profile, Option<SampleReader>), Error> {
-    convert::convert_with(load::open(opts)?, opts, needs)
+    let load = opts.load_config(needs);
+    convert::convert_with(load::open(&load)?, &load, &opts.profile_config())
 }
 
 impl Profile {
@@ -93,6 +95,6 @@ impl Profile {
 
     /// The first `n` rows of the text report's table, as cells (for a live display).
     pub fn table(&self, opts: &ReportOptions, n: usize) -> Table {
-        output::table(self, opts, n)
+        output::table(self, &opts.text_config(), n)
     }
 }

@@ -24,10 +24,15 @@ impl Live {
     /// Opens `opts.input`, a recording that may still be written, for a live report; its
     /// metadata (events, the kernel's mapping) must be in it already.
     pub fn open(opts: &ReportOptions) -> Result<Live, Error> {
-        let mut rec: Recording = crate::load::open(opts)?;
-        let needs = opts.format.needs();
-        let profile = crate::builder::ProfileBuilder::new(&rec.events, rec.off_cpu, opts, needs)?;
-        let mut converter = Converter::new(&mut rec, opts, profile, needs)?;
+        let load = opts.load_config(opts.format.needs());
+        let mut rec: Recording = crate::load::open(&load)?;
+        let profile = crate::builder::ProfileBuilder::new(
+            &rec.events,
+            rec.off_cpu,
+            &opts.profile_config(),
+            load.needs,
+        )?;
+        let mut converter = Converter::new(&mut rec, &load, profile)?;
         converter.follow();
         let mut reader = rec.records;
         reader.follow();

@@ -14,6 +14,7 @@ use rperf_perfdata::feature;
 use rperf_perfdata::header::{FileHeader, HEADER_SIZE};
 use rperf_unwind::Arch;
 
+use crate::configs::LoadConfig;
 use crate::error::Unreadable;
 use crate::options::ReportOptions;
 use crate::profile::EventDesc;
@@ -88,7 +89,7 @@ pub struct Facts {
 /// Reads what `path`'s header says.
 pub fn facts(path: &Path) -> Result<Facts, Error> {
     let opts = ReportOptions { input: path.to_path_buf(), ..Default::default() };
-    let rec = open(&opts)?;
+    let rec = open(&opts.load_config(Default::default()))?;
     let features = rec
         .perf_file
         .features()
@@ -99,7 +100,7 @@ pub fn facts(path: &Path) -> Result<Facts, Error> {
 }
 
 /// Opens `opts.input` and reads its header and metadata.
-pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
+pub fn open(opts: &LoadConfig) -> Result<Recording, Error> {
     let path = &opts.input;
     let Opened { perf_file, records, reading, warnings, input } = open_reader(path)?;
     let (events, event_of_id) = events_of(&perf_file, &input);
@@ -121,10 +122,10 @@ pub fn open(opts: &ReportOptions) -> Result<Recording, Error> {
         .feature_section_data(Feature(feature::RPERF_INFO))
         .map(rperf_perfdata::RecordingInfo::decode);
     let off_cpu = is_off_cpu(&perf_file, rperf_info.as_ref(), cmdline.as_deref());
-    if let Some(ranges) = &opts.filters.time_ranges {
+    if let Some(filter) = &opts.filter_clock {
         let clock = recording_clock(&perf_file);
-        if clock != ranges.clock {
-            return Err(Error::FilterClock { recording: clock, filter: ranges.clock.clone() });
+        if clock != *filter {
+            return Err(Error::FilterClock { recording: clock, filter: filter.clone() });
         }
     }
     let recorded = rperf_info.and_then(|i| Some((i.recorded_ns?, i.elapsed_ns?)));

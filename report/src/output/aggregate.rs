@@ -3,7 +3,8 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::options::{CallOrder, ReportOptions, SortKey};
+use crate::configs::TextConfig;
+use crate::options::{CallOrder, SortKey};
 use crate::profile::{Profile, Section};
 use crate::resolve::{Func, FuncId};
 
@@ -261,7 +262,7 @@ pub struct AggregateConfig {
 
 impl AggregateConfig {
     /// From report options.
-    pub fn new(opts: &ReportOptions) -> AggregateConfig {
+    pub fn new(opts: &TextConfig) -> AggregateConfig {
         let has = |k| opts.sort.contains(&k);
         AggregateConfig {
             keys: [
@@ -332,7 +333,7 @@ impl AggregateConfig {
 
 impl EventAggregate {
     /// The entries of one section of a profile.
-    pub fn of_section(p: &Profile, section: &Section, opts: &ReportOptions) -> EventAggregate {
+    pub fn of_section(p: &Profile, section: &Section, opts: &TextConfig) -> EventAggregate {
         let cfg = AggregateConfig::new(opts);
         if cfg.children && cfg.call_graph.is_some() && !opts.full_callgraph {
             // A brief call graph shows no tree for an entry always reached from one other
@@ -474,6 +475,7 @@ impl EventAggregate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ReportOptions;
 
     #[test]
     fn wide_nodes_find_their_children_through_the_index() {
@@ -506,7 +508,7 @@ mod tests {
     #[test]
     fn self_and_children() {
         let opts = ReportOptions { children: true, sort: vec![SortKey::Symbol], ..Default::default() };
-        let cfg = AggregateConfig::new(&opts);
+        let cfg = AggregateConfig::new(&opts.text_config());
         let mut agg = EventAggregate::default();
         let f = funcs();
         agg.add(
@@ -555,7 +557,7 @@ mod tests {
             sort: vec![SortKey::Symbol],
             ..Default::default()
         };
-        let cfg = AggregateConfig::new(&opts);
+        let cfg = AggregateConfig::new(&opts.text_config());
         let mut agg = EventAggregate::default();
         agg.add(
             &cfg,

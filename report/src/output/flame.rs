@@ -3,8 +3,9 @@
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 
+use crate::configs::FlameConfig;
 use crate::model::DsoKind;
-use crate::options::{ReportOptions, StackPrefix};
+use crate::options::StackPrefix;
 use crate::profile::{Names, Profile, Section};
 
 /// How stacks become folded lines.
@@ -22,7 +23,7 @@ pub struct FoldStyle {
 
 impl FoldStyle {
     /// The style the options ask for; weights of time-weighted sections are always time.
-    pub fn new(opts: &ReportOptions, section: &Section) -> FoldStyle {
+    pub fn new(opts: &FlameConfig, section: &Section) -> FoldStyle {
         FoldStyle {
             by_period: opts.event_counts || section.time_in_ns(),
             prefix: opts.prefix,
@@ -77,7 +78,7 @@ pub fn folded_lines(p: &Profile, section: &Section, style: FoldStyle) -> Vec<(St
 }
 
 /// Folded lines of the section stack outputs show.
-pub fn main_lines(p: &Profile, opts: &ReportOptions) -> Vec<(String, u64)> {
+pub fn main_lines(p: &Profile, opts: &FlameConfig) -> Vec<(String, u64)> {
     match p.main_section() {
         Some(s) => folded_lines(p, s, FoldStyle::new(opts, s)),
         None => Vec::new(),
@@ -86,7 +87,7 @@ pub fn main_lines(p: &Profile, opts: &ReportOptions) -> Vec<(String, u64)> {
 
 /// Writes folded stacks of the section stack outputs show (one event: weights of different
 /// events do not add up; `--event` picks another).
-pub fn write_folded(out: &mut dyn Write, p: &Profile, opts: &ReportOptions) -> io::Result<()> {
+pub fn write_folded(out: &mut dyn Write, p: &Profile, opts: &FlameConfig) -> io::Result<()> {
     for (line, weight) in main_lines(p, opts) {
         writeln!(out, "{line} {weight}")?;
     }
@@ -99,7 +100,7 @@ pub fn write_diff_folded(
     out: &mut dyn Write,
     p: &Profile,
     base: &Profile,
-    opts: &ReportOptions,
+    opts: &FlameConfig,
 ) -> io::Result<()> {
     out.write_all(diff_lines(&main_lines(base, opts), &main_lines(p, opts))?.as_bytes())
 }

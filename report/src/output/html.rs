@@ -19,9 +19,9 @@ use std::io::{self, Write};
 use serde_json::{json, Value};
 
 use super::flame::FoldStyle;
+use crate::configs::{FlameConfig, HtmlConfig};
 use crate::escape::escape_html as escape;
 use crate::model::DsoKind;
-use crate::options::ReportOptions;
 use crate::profile::Profile;
 
 const PAGE: &str = include_str!("../../assets/report.html");
@@ -43,7 +43,7 @@ struct Tables {
 const BUCKETS: u64 = 200;
 
 impl Tables {
-    fn add(&mut self, p: &Profile, opts: &ReportOptions, base: bool) {
+    fn add(&mut self, p: &Profile, opts: &FlameConfig, base: bool) {
         let names = &p.names;
         let Some(section) = p.main_section() else { return };
         let style = FoldStyle::new(opts, section);
@@ -95,19 +95,14 @@ impl Tables {
 }
 
 /// Writes the page.
-pub fn write(
-    out: &mut dyn Write,
-    p: &Profile,
-    opts: &ReportOptions,
-    base: Option<&Profile>,
-) -> io::Result<()> {
+pub fn write(out: &mut dyn Write, p: &Profile, opts: &HtmlConfig, base: Option<&Profile>) -> io::Result<()> {
     let mut t = Tables::default();
-    t.add(p, opts, false);
+    t.add(p, &opts.flame, false);
     if let Some(b) = base {
-        t.add(b, opts, true);
+        t.add(b, &opts.flame, true);
     }
     let (timeline, by_bucket) =
-        if base.is_none() { timeline(p, opts, &t) } else { (Value::Null, HashMap::new()) };
+        if base.is_none() { timeline(p, &opts.flame, &t) } else { (Value::Null, HashMap::new()) };
     let code_view = if base.is_none() { code(p, opts, &t) } else { Value::Null };
     let mut stacks: Vec<_> = t.stacks.into_iter().collect();
     stacks.sort();
@@ -119,10 +114,10 @@ pub fn write(
             json!([key.0, w, key.1, b, parts])
         })
         .collect();
-    let title = super::common::title(p, opts);
+    let title = super::common::title(p, &opts.flame);
     let data = json!({
         "title": title,
-        "unit": super::common::count_name(p, opts),
+        "unit": super::common::count_name(p, &opts.flame),
         "diff": base.is_some(),
         "threads": t.threads,
         "funcs": t.funcs,
@@ -141,13 +136,13 @@ pub fn write(
 /// The code of the hottest functions (by their index in `funcs`): each instruction as
 /// `[address, text, file:line, inlined function, source text]`, and the samples taken at each as
 /// `[instruction, part of the timeline, weight]`, so that the page shows any time range.
-fn code(p: &Profile, opts: &ReportOptions, t: &Tables) -> Value {
+fn code(p: &Profile, opts: &HtmlConfig, t: &Tables) -> Value {
     let Some(section) = p.main_section() else { return Value::Null };
     let names = &p.names;
     let mut out = serde_json::Map::new();
     let mut index: HashMap<u32, (usize, &crate::annotate::FunctionCode)> = HashMap::new();
     // The HTML report shows the code of its hottest functions.
-    let hot = crate::annotate::hot_code(p, opts, 20);
+    let hot = crate::annotate::hot_code(p, &opts.symfs, &opts.source_dirs, 20);
     for c in &hot {
         let key = (names.func_name(c.func), names.dso_of(c.func).display_name().to_string());
         if let Some(&i) = t.func_index.get(&key) {
@@ -157,7 +152,7 @@ fn code(p: &Profile, opts: &ReportOptions, t: &Tables) -> Value {
     let times = section.rows.iter().map(|r| r.time).filter(|&t| t > 0);
     let start = times.clone().min().unwrap_or(0);
     let span = times.max().unwrap_or(0).saturating_sub(start).max(1) + 1;
-    let by_period = FoldStyle::new(opts, section).by_period;
+    let by_period = FoldStyle::new(&opts.flame, section).by_period;
     let mut weights: HashMap<(u32, usize, u64), u64> = HashMap::new();
     for r in &section.rows {
         let Some(&leaf) = p.stacks[r.stack as usize].first() else { continue };
@@ -195,7 +190,7 @@ fn code(p: &Profile, opts: &ReportOptions, t: &Tables) -> Value {
 #[allow(clippy::type_complexity)]
 fn timeline(
     p: &Profile,
-    opts: &ReportOptions,
+    opts: &FlameConfig,
     t: &Tables,
 ) -> (Value, HashMap<(usize, Vec<usize>), std::collections::BTreeMap<u64, u64>>) {
     let mut out: HashMap<(usize, Vec<usize>), std::collections::BTreeMap<u64, u64>> = HashMap::new();

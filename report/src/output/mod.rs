@@ -26,26 +26,28 @@ pub fn write(
     opts: &ReportOptions,
     base: Option<&Profile>,
 ) -> io::Result<()> {
+    // Each format gets its own part of the options.
     match (opts.format, base) {
-        (Format::Text, None) => text::write(out, p, opts),
-        (Format::Text, Some(b)) => text::write_diff(out, p, b, opts),
-        (Format::Folded, None) => flame::write_folded(out, p, opts),
-        (Format::Folded, Some(b)) => flame::write_diff_folded(out, p, b, opts),
+        (Format::Text, None) => text::write(out, p, &opts.text_config()),
+        (Format::Text, Some(b)) => text::write_diff(out, p, b, &opts.text_config()),
+        (Format::Folded, None) => flame::write_folded(out, p, &opts.flame_config()),
+        (Format::Folded, Some(b)) => flame::write_diff_folded(out, p, b, &opts.flame_config()),
         (Format::Svg, base) => {
-            let title = common::title(p, opts);
+            let opts = opts.flame_config();
+            let title = common::title(p, &opts);
             let style = flame::SvgStyle {
                 title: &title,
-                count_name: common::count_name(p, opts),
+                count_name: common::count_name(p, &opts),
                 inverted: opts.inverted,
                 reverse: opts.reverse,
             };
-            let lines = flame::main_lines(p, opts);
+            let lines = flame::main_lines(p, &opts);
             match base {
-                Some(b) => flame::write_diff_svg(out, &flame::main_lines(b, opts), &lines, &style),
+                Some(b) => flame::write_diff_svg(out, &flame::main_lines(b, &opts), &lines, &style),
                 None => flame::write_svg(out, &lines, &style),
             }
         }
-        (Format::Html, base) => html::write(out, p, opts, base),
+        (Format::Html, base) => html::write(out, p, &opts.html_config(), base),
         (Format::Pprof, None) => pprof::write(out, p),
         (Format::Gecko, None) => gecko::write(out, p, opts.remove_gaps),
         (Format::Json, None) => json::write(out, p),

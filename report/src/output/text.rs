@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 
 use super::aggregate::{CallTree, Entry, EntryKey, EventAggregate};
-use crate::options::{ReportOptions, SortKey};
+use crate::configs::TextConfig;
+use crate::options::SortKey;
 use crate::profile::{Names, Profile};
 
 /// A report column for an entry, printable.
@@ -72,7 +73,7 @@ fn write_header(out: &mut dyn Write, p: &Profile) -> io::Result<()> {
 }
 
 /// Writes the whole text report: the header, then a table per event section.
-pub fn write(out: &mut dyn Write, p: &Profile, opts: &ReportOptions) -> io::Result<()> {
+pub fn write(out: &mut dyn Write, p: &Profile, opts: &TextConfig) -> io::Result<()> {
     write_header(out, p)?;
     for s in p.shown_sections() {
         let agg = EventAggregate::of_section(p, s, opts);
@@ -129,7 +130,7 @@ pub struct TableRow {
 }
 
 /// The first `n` rows of the main section's table (see `Table`).
-pub fn table(p: &Profile, opts: &ReportOptions, n: usize) -> Table {
+pub fn table(p: &Profile, opts: &TextConfig, n: usize) -> Table {
     let Some(s) = p.main_section() else { return Table { samples: 0, titles: Vec::new(), rows: Vec::new() } };
     let agg = EventAggregate::of_section(p, s, opts);
     let has = |k| opts.sort.contains(&k);
@@ -164,7 +165,7 @@ fn self_weights(p: &Profile) -> (HashMap<(String, String), u64>, u64) {
 
 /// Writes a comparison of `p` with `base`, as `perf diff` shows one: each function's share of
 /// the samples (self) in the base and now, and the change, largest change first.
-pub fn write_diff(out: &mut dyn Write, p: &Profile, base: &Profile, opts: &ReportOptions) -> io::Result<()> {
+pub fn write_diff(out: &mut dyn Write, p: &Profile, base: &Profile, opts: &TextConfig) -> io::Result<()> {
     write_header(out, p)?;
     let (new, new_total) = self_weights(p);
     let (old, old_total) = self_weights(base);
@@ -219,7 +220,7 @@ fn write_section(
     agg: &EventAggregate,
     section: &crate::profile::Section,
     names: &Names,
-    opts: &ReportOptions,
+    opts: &TextConfig,
 ) -> io::Result<()> {
     let total = section.weight;
     let entries = sorted_entries(agg, total, opts);
@@ -277,7 +278,7 @@ fn write_section(
 fn sorted_entries<'a>(
     agg: &'a EventAggregate,
     total: u64,
-    opts: &ReportOptions,
+    opts: &TextConfig,
 ) -> Vec<(&'a EntryKey, &'a Entry)> {
     let mut entries: Vec<(&EntryKey, &Entry)> = agg.entries.iter().collect();
     let weight = |e: &Entry| if opts.children { e.children } else { e.period };
@@ -296,7 +297,7 @@ fn sorted_entries<'a>(
 
 /// Whether event counts are columns: as simpleperf names them; CSV output always has them,
 /// with the event's name.
-fn shows_event_counts(opts: &ReportOptions) -> bool {
+fn shows_event_counts(opts: &TextConfig) -> bool {
     opts.print_event_count || opts.csv
 }
 
@@ -304,11 +305,11 @@ fn shows_event_counts(opts: &ReportOptions) -> bool {
 /// (`EventCount_cpu-cycles`, `EventCount_instructions`), as simpleperf shows a recording made
 /// with `--add-counter`; with --children, two per counter (`AccEventCount_cpu-cycles`,
 /// `SelfEventCount_cpu-cycles`, ...).
-fn per_counter(opts: &ReportOptions, section: &crate::profile::Section) -> bool {
+fn per_counter(opts: &TextConfig, section: &crate::profile::Section) -> bool {
     opts.print_event_count && !section.counters.is_empty()
 }
 
-fn column_titles(opts: &ReportOptions, section: &crate::profile::Section) -> Vec<String> {
+fn column_titles(opts: &TextConfig, section: &crate::profile::Section) -> Vec<String> {
     let mut head: Vec<String> = Vec::new();
     if opts.children {
         head.push("Children".into());
@@ -344,7 +345,7 @@ fn row(
     section: &crate::profile::Section,
     names: &Names,
     total: u64,
-    opts: &ReportOptions,
+    opts: &TextConfig,
 ) -> Vec<String> {
     let fmt_share = |v: u64| if opts.raw_period { v.to_string() } else { format!("{:.2}%", pct(v, total)) };
     let mut r = Vec::new();
