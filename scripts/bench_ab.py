@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Two rperf builds on the same recordings: `rperf report` (or other report arguments) timed
+in interleaved runs, with peak RSS from GNU time. Prints each file's medians and the ratio of
+the second build to the first, then their geometric means. For holding a change to "within
+N% of before":
+
+    scripts/bench_ab.py --before OLD/rperf --after target/release/rperf --runs 7 FILES...
+"""
+import argparse
+import math
+import statistics
+import subprocess
+import time
+
+
+def run(binary, args, path):
+    cmd = ["/usr/bin/time", "-f", "%M", binary, "report", *args, "-i", path]
+    start = time.perf_counter()
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{p.stderr[-2000:]}")
+    rss_kib = int(p.stderr.strip().splitlines()[-1])
+    return wall, rss_kib / 1024
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--before", required=True, help="the rperf binary before the change")
+    ap.add_argument("--after", required=True, help="the rperf binary after it")
+    ap.add_argument("--runs", type=int, default=7, help="interleaved runs of each per file")
+    ap.add_argument("--args", default="", help="report arguments besides -i (space-separated)")
+    ap.add_argument("files", nargs="+")
+    a = ap.parse_args()
+    args = a.args.split()
+    time_ratios, rss_ratios = [], []
+    print(f"{'file':50} {'before s':>9} {'after s':>9} {'ratio':>6} {'before MiB':>10} {'after MiB':>10} {'ratio':>6}")
+    for path in a.files:
+        runs = {"before": [], "after": []}
+        run(a.after, args, path)  # the page cache warm for both
+        for i in range(a.runs):
+            order = [("before", a.before), ("after", a.after)]
+            for name, binary in order if i % 2 == 0 else reversed(order):
+                runs[name].append(run(binary, args, path))
+        med = {k: (statistics.median(w for w, _ in v), statistics.median(r for _, r in v)) for k, v in runs.items()}
+        tr, rr = med["after"][0] / med["before"][0], med["after"][1] / med["before"][1]
+        time_ratios.append(tr)
+        rss_ratios.append(rr)
+        print(f"{path[-50:]:50} {med['before'][0]:9.3f} {med['after'][0]:9.3f} {tr:6.2f} "
+              f"{med['before'][1]:10.1f} {med['after'][1]:10.1f} {rr:6.2f}")
+    gmean = lambda v: math.exp(sum(map(math.log, v)) / len(v))
+    print(f"geometric mean of after/before: time {gmean(time_ratios):.3f}, peak RSS {gmean(rss_ratios):.3f}")
+
+
+if __name__ == "__main__":
+    main()
