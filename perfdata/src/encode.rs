@@ -7,6 +7,10 @@ pub const HEADER_BUILD_ID: u32 = 67;
 pub const FINISHED_ROUND: u32 = 68;
 /// `PERF_RECORD_AUXTRACE`: its trace data (a size in the record) follows the record.
 pub const AUXTRACE: u32 = 71;
+/// `PERF_RECORD_COMPRESSED` (perf record -z): zstd-compressed records.
+pub const COMPRESSED: u32 = 81;
+/// `PERF_RECORD_COMPRESSED2` (perf 6.x): the compressed size, then the data and padding.
+pub const COMPRESSED2: u32 = 83;
 const MISC_KERNEL: u16 = 1;
 const MISC_USER: u16 = 2;
 /// The build id's length is stored in the entry (not implied to be 20).

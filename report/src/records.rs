@@ -22,7 +22,7 @@ use linux_perf_data::linux_perf_event_reader::{
 };
 use linux_perf_data::{PerfFile, PerfFileRecord, RawUserRecord, UserRecordType};
 use rperf_perfdata::checked::Repaired;
-use rperf_perfdata::encode::FINISHED_ROUND;
+use rperf_perfdata::encode::{COMPRESSED, COMPRESSED2, FINISHED_ROUND};
 use rperf_perfdata::walk::{Step, Stop, Walk};
 use rustc_hash::FxHashMap;
 
@@ -36,9 +36,6 @@ const BATCHES_AHEAD: usize = 2;
 /// Records per round in simpleperf's files, which have no FINISHED_ROUND records.
 const SIMPLEPERF_ROUND: usize = 1024;
 
-/// `PERF_RECORD_COMPRESSED` and `PERF_RECORD_COMPRESSED2` (perf record -z).
-const COMPRESSED: u32 = 81;
-const COMPRESSED2: u32 = 83;
 
 /// Records in time order, each a slice of a mapped window of the file.
 #[derive(Default)]
