@@ -36,7 +36,6 @@ const BATCHES_AHEAD: usize = 2;
 /// Records per round in simpleperf's files, which have no FINISHED_ROUND records.
 const SIMPLEPERF_ROUND: usize = 1024;
 
-
 /// Records in time order, each a slice of a mapped window of the file.
 #[derive(Default)]
 pub struct Batch {

@@ -207,19 +207,28 @@ impl ElfInfo {
         let kept = self.build_id.as_deref().and_then(|id| crate::kept_frames::KeptFrames::open(id, &found.0));
         let missing: Vec<u64> =
             svmas.iter().copied().filter(|&a| kept.as_ref().is_none_or(|k| k.get(a).is_none())).collect();
+        // DWARF loaded for other addresses (a live report names new ones at each look) would
+        // look these up in every unit, parsing them all (tens of MB for a distribution's debug
+        // file): DWARF prepared for these is made for this call instead.
+        let fresh;
+        let debug = match self.debug.get() {
+            _ if missing.is_empty() => None,
+            Some(Some(d)) if !missing.iter().all(|&a| d.focuses_on(a)) => {
+                fresh = crate::DebugInfo::from_map_for(&found.0, found.1.clone(), &missing);
+                fresh.as_ref()
+            }
+            _ => self.debug_info_in(|| Some(found), &missing),
+        };
         let Some(mut kept) = kept else {
-            let debug = self.debug_info_in(|| Some(found), &missing);
             return missing.iter().map(|&a| (a, debug.map(|d| d.frames(a)).unwrap_or_default())).collect();
         };
-        if !missing.is_empty() {
-            if let Some(debug) = self.debug_info_in(|| Some(found), &missing) {
-                for a in missing {
-                    kept.insert(a, debug.frames(a));
-                }
-                // Split DWARF's frames depend on the `.dwo` and `.dwp` files too: not kept.
-                if !debug.reads_split_dwarf() {
-                    kept.save();
-                }
+        if let Some(debug) = debug {
+            for a in missing {
+                kept.insert(a, debug.frames(a));
+            }
+            // Split DWARF's frames depend on the `.dwo` and `.dwp` files too: not kept.
+            if !debug.reads_split_dwarf() {
+                kept.save();
             }
         }
         kept.into_frames()

@@ -96,13 +96,19 @@ impl DebugInfo {
         self.split.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Whether `svma` is looked up in the units this was prepared for (`from_map_for`), not
+    /// in all of them.
+    pub fn focuses_on(&self, svma: u64) -> bool {
+        !self.left_out.as_ref().is_some_and(|ranges| {
+            let i = ranges.partition_point(|r| r.0 <= svma);
+            i > 0 && svma < ranges[i - 1].1
+        })
+    }
+
     /// The frames at `svma`, innermost (inlined) first, the containing function last. Empty when
     /// the DWARF does not cover the address.
     pub fn frames(&self, svma: u64) -> Vec<SourceFrame> {
-        let focused = !self.left_out.as_ref().is_some_and(|ranges| {
-            let i = ranges.partition_point(|r| r.0 <= svma);
-            i > 0 && svma < ranges[i - 1].1
-        });
+        let focused = self.focuses_on(svma);
         let ctx = if focused {
             &self.ctx
         } else {
@@ -282,6 +288,27 @@ mod tests {
         }
         assert!(inlined > 0, "the program has inlined frames");
         assert!(focused.full.get().is_some(), "helper's unit was parsed on demand");
+    }
+
+    #[test]
+    fn addresses_named_later_are_found_without_parsing_every_unit() {
+        let (exe, map) = built_program(true, false);
+        let obj = object::File::parse(&map[..]).unwrap();
+        let at = |name: &str| {
+            use object::ObjectSymbol;
+            obj.symbols().find(|s| s.name() == Ok(name)).unwrap().address() + 4
+        };
+        let (main, helper) = (at("main"), at("helper"));
+        let whole = DebugInfo::from_map(&exe, map.clone()).unwrap();
+        let elf = crate::ElfInfo::load(&exe).unwrap();
+        assert_eq!(elf.source_frames(&[main])[&main], whole.frames(main));
+        // A live report asks again, for addresses of another unit.
+        let later = elf.source_frames(&[helper]);
+        assert_eq!(later[&helper], whole.frames(helper));
+        assert!(!later[&helper].is_empty());
+        let kept = elf.debug_info().unwrap();
+        assert!(kept.left_out.is_some(), "the DWARF kept is narrowed to main's unit");
+        assert!(kept.full.get().is_none(), "the later lookup parsed no other unit into it");
     }
 
     #[test]
