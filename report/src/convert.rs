@@ -50,6 +50,10 @@ pub struct Converter {
     counted: Vec<(usize, u64)>,
     /// `-b`: samples are the taken branches of the recorded samples' branch stacks.
     branches: bool,
+    /// The event of each sample id, where the reader cannot tell (`Recording::event_of_id`).
+    event_of_id: Option<std::collections::HashMap<u64, usize>>,
+    /// Frames kept per sample.
+    max_stack: usize,
 }
 
 /// Reads every record of `rec` and returns the profile, keeping what `opts.needs` says (and
@@ -60,25 +64,17 @@ pub fn convert_with(
     profile: &ProfileConfig,
 ) -> Result<(Profile, Option<crate::sample_log::SampleReader>), Error> {
     let path = &opts.input;
-    let profile = ProfileBuilder::new(&rec.events, rec.off_cpu, profile, opts.needs)?;
     let mut c = Converter::new(&mut rec, opts, profile)?;
+    let info = info(&rec, path);
     let mut warnings = std::mem::take(&mut rec.warnings);
     let mut progress = crate::progress::Progress::new(rec.len, rec.reading.position.clone());
-    c.read_records(rec.records, &rec.event_of_id, opts, &mut progress, &mut warnings)?;
+    c.read_records(rec.records, path, &mut progress, &mut warnings)?;
     warnings.extend(rec.reading.take_repairs().into_iter().map(crate::Warning::from));
     progress.stage("symbolizing");
     // What unwinding held (unwind tables and caches) is given back before symbolizing loads
     // debug info.
     let Converter { model, mut resolver, profile, .. } = c;
     resolver.finish_unwinding();
-    let info = Info {
-        input: path.clone(),
-        cmdline: rec.cmdline.clone(),
-        arch: rec.arch_name.as_deref().map(arch_label),
-        written: rec.written,
-        time_range: (0, 0),
-        recorded: rec.recorded,
-    };
     let (profile, samples) = profile.finish(
         model,
         |model| {
@@ -99,13 +95,14 @@ pub fn convert_with(
 
 impl Converter {
     /// A converter for `rec`: its binaries found as `opts` says, its kernel's symbols, the JIT
-    /// sources and symbols it stores.
+    /// sources and symbols it stores; its samples go into a profile made as `profile` says.
     pub(crate) fn new(
         rec: &mut Recording,
         opts: &LoadConfig,
-        profile: ProfileBuilder,
+        profile: &ProfileConfig,
     ) -> Result<Converter, Error> {
         let needs = opts.needs;
+        let profile = ProfileBuilder::new(&rec.events, rec.off_cpu, profile, needs)?;
         let this_kernel = crate::load::recorded_on_this_kernel(&rec.perf_file) || rec.cut_short_here;
         let kernel = crate::resolve::kernel_source(
             opts.kallsyms.as_deref(),
@@ -174,6 +171,8 @@ impl Converter {
             places: Vec::new(),
             last_group: Default::default(),
             counted: Vec::new(),
+            event_of_id: rec.event_of_id.take(),
+            max_stack: opts.max_stack,
         })
     }
 
@@ -181,33 +180,31 @@ impl Converter {
     fn read_records(
         &mut self,
         reader: crate::records::RecordReader,
-        event_of_id: &Option<std::collections::HashMap<u64, usize>>,
-        opts: &LoadConfig,
+        path: &std::path::Path,
         progress: &mut crate::progress::Progress,
         warnings: &mut Vec<crate::Warning>,
     ) -> Result<(), Error> {
-        let path = &opts.input;
         let mut tally = Tally::default();
         let batches = crate::records::read(reader);
         let mut ended = false;
         while let Some(batch) = batches.next() {
             ended |= batch.end.is_some();
             progress.tick();
-            self.take(&batch, event_of_id, opts.max_stack, &mut tally);
+            self.take(&batch, &mut tally);
             if let Some(Err(e)) = &batch.end {
                 let reason = e.clone();
                 if tally.records == 0 {
-                    return Err(Error::Format { path: path.clone(), reason: reason.into() });
+                    return Err(Error::Format { path: path.to_path_buf(), reason: reason.into() });
                 }
                 warnings.push(crate::Warning::StoppedAt {
-                    path: path.clone(),
+                    path: path.to_path_buf(),
                     records: tally.records,
                     reason,
                 });
             }
         }
         if !ended {
-            warnings.push(crate::Warning::EndedEarly { path: path.clone(), records: tally.records });
+            warnings.push(crate::Warning::EndedEarly { path: path.to_path_buf(), records: tally.records });
         }
         if tally.undecodable > 0 {
             warnings.push(crate::Warning::Undecodable { count: tally.undecodable });
@@ -217,13 +214,9 @@ impl Converter {
 
     /// Converts a batch of records; samples between records that change the process model
     /// are taken together.
-    pub(crate) fn take(
-        &mut self,
-        batch: &crate::records::Batch,
-        event_of_id: &Option<std::collections::HashMap<u64, usize>>,
-        max_stack: usize,
-        tally: &mut Tally,
-    ) {
+    pub(crate) fn take(&mut self, batch: &crate::records::Batch, tally: &mut Tally) {
+        // Read beside the converter's other state, which samples change.
+        let event_of_id = self.event_of_id.take();
         let mut samples: Vec<(usize, RawEventRecord<'_>)> = Vec::new();
         for record in batch.records() {
             tally.records += 1;
@@ -240,11 +233,12 @@ impl Converter {
                 samples.push((attr, raw));
                 continue;
             }
-            tally.undecodable += self.add_samples(&samples, event_of_id, max_stack);
+            tally.undecodable += self.add_samples(&samples, &event_of_id);
             samples.clear();
             tally.undecodable += u64::from(!self.handle_record(attr, &raw, &mut tally.patched));
         }
-        tally.undecodable += self.add_samples(&samples, event_of_id, max_stack);
+        tally.undecodable += self.add_samples(&samples, &event_of_id);
+        self.event_of_id = event_of_id;
     }
 
     /// Names may be asked for before every record is in (a live report).
@@ -331,7 +325,6 @@ impl Converter {
         &mut self,
         raw: &[(usize, RawEventRecord<'a>)],
         event_of_id: &Option<std::collections::HashMap<u64, usize>>,
-        max_stack: usize,
     ) -> u64 {
         use rayon::prelude::*;
         let arch = self.arch;
@@ -354,7 +347,7 @@ impl Converter {
                     let unwinder = self.resolver.unwinder(&mut self.model, d.pid, d.time);
                     d.unwind(unwinder.as_deref());
                 }
-                self.chain = self.add_sample(d, max_stack);
+                self.chain = self.add_sample(d);
             }
             return undecodable;
         }
@@ -379,7 +372,7 @@ impl Converter {
         for d in decoded {
             match d {
                 Some(d) => {
-                    self.add_sample(d, max_stack);
+                    self.add_sample(d);
                 }
                 None => undecodable += 1,
             }
@@ -388,13 +381,13 @@ impl Converter {
     }
 
     /// Adds a decoded sample; gives back its chain, for the next.
-    fn add_sample(&mut self, d: Decoded<'_>, max_stack: usize) -> Vec<ChainFrame> {
+    fn add_sample(&mut self, d: Decoded<'_>) -> Vec<ChainFrame> {
         if self.branches {
             self.add_branches(&d);
             return d.chain;
         }
         let (pid, tid, time) = (d.pid, d.tid, d.time);
-        let chain = &d.chain[..d.chain.len().min(max_stack)];
+        let chain = &d.chain[..d.chain.len().min(self.max_stack)];
         self.resolver.frames(&mut self.model, pid, chain, time, &mut self.frames);
         // A caller in no mapping is a wrong return address (a frame-pointer chain's garbage
         // end, or a broken chain): the stack ends before it, as simpleperf ends it.
@@ -482,8 +475,20 @@ fn prefetch(data: &RawData<'_>) {
     rperf_perfdata::mapped::prefetch(bytes, 1024);
 }
 
+/// What outputs print of the recording `rec` of `input`.
+pub(crate) fn info(rec: &Recording, input: &std::path::Path) -> Info {
+    Info {
+        input: input.to_path_buf(),
+        cmdline: rec.cmdline.clone(),
+        arch: rec.arch_name.as_deref().map(arch_label),
+        written: rec.written,
+        time_range: (0, 0),
+        recorded: rec.recorded,
+    }
+}
+
 /// An architecture as reports name it (simpleperf's names: `arm64`, `arm`, `x86`).
-pub(crate) fn arch_label(recorded: &str) -> String {
+fn arch_label(recorded: &str) -> String {
     match recorded {
         "aarch64" | "arm64" => "arm64",
         a if a.starts_with("arm") => "arm",

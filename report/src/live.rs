@@ -14,8 +14,6 @@ use crate::Error;
 pub struct Live {
     converter: Converter,
     reader: RecordReader,
-    event_of_id: Option<std::collections::HashMap<u64, usize>>,
-    max_stack: usize,
     tally: Tally,
     info: Info,
 }
@@ -26,26 +24,12 @@ impl Live {
     pub fn open(opts: &ReportOptions) -> Result<Live, Error> {
         let load = opts.load_config(opts.format.needs());
         let mut rec: Recording = crate::load::open(&load)?;
-        let profile = crate::builder::ProfileBuilder::new(
-            &rec.events,
-            rec.off_cpu,
-            &opts.profile_config(),
-            load.needs,
-        )?;
-        let mut converter = Converter::new(&mut rec, &load, profile)?;
+        let mut converter = Converter::new(&mut rec, &load, &opts.profile_config())?;
         converter.follow();
+        let info = crate::convert::info(&rec, &opts.input);
         let mut reader = rec.records;
         reader.follow();
-        let info = Info {
-            input: opts.input.clone(),
-            cmdline: rec.cmdline,
-            arch: rec.arch_name.as_deref().map(crate::convert::arch_label),
-            written: rec.written,
-            time_range: (0, 0),
-            recorded: rec.recorded,
-        };
-        let event_of_id = rec.event_of_id;
-        Ok(Live { converter, reader, event_of_id, max_stack: opts.max_stack, tally: Tally::default(), info })
+        Ok(Live { converter, reader, tally: Tally::default(), info })
     }
 
     /// Reads the records written since the last look; returns how many records were read in
@@ -55,7 +39,7 @@ impl Live {
         loop {
             let batch = self.reader.next_batch();
             let caught_up = batch.is_empty();
-            self.converter.take(&batch, &self.event_of_id, self.max_stack, &mut self.tally);
+            self.converter.take(&batch, &mut self.tally);
             match batch.end {
                 Some(Err(reason)) => {
                     return Err(Error::Format { path: self.info.input.clone(), reason: reason.into() })
