@@ -78,7 +78,9 @@ pub fn run(a: AnnotateArgs) -> anyhow::Result<i32> {
         ..Default::default()
     };
     let opts = AnnotateOptions { report, functions: a.functions, symbols: split(&a.symbols), html };
-    let profile = rperf_report::load(&opts.report)?;
+    // The annotation counts call sites too: it needs every sample's callers.
+    let needs = rperf_report::Needs { callers: true, ..opts.report.needs() };
+    let (profile, _) = rperf_report::load_with(&opts.report, needs)?;
     crate::exit::warnings(&profile.warnings, None);
     match &a.output {
         Some(p) => {

@@ -428,3 +428,66 @@ fn symbol_directories_may_be_repeated_and_are_searched_in_order() {
     // The binary is found in the second folder, as in the only one.
     assert_eq!(with(&[&empty, &dir]), one);
 }
+
+/// The table of a plain report, and how many frames its longest stack kept.
+fn table_and_depth(
+    data: &Path,
+    symfs: &Path,
+    needs: Option<rperf_report::Needs>,
+) -> (Vec<Vec<String>>, usize) {
+    let opts = rperf_report::ReportOptions {
+        input: data.to_path_buf(),
+        symfs: vec![symfs.to_path_buf()],
+        debuginfod: rperf_report::Debuginfod::Off,
+        ..Default::default()
+    };
+    let profile = match needs {
+        None => rperf_report::load(&opts),
+        Some(needs) => rperf_report::load_with(&opts, needs).map(|(p, _)| p),
+    };
+    let p = profile.unwrap_or_else(|e| panic!("{}: {e}", data.display()));
+    let rows = p.table(&opts, usize::MAX).rows.into_iter().map(|r| r.cells).collect();
+    (rows, p.stacks.iter().map(Vec::len).max().unwrap_or(0))
+}
+
+/// The text table names only sampled frames: without call graphs it neither unwinds nor names
+/// callers, and says what the same report says from whole stacks. Java processes keep their
+/// stacks: shaping may hide their sampled frame (ART's machinery beside a Java method).
+#[test]
+fn the_table_reads_sampled_frames_and_agrees_with_whole_stacks() {
+    let dir = simpleperf_testdata();
+    let p = programs();
+    let dwarf = scratch("rep_sampled").join("perf-dwarf.data");
+    let o = run(Command::new("perf")
+        .args(["record", "-q", "--call-graph", "dwarf", "-F", "2000", "-o"])
+        .arg(&dwarf)
+        .arg("--")
+        .arg(&p.mixed)
+        .args(["1", "2"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut recordings = vec![dwarf.clone()];
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap();
+        if name.ends_with(".data") && name != "invalid_perf.data" {
+            recordings.push(path);
+        }
+    }
+    assert!(recordings.len() >= 27, "simpleperf's recordings in {}", dir.display());
+    let whole = rperf_report::Needs { callers: true, ..Default::default() };
+    let mut java_kept = false;
+    for data in &recordings {
+        let (rows, depth) = table_and_depth(data, &dir, None);
+        let (whole_rows, whole_depth) = table_and_depth(data, &dir, Some(whole));
+        assert_eq!(rows, whole_rows, "{}: the table differs from whole stacks'", data.display());
+        let name = data.file_name().unwrap().to_str().unwrap();
+        if name == "perf_with_interpreter_frames.data" || name == "perf_with_jit_symbol.data" {
+            assert!(depth > 1, "{name}: a Java process's stacks are kept");
+            java_kept = true;
+        } else if data == &dwarf {
+            assert!(whole_depth > 1, "the DWARF recording unwinds to callers with them asked for");
+            assert_eq!(depth, 1, "the plain table unwound the DWARF recording's stacks");
+        }
+    }
+    assert!(java_kept, "the Java recordings were checked");
+}

@@ -564,8 +564,8 @@ mod tests {
         let pid = std::process::id();
         let mut w = Watched::new(List::Jit, desc.as_ptr() as u64, 5, 0);
         assert_eq!(r.read_list(pid, &mut w), Read::Changed);
-        r.copy_pending(pid, &mut w);
-        // Copied oldest first (the list's last entry first).
+        // Copied oldest first (the list's last entry first), in polls of bounded time.
+        std::iter::from_fn(|| (!w.pending.is_empty()).then(|| r.copy_pending(pid, &mut w))).count();
         let fresh = r.store.take_fresh();
         assert_eq!(r.store.len(), 2);
         assert!(fresh[0].image == image_b && fresh[1].image == image_a);
@@ -579,8 +579,7 @@ mod tests {
         let mut a = a;
         a.next = 0;
         desc[0] = 1 | (2 << 32);
-        std::hint::black_box(&a);
-        std::hint::black_box(&desc);
+        std::hint::black_box((&a, &desc));
         assert_eq!(r.read_list(pid, &mut w), Read::Changed);
         r.copy_pending(pid, &mut w);
         assert_eq!(r.store.len(), 2);
@@ -589,8 +588,9 @@ mod tests {
         // The section holds both, as the report reads it, with the removal time updated.
         let (mut file, len) = r.store.section().unwrap();
         let mut bytes = Vec::new();
-        std::io::Seek::rewind(&mut file).unwrap();
-        std::io::Read::read_to_end(&mut file, &mut bytes).unwrap();
+        std::io::Seek::rewind(&mut file)
+            .and_then(|_| std::io::Read::read_to_end(&mut file, &mut bytes))
+            .unwrap();
         assert_eq!(bytes.len() as u64, len);
         let files = rperf_perfdata::sections::decode_jit_symfiles(&bytes);
         assert!(files[0].image == image_b && files[1].image == image_a);

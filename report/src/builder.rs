@@ -489,7 +489,7 @@ mod tests {
     use super::*;
     use crate::options::{Needs, ReportOptions};
 
-    const ROWS: Needs = Needs { samples: true, lines: false, places: false };
+    const ROWS: Needs = Needs { samples: true, lines: false, places: false, callers: true };
 
     fn events() -> Vec<EventDesc> {
         vec![

@@ -97,6 +97,16 @@ pub struct HtmlConfig {
 }
 
 impl ReportOptions {
+    /// What loading must keep for the format and its options: the text report shows callers
+    /// only in call graphs and with `--children`; `--symbols` and `--dsos` name callers too,
+    /// to say which values only callers match.
+    pub fn needs(&self) -> Needs {
+        let mut needs = self.format.needs();
+        let names_callers = !self.filters.symbols.is_empty() || !self.filters.dsos.is_empty();
+        needs.callers |= self.children || self.call_graph.is_some() || names_callers;
+        needs
+    }
+
     /// What loading reads, for outputs that need `needs`.
     pub fn load_config(&self, needs: Needs) -> LoadConfig {
         LoadConfig {

@@ -54,6 +54,8 @@ pub struct Converter {
     event_of_id: Option<std::collections::HashMap<u64, usize>>,
     /// Frames kept per sample.
     max_stack: usize,
+    /// The outputs show callers: every sample keeps its whole stack.
+    callers: bool,
 }
 
 /// Reads every record of `rec` and returns the profile, keeping what `opts.needs` says (and
@@ -173,6 +175,7 @@ impl Converter {
             counted: Vec::new(),
             event_of_id: rec.event_of_id.take(),
             max_stack: opts.max_stack,
+            callers: needs.callers || needs.places,
         })
     }
 
@@ -343,7 +346,9 @@ impl Converter {
                     undecodable += 1;
                     continue;
                 };
-                if d.user.is_some() {
+                if !self.keeps_callers(d.pid) {
+                    d.leaf_only();
+                } else if d.user.is_some() {
                     let unwinder = self.resolver.unwinder(&mut self.model, d.pid, d.time);
                     d.unwind(unwinder.as_deref());
                 }
@@ -357,8 +362,12 @@ impl Converter {
         };
         let mut decoded: Vec<Option<Decoded<'a>>> = raw.par_iter().map(decode).collect();
         let unwinders: Vec<Option<Arc<ProcessUnwinder>>> = decoded
-            .iter()
+            .iter_mut()
             .map(|d| match d {
+                Some(d) if !self.keeps_callers(d.pid) => {
+                    d.leaf_only();
+                    None
+                }
                 Some(d) if d.user.is_some() => self.resolver.unwinder(&mut self.model, d.pid, d.time),
                 _ => None,
             })
@@ -378,6 +387,12 @@ impl Converter {
             }
         }
         undecodable
+    }
+
+    /// Whether the samples of process `pid` keep their callers: when the outputs show them,
+    /// and in a process that runs Java, whose sampled frame shaping may hide.
+    fn keeps_callers(&self, pid: i32) -> bool {
+        self.callers || self.model.processes.get(&pid).is_some_and(|s| s.runs_java)
     }
 
     /// Adds a decoded sample; gives back its chain, for the next.

@@ -72,6 +72,22 @@ impl<'a> Decoded<'a> {
         Decoded { user, raw, ..self }
     }
 
+    /// Keeps only the sampled frame: the call chain's first, or, when the chain holds no
+    /// kernel frame, the user registers' instruction pointer. Nothing is unwound, and the
+    /// stack is not known to be truncated.
+    pub(crate) fn leaf_only(&mut self) {
+        if let Some((regs, _)) = self.user.take() {
+            if !self.chain.iter().any(|f| f.context == Context::Kernel) {
+                self.chain.clear();
+                self.chain.push(ChainFrame {
+                    addr: CodeAddress::InstructionPointer(regs.ip),
+                    context: Context::User,
+                });
+            }
+        }
+        self.chain.truncate(1);
+    }
+
     /// Unwinds the user stack with the unwinder of its process (None: a process the recording
     /// never described, whose stack stops at the sampled instruction).
     pub(crate) fn unwind(&mut self, unwinder: Option<&ProcessUnwinder>) {

@@ -70,7 +70,7 @@ pub use warning::Warning;
 
 /// Reads a recording into a profile: load, convert, symbolize.
 pub fn load(opts: &ReportOptions) -> Result<Profile, Error> {
-    Ok(load_with(opts, opts.format.needs())?.0)
+    Ok(load_with(opts, opts.needs())?.0)
 }
 
 /// Reads a recording into a profile that keeps what `needs` says, whatever the format of

@@ -22,7 +22,8 @@ impl Live {
     /// Opens `opts.input`, a recording that may still be written, for a live report; its
     /// metadata (events, the kernel's mapping) must be in it already.
     pub fn open(opts: &ReportOptions) -> Result<Live, Error> {
-        let load = opts.load_config(opts.format.needs());
+        // A live display shows the selected row's callers.
+        let load = opts.load_config(crate::Needs { callers: true, ..opts.needs() });
         let mut rec: Recording = crate::load::open(&load)?;
         let mut converter = Converter::new(&mut rec, &load, &opts.profile_config())?;
         converter.follow();

@@ -144,6 +144,9 @@ pub struct AddressSpace {
     /// from the maps (unwinders, resolved call chains) know to rebuild, even for a process
     /// id used again or a process made a copy of another's mappings by fork.
     pub generation: u64,
+    /// It has mapped ART's runtime or Java code: shaping its stacks may hide their sampled
+    /// frame (ART's machinery beside a Java method), so they keep their callers.
+    pub runs_java: bool,
 }
 
 /// A generation no address space has had yet.
@@ -290,7 +293,11 @@ impl Model {
         if kernel {
             self.kernel.insert(mapping);
         } else {
-            self.processes.entry(pid).or_default().insert(mapping);
+            let d = &self.dsos[dso as usize];
+            let java = d.is_art_runtime() || d.exec_type() != ExecType::Native;
+            let space = self.processes.entry(pid).or_default();
+            space.insert(mapping);
+            space.runs_java |= java;
         }
     }
 

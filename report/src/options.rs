@@ -215,6 +215,11 @@ pub struct Needs {
     /// tracepoint data, to be read one at a time (the report library's per-sample interface;
     /// `load_with` gives the log).
     pub places: bool,
+    /// The format shows each sample's callers. Without them a sample's stack is its sampled
+    /// frame alone (in processes that run no Java code, whose sampled frame shaping never
+    /// changes): callers are neither unwound nor named, and stacks are not counted as
+    /// truncated or broken.
+    pub callers: bool,
 }
 
 /// What rperf knows of a format besides how to render it (`output`): its name, the file
@@ -229,51 +234,63 @@ struct FormatInfo {
     compares: bool,
 }
 
-const NONE: Needs = Needs { samples: false, lines: false, places: false };
+const STACKS: Needs = Needs { samples: false, lines: false, places: false, callers: true };
 const FORMATS: [FormatInfo; 9] = [
-    FormatInfo { format: Format::Text, name: "text", endings: &[".txt"], needs: NONE, compares: true },
-    FormatInfo { format: Format::Folded, name: "folded", endings: &[".folded"], needs: NONE, compares: true },
-    FormatInfo { format: Format::Svg, name: "svg", endings: &[".svg"], needs: NONE, compares: true },
+    FormatInfo {
+        format: Format::Text,
+        name: "text",
+        endings: &[".txt"],
+        needs: Needs { callers: false, ..STACKS },
+        compares: true,
+    },
+    FormatInfo {
+        format: Format::Folded,
+        name: "folded",
+        endings: &[".folded"],
+        needs: STACKS,
+        compares: true,
+    },
+    FormatInfo { format: Format::Svg, name: "svg", endings: &[".svg"], needs: STACKS, compares: true },
     FormatInfo {
         format: Format::Html,
         name: "html",
         endings: &[".html", ".htm"],
-        needs: Needs { samples: true, lines: false, places: false },
+        needs: Needs { samples: true, lines: false, ..STACKS },
         compares: true,
     },
     FormatInfo {
         format: Format::Pprof,
         name: "pprof",
         endings: &[".pb.gz", ".pprof", ".pb"],
-        needs: Needs { samples: false, lines: true, places: false },
+        needs: Needs { samples: false, lines: true, ..STACKS },
         compares: false,
     },
     FormatInfo {
         format: Format::Gecko,
         name: "gecko",
         endings: &[".gecko.json", ".gecko"],
-        needs: Needs { samples: true, lines: false, places: false },
+        needs: Needs { samples: true, lines: false, ..STACKS },
         compares: false,
     },
     FormatInfo {
         format: Format::Json,
         name: "json",
         endings: &[".json", ".jsonl"],
-        needs: Needs { samples: true, lines: true, places: false },
+        needs: Needs { samples: true, lines: true, ..STACKS },
         compares: false,
     },
     FormatInfo {
         format: Format::Script,
         name: "script",
         endings: &[".script"],
-        needs: Needs { samples: true, lines: false, places: false },
+        needs: Needs { samples: true, lines: false, ..STACKS },
         compares: false,
     },
     FormatInfo {
         format: Format::ReportSample,
         name: "report-sample",
         endings: &[".trace"],
-        needs: Needs { samples: true, lines: false, places: false },
+        needs: Needs { samples: true, lines: false, ..STACKS },
         compares: false,
     },
 ];
@@ -307,7 +324,8 @@ impl Format {
             .map(|(_, f, _)| f)
     }
 
-    /// What loading must keep for this format.
+    /// What loading must keep for this format, whatever its options ask
+    /// (`ReportOptions::needs` adds those).
     pub fn needs(self) -> Needs {
         self.info().needs
     }

@@ -176,7 +176,7 @@ impl Session {
     /// Reads the recording, on the first call that needs its samples.
     fn load(&mut self) -> Result<&mut Loaded, String> {
         if self.loaded.is_none() {
-            let needs = Needs { samples: false, lines: false, places: true };
+            let needs = Needs { samples: false, lines: false, places: true, callers: true };
             self.opts.show_ip = self.show_ip;
             self.opts.merge_java_methods = self.merge_java;
             let (profile, samples) = report::load_with(&self.opts, needs).map_err(|e| e.to_string())?;

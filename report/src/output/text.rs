@@ -85,8 +85,10 @@ pub fn write(out: &mut dyn Write, p: &Profile, opts: &TextConfig) -> io::Result<
             s.config
         )?;
         writeln!(out, "Samples: {}", s.samples)?;
-        // With call chains shown, as simpleperf says it.
-        if s.error_callchains > 0 && (opts.children || opts.call_graph.is_some()) {
+        // Said of stacks where stacks are shown (as simpleperf says error callchains): the
+        // table alone reads only sampled frames.
+        let stacks_shown = opts.children || opts.call_graph.is_some();
+        if s.error_callchains > 0 && stacks_shown {
             let share = 100.0 * s.error_callchains as f64 / s.samples.max(1) as f64;
             writeln!(out, "Error Callchains: {}, {share:.6}%", s.error_callchains)?;
         }
@@ -98,7 +100,7 @@ pub fn write(out: &mut dyn Write, p: &Profile, opts: &TextConfig) -> io::Result<
         if s.lost > 0 {
             writeln!(out, "Lost samples: {}", s.lost)?;
         }
-        if s.truncated > 0 {
+        if s.truncated > 0 && stacks_shown {
             writeln!(out, "Truncated stacks: {}", s.truncated)?;
         }
         writeln!(out)?;
@@ -134,7 +136,7 @@ pub fn table(p: &Profile, opts: &TextConfig, n: usize) -> Table {
     let Some(s) = p.main_section() else { return Table { samples: 0, titles: Vec::new(), rows: Vec::new() } };
     let agg = EventAggregate::of_section(p, s, opts);
     let has = |k| opts.sort.contains(&k);
-    let rows = sorted_entries(&agg, s.weight, opts)
+    let rows = sorted_entries(&agg, s.weight, &p.names, opts)
         .into_iter()
         .take(n)
         .map(|(k, e)| TableRow {
@@ -223,7 +225,7 @@ fn write_section(
     opts: &TextConfig,
 ) -> io::Result<()> {
     let total = section.weight;
-    let entries = sorted_entries(agg, total, opts);
+    let entries = sorted_entries(agg, total, names, opts);
     let head = column_titles(opts, section);
     let rows: Vec<Vec<String>> =
         entries.iter().map(|(k, e)| row(k, e, section, names, total, opts)).collect();
@@ -274,10 +276,12 @@ fn write_section(
 }
 
 /// The entries shown, in simpleperf's order: by weight, entries whose call graph is skipped
-/// after those shown, then by self weight; those under `--percent-limit` left out.
+/// after those shown, then by self weight, then by name; those under `--percent-limit` left
+/// out.
 fn sorted_entries<'a>(
     agg: &'a EventAggregate,
     total: u64,
+    names: &Names,
     opts: &TextConfig,
 ) -> Vec<(&'a EntryKey, &'a Entry)> {
     let mut entries: Vec<(&EntryKey, &Entry)> = agg.entries.iter().collect();
@@ -289,10 +293,32 @@ fn sorted_entries<'a>(
             .cmp(&weight(a.1))
             .then_with(|| skipped(a.1).cmp(&skipped(b.1)))
             .then_with(|| b.1.period.cmp(&a.1.period))
-            .then_with(|| a.0.cmp(b.0))
+            .then_with(|| by_names(names, a.0, b.0))
     });
     entries.retain(|(_, e)| weight(e) > 0 && pct(weight(e), total) >= opts.percent_limit);
     entries
+}
+
+/// Entries in the order of what they show, as simpleperf compares them: thread name, process,
+/// thread, binary, function, source line, address. Ids are the order names were met in,
+/// which depends on how much of each stack was read.
+fn by_names(names: &Names, a: &EntryKey, b: &EntryKey) -> std::cmp::Ordering {
+    let dso = |id: u32| names.dsos.get(id as usize).map_or("", |d| d.display_name());
+    let func = |id: u32| names.funcs.get(id as usize).map_or("", |f| f.name.as_str());
+    let line =
+        |id: u32| id.checked_sub(1).and_then(|l| names.srclines.get(l as usize)).map_or("", String::as_str);
+    names
+        .comm(a.comm)
+        .cmp(names.comm(b.comm))
+        .then(a.pid.cmp(&b.pid))
+        .then(a.tid.cmp(&b.tid))
+        .then_with(|| dso(a.dso).cmp(dso(b.dso)))
+        .then_with(|| func(a.func).cmp(func(b.func)))
+        .then_with(|| line(a.srcline).cmp(line(b.srcline)))
+        .then(a.vaddr.cmp(&b.vaddr))
+        .then_with(|| dso(a.from_dso).cmp(dso(b.from_dso)))
+        .then_with(|| func(a.from_func).cmp(func(b.from_func)))
+        .then_with(|| a.cmp(b))
 }
 
 /// Whether event counts are columns: as simpleperf names them; CSV output always has them,
