@@ -242,6 +242,7 @@ impl Converter {
         }
         tally.undecodable += self.add_samples(&samples, &event_of_id);
         self.event_of_id = event_of_id;
+        self.resolver.load_ahead(&self.model);
     }
 
     /// Names may be asked for before every record is in (a live report).

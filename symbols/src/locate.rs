@@ -65,6 +65,19 @@ impl BinaryFinder {
         }
     }
 
+    /// A copy that finds what this finder finds on this machine, and fetches nothing: for
+    /// loading binaries on another thread.
+    pub fn local_copy(&self) -> BinaryFinder {
+        BinaryFinder {
+            symfs: self.symfs.clone(),
+            by_build_id: self.by_build_id.clone(),
+            recorded_vdso: self.recorded_vdso.clone(),
+            same_kernel: self.same_kernel,
+            debuginfod: None,
+            fetched: HashMap::new(),
+        }
+    }
+
     /// Also finds binaries by build id anywhere under `dirs` (searched recursively, links not
     /// followed): `--symdir`. Files named by the symbol directories' build_id_lists come first.
     pub fn add_symdirs(&mut self, dirs: &[PathBuf]) {

@@ -244,18 +244,20 @@ fn write_section(
             *w = (*w).max(c.chars().count());
         }
     }
-    let line = |cells: &[String]| {
+    // Each cell padded to its column's width, but the last; straight into the output.
+    let line = |out: &mut dyn Write, cells: &[String]| -> io::Result<()> {
         let last = cells.len() - 1;
-        cells
-            .iter()
-            .enumerate()
-            .map(|(i, c)| if i == last { c.clone() } else { format!("{c:<w$}", w = widths[i]) })
-            .collect::<Vec<_>>()
-            .join("  ")
+        for (i, c) in cells.iter().enumerate() {
+            match i == last {
+                true => writeln!(out, "{c}")?,
+                false => write!(out, "{c:<w$}  ", w = widths[i])?,
+            }
+        }
+        Ok(())
     };
-    writeln!(out, "{}", line(&head))?;
+    line(out, &head)?;
     for (r, (_, e)) in rows.iter().zip(&entries) {
-        writeln!(out, "{}", line(r))?;
+        line(out, r)?;
         if opts.call_graph.is_some() {
             // A brief call graph leaves out what another entry's graph shows whole: the graph
             // of an entry reached from only one other entry is part of that one's.
@@ -285,6 +287,7 @@ fn sorted_entries<'a>(
     opts: &TextConfig,
 ) -> Vec<(&'a EntryKey, &'a Entry)> {
     let mut entries: Vec<(&EntryKey, &Entry)> = agg.entries.iter().collect();
+    let dsos: Vec<&str> = names.dsos.iter().map(|d| d.display_name()).collect();
     let weight = |e: &Entry| if opts.children { e.children } else { e.period };
     let skipped =
         |e: &Entry| opts.call_graph.is_some() && matches!(e.parent, super::aggregate::Parent::One(_));
@@ -293,7 +296,7 @@ fn sorted_entries<'a>(
             .cmp(&weight(a.1))
             .then_with(|| skipped(a.1).cmp(&skipped(b.1)))
             .then_with(|| b.1.period.cmp(&a.1.period))
-            .then_with(|| by_names(names, a.0, b.0))
+            .then_with(|| by_names(names, &dsos, a.0, b.0))
     });
     entries.retain(|(_, e)| weight(e) > 0 && pct(weight(e), total) >= opts.percent_limit);
     entries
@@ -302,8 +305,8 @@ fn sorted_entries<'a>(
 /// Entries in the order of what they show, as simpleperf compares them: thread name, process,
 /// thread, binary, function, source line, address. Ids are the order names were met in,
 /// which depends on how much of each stack was read.
-fn by_names(names: &Names, a: &EntryKey, b: &EntryKey) -> std::cmp::Ordering {
-    let dso = |id: u32| names.dsos.get(id as usize).map_or("", |d| d.display_name());
+fn by_names(names: &Names, dsos: &[&str], a: &EntryKey, b: &EntryKey) -> std::cmp::Ordering {
+    let dso = |id: u32| dsos.get(id as usize).copied().unwrap_or("");
     let func = |id: u32| names.funcs.get(id as usize).map_or("", |f| f.name.as_str());
     let line =
         |id: u32| id.checked_sub(1).and_then(|l| names.srclines.get(l as usize)).map_or("", String::as_str);

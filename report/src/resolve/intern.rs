@@ -17,9 +17,10 @@ pub(super) struct Place {
 pub(super) struct Interner {
     /// Interned functions.
     pub(super) funcs: Vec<Func>,
-    /// Functions by binary, name, inlined or not, and name as stored: C++ overloads are
-    /// functions of their own even when named without their parameters, as perf shows them.
-    func_index: HashMap<(DsoId, String, bool, Option<String>), FuncId>,
+    /// Functions by the hash of their binary, name, inlined or not, and name as stored: C++
+    /// overloads are functions of their own even when named without their parameters, as perf
+    /// shows them. Looked up without copying the names (every frame address asks).
+    func_index: rustc_hash::FxHashMap<u64, Vec<FuncId>>,
     /// Interned source lines.
     pub(super) srclines: Vec<String>,
     srcline_index: HashMap<String, u32>,
@@ -32,14 +33,21 @@ pub(super) struct Interner {
 
 impl Interner {
     pub(super) fn func(&mut self, dso: DsoId, name: &str, system: Option<&str>, inlined: bool) -> FuncId {
-        let system = system.filter(|s| *s != name).map(str::to_string);
-        let key = (dso, name.to_string(), inlined, system);
-        if let Some(&id) = self.func_index.get(&key) {
+        use std::hash::{Hash, Hasher};
+        let system = system.filter(|s| *s != name);
+        let mut h = rustc_hash::FxHasher::default();
+        (dso, name, inlined, system).hash(&mut h);
+        let ids = self.func_index.entry(h.finish()).or_default();
+        let funcs = &mut self.funcs;
+        let same = |f: &Func| {
+            f.dso == dso && f.inlined == inlined && f.name == name && f.system.as_deref() == system
+        };
+        if let Some(&id) = ids.iter().find(|&&id| same(&funcs[id as usize])) {
             return id;
         }
-        let id = self.funcs.len() as FuncId;
-        self.funcs.push(Func { dso, name: key.1.clone(), inlined, system: key.3.clone() });
-        self.func_index.insert(key, id);
+        let id = funcs.len() as FuncId;
+        funcs.push(Func { dso, name: name.to_string(), inlined, system: system.map(str::to_string) });
+        ids.push(id);
         id
     }
 

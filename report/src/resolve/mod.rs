@@ -12,6 +12,7 @@ mod intern;
 mod jit_sources;
 mod kernel_source;
 mod naming;
+mod prefetch;
 mod types;
 
 use std::collections::HashMap;
@@ -93,6 +94,8 @@ pub struct Resolver {
     source_frames: HashMap<DsoId, HashMap<u64, Vec<rperf_symbols::SourceFrame>>>,
     /// The frames of recent call chains (`frames`).
     chains: rustc_hash::FxHashMap<u64, ResolvedChain>,
+    /// Binaries being loaded while samples are read.
+    prefetch: prefetch::Prefetch,
     arch: Arch,
     /// Warnings to show once (build-id mismatches, missing binaries).
     pub warnings: Vec<crate::Warning>,
@@ -113,6 +116,7 @@ impl Resolver {
         jit.trust_any_owner = config.trust_any_owner;
         Resolver {
             config,
+            prefetch: prefetch::Prefetch::new(&finder),
             binaries: Binaries::new(finder, kernel, stored),
             jit,
             names: Interner::default(),
@@ -181,6 +185,11 @@ impl Resolver {
             frames: out.clone(),
         };
         self.chains.insert(key, seen);
+    }
+
+    /// Starts loading, beside the caller, the binaries of the frames met since the last call.
+    pub fn load_ahead(&mut self, model: &Model) {
+        self.prefetch.start(&self.addrs, model, &self.binaries.loaded);
     }
 
     /// Whether the frame `id` is in no mapping of its process (nor the kernel, nor JIT code).

@@ -10,6 +10,15 @@ use super::types::{AddrKind, FrameAddr, Func, Symbolized};
 use super::{NameStyle, Resolver};
 use crate::model::{DsoId, DsoKind, Model};
 
+/// The most names a naming thread keeps demangled.
+const DEMANGLED_MAX: usize = 1 << 16;
+
+thread_local! {
+    /// Names this thread demangled in one style, by stored name.
+    static DEMANGLED: std::cell::RefCell<(NameStyle, rustc_hash::FxHashMap<Box<str>, String>)> =
+        Default::default();
+}
+
 /// The names found for one frame address.
 #[derive(Default)]
 struct Named {
@@ -93,6 +102,9 @@ impl Resolver {
     /// Loads the binaries of the frames to name, and their symbol tables, side by side.
     fn load_binaries(&mut self, model: &Model) {
         use rayon::prelude::*;
+        for (dso, b) in self.prefetch.finish() {
+            self.binaries.loaded.entry(dso).or_insert(Some(b));
+        }
         let wanted: Vec<DsoId> = {
             let mut v: Vec<DsoId> = self
                 .addrs
@@ -197,8 +209,10 @@ impl Resolver {
                 out.places.push(p);
             }
             out.spans.push((start, out.flat.len() as u32 - start));
-            let line = named.srcline.unwrap_or_else(place_name);
-            out.srcline.push(if self.config.want_srclines { self.names.srcline(line) } else { 0 });
+            out.srcline.push(match self.config.want_srclines {
+                true => self.names.srcline(named.srcline.unwrap_or_else(place_name)),
+                false => 0,
+            });
         }
         self.addrs = addrs;
         out
@@ -242,13 +256,28 @@ impl Resolver {
         }
     }
 
-    /// A stored (mangled) name as reports show it.
+    /// A stored (mangled) name as reports show it. Every address of a function asks for its
+    /// name, so each naming thread keeps the names it demangled (up to `DEMANGLED` of them).
     fn demangle(&self, name: &str) -> String {
-        match self.config.names {
-            NameStyle::Full => rperf_symbols::demangle_full(name),
-            NameStyle::Short => rperf_symbols::demangle(name),
-            NameStyle::Mangled => name.to_string(),
+        let style = self.config.names;
+        if style == NameStyle::Mangled {
+            return name.to_string();
         }
+        DEMANGLED.with_borrow_mut(|(kept_style, memo)| {
+            if *kept_style != style || memo.len() >= DEMANGLED_MAX {
+                *kept_style = style;
+                memo.clear();
+            }
+            if let Some(shown) = memo.get(name) {
+                return shown.clone();
+            }
+            let shown = match style {
+                NameStyle::Short => rperf_symbols::demangle(name),
+                _ => rperf_symbols::demangle_full(name),
+            };
+            memo.insert(name.into(), shown.clone());
+            shown
+        })
     }
 
     /// A symbol's name as reports show it, and as stored.
