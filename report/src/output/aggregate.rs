@@ -3,6 +3,8 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::call_tree::CallTree;
+use super::common::pct;
 use crate::configs::TextConfig;
 use crate::options::{CallOrder, SortKey};
 use crate::profile::{Profile, Section};
@@ -51,122 +53,6 @@ pub struct EntryKey {
     pub from_dso: u32,
     /// With `-b`: the function id the branch left.
     pub from_func: u32,
-}
-
-/// A call-graph node. Its children are a list through the nodes themselves, so that a tree of
-/// any size is one allocation (call trees of deep stacks hold millions of nodes); the list is
-/// kept most recently reached first, where the next path most likely goes. Nodes are numbered
-/// in the order they were first reached.
-#[derive(Clone, Debug)]
-pub struct Node {
-    /// The function (`u32::MAX` for the root).
-    pub func: FuncId,
-    /// Event count through this node.
-    pub period: u64,
-    first_child: u32,
-    next_sibling: u32,
-    /// Children.
-    kids: u32,
-}
-
-/// No node.
-const NO_NODE: u32 = u32::MAX;
-
-impl Node {
-    fn new(func: FuncId) -> Node {
-        Node { func, period: 0, first_child: NO_NODE, next_sibling: NO_NODE, kids: 0 }
-    }
-}
-
-/// A call tree with a virtual root.
-#[derive(Clone, Debug)]
-pub struct CallTree {
-    /// Nodes; 0 is the root.
-    pub nodes: Vec<Node>,
-    /// The children of nodes with more than `LISTED` of them, by (parent, function): a
-    /// function called from many places (an allocator, the callers of a hot leaf) has
-    /// thousands, and walking their list had been a sixth of `report -g`.
-    wide: FxHashMap<(u32, FuncId), u32>,
-}
-
-/// The most children a node has before they are found through `CallTree::wide`.
-const LISTED: u32 = 8;
-
-impl Default for CallTree {
-    fn default() -> Self {
-        CallTree { nodes: vec![Node::new(u32::MAX)], wide: FxHashMap::default() }
-    }
-}
-
-impl CallTree {
-    /// The children of `node`, in the order they were first reached.
-    pub fn children(&self, node: usize) -> Vec<usize> {
-        let mut kids = Vec::new();
-        let mut at = self.nodes[node].first_child;
-        while at != NO_NODE {
-            kids.push(at as usize);
-            at = self.nodes[at as usize].next_sibling;
-        }
-        kids.sort_unstable();
-        kids
-    }
-
-    fn add_path(&mut self, path: impl Iterator<Item = FuncId>, period: u64) {
-        let mut at = 0usize;
-        self.nodes[0].period = self.nodes[0].period.saturating_add(period);
-        for func in path {
-            let next = self.child(at, func);
-            self.nodes[next].period = self.nodes[next].period.saturating_add(period);
-            at = next;
-        }
-    }
-
-    /// The child of `parent` for `func`, made when there is none; either way it moves to the
-    /// front of the parent's list.
-    fn child(&mut self, parent: usize, func: FuncId) -> usize {
-        if self.nodes[parent].kids > LISTED {
-            if let Some(&at) = self.wide.get(&(parent as u32, func)) {
-                return at as usize;
-            }
-            let at = self.push_child(parent, func);
-            self.wide.insert((parent as u32, func), at as u32);
-            return at;
-        }
-        let first = self.nodes[parent].first_child;
-        let (mut prev, mut at) = (NO_NODE, first);
-        while at != NO_NODE && self.nodes[at as usize].func != func {
-            prev = at;
-            at = self.nodes[at as usize].next_sibling;
-        }
-        if at == NO_NODE {
-            let at = self.push_child(parent, func);
-            if self.nodes[parent].kids > LISTED {
-                let mut kid = self.nodes[parent].first_child;
-                while kid != NO_NODE {
-                    self.wide.insert((parent as u32, self.nodes[kid as usize].func), kid);
-                    kid = self.nodes[kid as usize].next_sibling;
-                }
-            }
-            return at;
-        } else if prev != NO_NODE {
-            self.nodes[prev as usize].next_sibling = self.nodes[at as usize].next_sibling;
-            self.nodes[at as usize].next_sibling = first;
-        } else {
-            return at as usize;
-        }
-        self.nodes[parent].first_child = at;
-        at as usize
-    }
-
-    /// A new child of `parent`, at the front of its list.
-    fn push_child(&mut self, parent: usize, func: FuncId) -> usize {
-        let at = self.nodes.len();
-        let first = self.nodes[parent].first_child;
-        self.nodes.push(Node { next_sibling: first, ..Node::new(func) });
-        self.nodes[parent].first_child = at as u32;
-        self.nodes[parent].kids += 1;
-        at
-    }
 }
 
 /// Adds a sample's counter values to an entry's, at `at` (its self values at 0, with
@@ -331,17 +217,33 @@ impl AggregateConfig {
     }
 }
 
+/// The least share of the section's weight a call-tree node has to be shown (percent): the
+/// `--percent-limit`, and in brief call graphs at least 0.5%.
+pub(super) fn tree_limit(opts: &TextConfig) -> f64 {
+    if opts.full_callgraph {
+        opts.percent_limit
+    } else {
+        opts.percent_limit.max(0.5)
+    }
+}
+
 impl EventAggregate {
     /// The entries of one section of a profile.
     pub fn of_section(p: &Profile, section: &Section, opts: &TextConfig) -> EventAggregate {
         let cfg = AggregateConfig::new(opts);
-        if cfg.children && cfg.call_graph.is_some() && !opts.full_callgraph {
+        if cfg.children && cfg.call_graph.is_some() && !opts.full_callgraph && !cfg.branches {
             // A brief call graph shows no tree for an entry always reached from one other
-            // (its graph is part of that one's): found first, so that only the trees shown are
-            // built.
-            let counted = Self::fold(p, section, &cfg, Some(Default::default()));
-            let shown = counted.entries.iter().filter(|(_, e)| !matches!(e.parent, Parent::One(_)));
-            return Self::fold(p, section, &cfg, Some(shown.map(|(k, _)| *k).collect()));
+            // (its graph is part of that one's), nor for one under the least share a node
+            // shows (a node's share is at most its entry's): found first, so that only the
+            // trees shown are built, and each then cut to the nodes shown.
+            let mut agg = Self::fold(p, section, &cfg, Some(Default::default()));
+            let limit = tree_limit(opts);
+            let shows = |weight: u64| pct(weight, section.weight) >= limit;
+            let shown =
+                agg.entries.iter().filter(|(_, e)| !matches!(e.parent, Parent::One(_)) && shows(e.children));
+            let shown: FxHashSet<EntryKey> = shown.map(|(k, _)| *k).collect();
+            agg.grow_trees(p, section, &cfg, &shown, shows);
+            return agg;
         }
         Self::fold(p, section, &cfg, None)
     }
@@ -354,39 +256,56 @@ impl EventAggregate {
         trees_for: Option<FxHashSet<EntryKey>>,
     ) -> EventAggregate {
         let mut agg = EventAggregate { trees_for, ..Default::default() };
-        let mut vaddrs = Vec::new();
-        for (i, c) in section.stacks.iter().enumerate() {
-            let branch;
-            let frames = if cfg.branches {
-                let Some(ends) = cfg.branch_ends(p, c.stack) else { continue };
-                branch = ends;
-                &branch[..]
-            } else {
-                &p.stack_funcs[c.stack as usize][..]
-            };
-            vaddrs.clear();
-            if cfg.by_vaddr() {
-                for &a in &p.stacks[c.stack as usize] {
-                    let v = p.symbols.vaddr_in_file(a);
-                    vaddrs.extend(p.symbols.funcs(a).iter().map(|_| v));
+        each_sample(p, section, cfg, |_, sample| agg.add(cfg, sample, &p.names.funcs, p.selected.as_deref()));
+        agg
+    }
+
+    /// Builds the call trees of the entries `shown`, one entry at a time, each cut to the
+    /// nodes whose weight `shows` keeps: only one whole tree is held at once.
+    fn grow_trees(
+        &mut self,
+        p: &Profile,
+        section: &Section,
+        cfg: &AggregateConfig,
+        shown: &FxHashSet<EntryKey>,
+        shows: impl Fn(u64) -> bool,
+    ) {
+        let mut keys: Vec<EntryKey> = shown.iter().copied().collect();
+        keys.sort_unstable();
+        let id: FxHashMap<EntryKey, u32> = keys.iter().zip(0..).map(|(k, i)| (*k, i)).collect();
+        let is_selected =
+            |f: FuncId| p.selected.as_deref().is_none_or(|s| s.get(f as usize).copied().unwrap_or(true));
+        // Where each shown entry first is on each stack, innermost first, as `add` counts it:
+        // (entry, stack count, frame).
+        let mut at: Vec<(u32, u32, u32)> = Vec::new();
+        let mut seen = FxHashSet::default();
+        each_sample(p, section, cfg, |n, s| {
+            seen.clear();
+            for i in (0..s.frames.len()).filter(|&i| is_selected(s.frames[i])) {
+                let key = cfg.key(s, i, &p.names.funcs);
+                if let Some(&e) = id.get(&key).filter(|_| seen.insert(key)) {
+                    at.push((e, n as u32, i as u32));
                 }
             }
-            let srcline = p.stacks[c.stack as usize].first().map_or(0, |a| p.symbols.srcline[*a as usize]);
-            let t = c.thread;
-            let sample = ResolvedSample {
-                comm: t.comm,
-                pid: t.pid,
-                tid: t.tid,
-                period: c.weight,
-                samples: c.samples,
-                srcline,
-                frames,
-                vaddrs: &vaddrs,
-                counted: section.counted.get(i).map_or(&[], Vec::as_slice),
-            };
-            agg.add(cfg, &sample, &p.names.funcs, p.selected.as_deref());
+        });
+        // Stable: each entry's stacks in the section's order, as a single fold adds them.
+        at.sort_by_key(|a| a.0);
+        for group in at.chunk_by(|a, b| a.0 == b.0) {
+            let mut tree = CallTree::default();
+            for &(_, n, i) in group {
+                let c = &section.stacks[n as usize];
+                let frames = &p.stack_funcs[c.stack as usize];
+                match cfg.call_graph {
+                    Some(CallOrder::Caller) => {
+                        tree.add_path(frames[..=i as usize].iter().rev().copied(), c.weight)
+                    }
+                    _ => tree.add_path(frames[i as usize..].iter().copied(), c.weight),
+                }
+            }
+            if let Some(e) = self.entries.get_mut(&keys[group[0].0 as usize]) {
+                e.tree = tree.pruned(&shows);
+            }
         }
-        agg
     }
 
     /// Folds one sample in; only functions in `selected` (all, when None) become entries.
@@ -472,31 +391,53 @@ impl EventAggregate {
     }
 }
 
+/// Each stack count of a section as a sample, with its index: its frames (a branch's target
+/// and source with `-b`), their addresses in their binaries when sorted by them, its source
+/// line and counters.
+fn each_sample(
+    p: &Profile,
+    section: &Section,
+    cfg: &AggregateConfig,
+    mut f: impl FnMut(usize, &ResolvedSample<'_>),
+) {
+    let mut vaddrs = Vec::new();
+    for (i, c) in section.stacks.iter().enumerate() {
+        let branch;
+        let frames = if cfg.branches {
+            let Some(ends) = cfg.branch_ends(p, c.stack) else { continue };
+            branch = ends;
+            &branch[..]
+        } else {
+            &p.stack_funcs[c.stack as usize][..]
+        };
+        vaddrs.clear();
+        if cfg.by_vaddr() {
+            for &a in &p.stacks[c.stack as usize] {
+                let v = p.symbols.vaddr_in_file(a);
+                vaddrs.extend(p.symbols.funcs(a).iter().map(|_| v));
+            }
+        }
+        let srcline = p.stacks[c.stack as usize].first().map_or(0, |a| p.symbols.srcline[*a as usize]);
+        let t = c.thread;
+        let sample = ResolvedSample {
+            comm: t.comm,
+            pid: t.pid,
+            tid: t.tid,
+            period: c.weight,
+            samples: c.samples,
+            srcline,
+            frames,
+            vaddrs: &vaddrs,
+            counted: section.counted.get(i).map_or(&[], Vec::as_slice),
+        };
+        f(i, &sample);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ReportOptions;
-
-    #[test]
-    fn wide_nodes_find_their_children_through_the_index() {
-        let mut tree = CallTree::default();
-        // Node 0's child 100 gets 3 * LISTED children, each reached twice, in two orders.
-        for round in 0..2u64 {
-            for i in 0..3 * LISTED {
-                let f = if round == 0 { i } else { 3 * LISTED - 1 - i };
-                tree.add_path([100, f].into_iter(), 1 + u64::from(f));
-            }
-        }
-        let top = tree.children(0);
-        assert_eq!(top.len(), 1);
-        let kids = tree.children(top[0]);
-        assert_eq!(kids.len(), 3 * LISTED as usize, "each function is one child");
-        // In the order first reached, each with both rounds' counts.
-        for (i, &k) in kids.iter().enumerate() {
-            assert_eq!((tree.nodes[k].func, tree.nodes[k].period), (i as u32, 2 * (1 + i as u64)));
-        }
-        assert_eq!(tree.nodes[top[0]].period, tree.nodes[0].period);
-    }
 
     fn funcs() -> Vec<Func> {
         ["leaf", "mid", "main"]

@@ -1,8 +1,17 @@
-//! What several formats print alike: the name of what weights count, flamegraph titles.
+//! What several formats print alike: shares, the name of what weights count, flamegraph titles.
 
 use crate::configs::FlameConfig;
 use crate::escape::printable;
 use crate::profile::Profile;
+
+/// `part` as a percentage of `total` (0 of nothing).
+pub(super) fn pct(part: u64, total: u64) -> f64 {
+    if total == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / total as f64
+    }
+}
 
 /// What the weights of stack outputs count.
 pub(super) fn count_name(p: &Profile, opts: &FlameConfig) -> &'static str {

@@ -2,6 +2,7 @@
 //! decides nothing about which samples count or how much they weigh.
 
 mod aggregate;
+mod call_tree;
 mod common;
 mod flame;
 mod gecko;

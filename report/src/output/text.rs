@@ -4,7 +4,9 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
-use super::aggregate::{CallTree, Entry, EntryKey, EventAggregate};
+use super::aggregate::{Entry, EntryKey, EventAggregate};
+use super::call_tree::CallTree;
+use super::common::pct;
 use crate::configs::TextConfig;
 use crate::options::SortKey;
 use crate::profile::{Names, Profile};
@@ -39,14 +41,6 @@ fn func_label(names: &Names, id: u32) -> String {
         Some(f) if f.inlined => format!("{} (inlined)", crate::escape::printable(&f.name)),
         Some(f) => crate::escape::printable(&f.name).into_owned(),
         None => "[unknown]".into(),
-    }
-}
-
-fn pct(part: u64, total: u64) -> f64 {
-    if total == 0 {
-        0.0
-    } else {
-        100.0 * part as f64 / total as f64
     }
 }
 
@@ -264,8 +258,7 @@ fn write_section(
             if !opts.full_callgraph && matches!(e.parent, super::aggregate::Parent::One(_)) {
                 writeln!(out, "       [skipped in brief callgraph mode]")?;
             } else {
-                let limit =
-                    if opts.full_callgraph { opts.percent_limit } else { opts.percent_limit.max(0.5) };
+                let limit = super::aggregate::tree_limit(opts);
                 let max_depth = opts.call_graph_depth.unwrap_or(usize::MAX);
                 let style = TreeStyle { names, total, limit, raw: opts.raw_period, max_depth };
                 write_tree(out, &e.tree, &style)?;
