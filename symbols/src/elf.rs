@@ -126,6 +126,18 @@ impl ElfInfo {
         self.dwarf_file().is_none()
     }
 
+    /// The bytes of the symbol table this binary holds (.symtab and .strtab, else .dynsym
+    /// and .dynstr): about what reading it touches. A stripped binary's full table may be in
+    /// a debug file besides.
+    pub fn symbol_table_bytes(&self) -> u64 {
+        let Ok(obj) = object::File::parse(&self.data[..]) else { return 0 };
+        let size = |name| obj.section_by_name(name).map_or(0, |s| s.size());
+        match size(".symtab") {
+            0 => size(".dynsym") + size(".dynstr"),
+            n => n + size(".strtab"),
+        }
+    }
+
     /// Function symbols (.symtab, else .dynsym, with MiniDebugInfo's), read on first use: a
     /// binary loaded to unwind through it may never be named, and a report reads the tables
     /// of the binaries it names side by side.

@@ -290,20 +290,24 @@ impl EventAggregate {
         });
         // Stable: each entry's stacks in the section's order, as a single fold adds them.
         at.sort_by_key(|a| a.0);
-        for group in at.chunk_by(|a, b| a.0 == b.0) {
-            let mut tree = CallTree::default();
-            for &(_, n, i) in group {
-                let c = &section.stacks[n as usize];
-                let frames = &p.stack_funcs[c.stack as usize];
-                match cfg.call_graph {
-                    Some(CallOrder::Caller) => {
-                        tree.add_path(frames[..=i as usize].iter().rev().copied(), c.weight)
-                    }
-                    _ => tree.add_path(frames[i as usize..].iter().copied(), c.weight),
-                }
+        let caller = cfg.call_graph == Some(CallOrder::Caller);
+        // A path's `d`th function from the entry: towards the sampled one in caller order,
+        // towards the root in callee order.
+        let step = |(n, i): (u32, u32), d: usize| {
+            let frames = &p.stack_funcs[section.stacks[n as usize].stack as usize];
+            let i = i as usize;
+            if caller {
+                i.checked_sub(d).map(|j| frames[j])
+            } else {
+                frames.get(i + d).copied()
             }
+        };
+        let weight = |n: u32| section.stacks[n as usize].weight;
+        for group in at.chunk_by(|a, b| a.0 == b.0) {
+            let mut paths: Vec<(u32, u32)> = group.iter().map(|&(_, n, i)| (n, i)).collect();
+            let tree = CallTree::from_paths(&mut paths, step, weight, &shows);
             if let Some(e) = self.entries.get_mut(&keys[group[0].0 as usize]) {
-                e.tree = tree.pruned(&shows);
+                e.tree = tree;
             }
         }
     }

@@ -110,38 +110,47 @@ impl CallTree {
         at as usize
     }
 
-    /// The tree without the nodes whose weight `keep` refuses and what is under them (no
-    /// more than their weight); nodes keep their order.
-    pub(super) fn pruned(&self, keep: impl Fn(u64) -> bool) -> CallTree {
-        let mut out = CallTree { nodes: Vec::new(), wide: FxHashMap::default() };
-        // A node comes after its parent: a node is kept once its parent was.
-        let mut index = vec![NO_NODE; self.nodes.len()];
-        index[0] = 0;
-        for (k, node) in self.nodes.iter().enumerate() {
-            if index[k] == NO_NODE {
-                continue;
-            }
-            index[k] = out.nodes.len() as u32;
-            out.nodes.push(Node::new(node.func));
-            out.nodes[index[k] as usize].period = node.period;
-            let mut kid = node.first_child;
-            while kid != NO_NODE {
-                if keep(self.nodes[kid as usize].period) {
-                    index[kid as usize] = 0;
+    /// The tree of `paths`, with only the nodes whose weight `shows` keeps (and so nothing
+    /// under a node it refuses: no more than its weight), as adding each path in turn and
+    /// cutting the rest would make it. Built from the root down, a level at a time: the paths
+    /// under a node refused are never walked further. A path is a (sample, frame) pair;
+    /// `step(path, d)` gives its `d`th function, `weight` its sample's weight. Siblings keep
+    /// the order paths first reach them in.
+    pub(super) fn from_paths(
+        paths: &mut [(u32, u32)],
+        step: impl Fn((u32, u32), usize) -> Option<FuncId>,
+        weight: impl Fn(u32) -> u64,
+        shows: impl Fn(u64) -> bool,
+    ) -> CallTree {
+        let mut tree = CallTree::default();
+        tree.nodes[0].period = paths.iter().fold(0u64, |w, p| w.saturating_add(weight(p.0)));
+        // (node, its paths, their depth below it)
+        let mut work = vec![(0usize, 0..paths.len(), 0usize)];
+        while let Some((node, range, depth)) = work.pop() {
+            let here = &mut paths[range.clone()];
+            // Stable: each function's paths stay in the order of their samples.
+            here.sort_by_key(|&p| step(p, depth).map_or(u64::MAX, u64::from));
+            let mut groups = Vec::new();
+            let mut at = 0;
+            while at < here.len() {
+                let Some(func) = step(here[at], depth) else { break };
+                let len = here[at..].iter().take_while(|&&p| step(p, depth) == Some(func)).count();
+                let first = here[at..at + len].iter().map(|p| p.0).min().unwrap_or(0);
+                let w = here[at..at + len].iter().fold(0u64, |w, p| w.saturating_add(weight(p.0)));
+                if shows(w) {
+                    groups.push((first, func, w, range.start + at..range.start + at + len));
                 }
-                kid = self.nodes[kid as usize].next_sibling;
+                at += len;
+            }
+            groups.sort_by_key(|g| g.0);
+            for (_, func, w, range) in groups {
+                let child = tree.nodes.len();
+                tree.nodes.push(Node { period: w, ..Node::new(func) });
+                tree.link(node, child as u32);
+                work.push((child, range, depth + 1));
             }
         }
-        for (k, node) in self.nodes.iter().enumerate().filter(|(k, _)| index[*k] != NO_NODE) {
-            let mut kid = node.first_child;
-            while kid != NO_NODE {
-                if index[kid as usize] != NO_NODE {
-                    out.link(index[k] as usize, index[kid as usize]);
-                }
-                kid = self.nodes[kid as usize].next_sibling;
-            }
-        }
-        out
+        tree
     }
 
     /// Makes `child` a child of `parent`, at the front of its list.
@@ -197,26 +206,32 @@ mod tests {
     }
 
     #[test]
-    fn pruning_keeps_the_nodes_shown_in_their_order() {
-        let mut tree = CallTree::default();
-        // main -> {2 (weight 11: callee 9 of 9, callee 7 of 1), 3 (1), then wide heavy callees}.
-        tree.add_path([1, 2, 9].into_iter(), 9);
-        tree.add_path([1, 2, 7].into_iter(), 1);
-        tree.add_path([1, 2].into_iter(), 1);
-        tree.add_path([1, 3].into_iter(), 1);
-        for f in 0..2 * LISTED {
-            tree.add_path([1, 100 + f, 5].into_iter(), 10);
+    fn trees_of_paths_keep_the_nodes_shown_as_adding_each_path_does() {
+        // Samples' stacks, root first, and weights: main -> {2 (11: callee 9 of 9, callee 7
+        // of 1), 3 (1), then wide heavy callees}.
+        let mut stacks: Vec<(Vec<FuncId>, u64)> =
+            vec![(vec![1, 2, 9], 9), (vec![1, 2, 7], 1), (vec![1, 2], 1), (vec![1, 3], 1)];
+        stacks.extend((0..2 * LISTED).map(|f| (vec![1, 100 + f, 5], 10)));
+        stacks.push((vec![1, 2, 9], 1));
+        let mut whole = CallTree::default();
+        for (s, w) in &stacks {
+            whole.add_path(s.iter().copied(), *w);
         }
-        let cut = tree.pruned(|w| w >= 9);
-        let main = cut.children(0);
-        assert_eq!(main.len(), 1);
-        let kids: Vec<FuncId> = cut.children(main[0]).iter().map(|&k| cut.nodes[k].func).collect();
-        let mut expected = vec![2];
-        expected.extend(100..100 + 2 * LISTED);
-        assert_eq!(kids, expected, "the heavy callees, in the order first reached; 3 is cut");
-        let a = cut.children(main[0])[0];
-        let under_a: Vec<FuncId> = cut.children(a).iter().map(|&k| cut.nodes[k].func).collect();
-        assert_eq!((under_a, cut.nodes[a].period), (vec![9], 11), "7 is cut, the weights stay");
+        let mut paths: Vec<(u32, u32)> = (0..stacks.len() as u32).map(|n| (n, 0)).collect();
+        let step = |(n, _): (u32, u32), d: usize| stacks[n as usize].0.get(d).copied();
+        let cut = CallTree::from_paths(&mut paths, step, |n| stacks[n as usize].1, |w| w >= 9);
+        // The same tree, less the light nodes: compared as `function:weight(children)`.
+        fn shape(t: &CallTree, n: usize, keep: u64) -> String {
+            let kids = t.children(n).into_iter().filter(|&k| t.nodes[k].period >= keep);
+            kids.map(|k| format!("{}:{}({})", t.nodes[k].func, t.nodes[k].period, shape(t, k, keep)))
+                .collect()
+        }
+        let main = cut.children(0)[0];
+        assert_eq!(shape(&cut, main, 0), shape(&whole, whole.children(0)[0], 9));
+        assert_eq!(cut.nodes[0].period, whole.nodes[0].period);
+        let under_main: Vec<FuncId> = cut.children(main).iter().map(|&k| cut.nodes[k].func).collect();
+        assert_eq!(under_main[0], 2, "siblings in the order first reached; 3 is cut");
+        assert_eq!(under_main.len(), 1 + 2 * LISTED as usize);
         // Its wide node still finds each child once.
         let mut more = cut.clone();
         more.add_path([1, 100 + LISTED, 5].into_iter(), 1);
