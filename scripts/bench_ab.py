@@ -2,21 +2,26 @@
 """Two rperf builds on the same recordings: `rperf report` (or other report arguments) timed
 in interleaved runs, with peak RSS from GNU time. Prints each file's medians and the ratio of
 the second build to the first, then their geometric means. For holding a change to "within
-N% of before":
+N% of before". Each build reads and writes a cache folder of its own (a temporary one, warmed
+by one untimed report of each file), so that each runs as it does on a machine it has run on:
 
     scripts/bench_ab.py --before OLD/rperf --after target/release/rperf --runs 7 FILES...
 """
 import argparse
 import math
+import os
+import shutil
 import statistics
 import subprocess
+import tempfile
 import time
 
 
-def run(binary, args, path):
+def run(binary, args, path, cache):
     cmd = ["/usr/bin/time", "-f", "%M", binary, "report", *args, "-i", path]
+    env = dict(os.environ, RPERF_CACHE_DIR=cache)
     start = time.perf_counter()
-    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     wall = time.perf_counter() - start
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed:\n{p.stderr[-2000:]}")
@@ -40,21 +45,30 @@ def main():
         with open(binary, "rb") as f:
             while f.read(1 << 20):
                 pass
+    # Each build has a cache folder of its own, warmed by one untimed report of each file:
+    # what a build keeps there (the DWARF frames it named) is not read by another build, so
+    # a shared folder would have each run load the DWARF the other's run replaced.
+    work = tempfile.mkdtemp(prefix="bench-ab-")
+    caches = {"before": os.path.join(work, "before"), "after": os.path.join(work, "after")}
+    for c in caches.values():
+        os.mkdir(c, 0o700)
     time_ratios, rss_ratios = [], []
     print(f"{'file':50} {'before s':>9} {'after s':>9} {'ratio':>6} {'before MiB':>10} {'after MiB':>10} {'ratio':>6}")
     for path in a.files:
         runs = {"before": [], "after": []}
-        run(a.after, args, path)  # the page cache warm for both
+        order = [("before", a.before), ("after", a.after)]
+        for name, binary in order:  # the page cache and each build's cache folder warm
+            run(binary, args, path, caches[name])
         for i in range(a.runs):
-            order = [("before", a.before), ("after", a.after)]
             for name, binary in order if i % 2 == 0 else reversed(order):
-                runs[name].append(run(binary, args, path))
+                runs[name].append(run(binary, args, path, caches[name]))
         med = {k: (statistics.median(w for w, _ in v), statistics.median(r for _, r in v)) for k, v in runs.items()}
         tr, rr = med["after"][0] / med["before"][0], med["after"][1] / med["before"][1]
         time_ratios.append(tr)
         rss_ratios.append(rr)
         print(f"{path[-50:]:50} {med['before'][0]:9.3f} {med['after'][0]:9.3f} {tr:6.2f} "
               f"{med['before'][1]:10.1f} {med['after'][1]:10.1f} {rr:6.2f}")
+    shutil.rmtree(work, ignore_errors=True)
     gmean = lambda v: math.exp(sum(map(math.log, v)) / len(v))
     print(f"geometric mean of after/before: time {gmean(time_ratios):.3f}, peak RSS {gmean(rss_ratios):.3f}")
 

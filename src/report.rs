@@ -442,6 +442,7 @@ fn off_cpu_mode(m: &str) -> anyhow::Result<OffCpuMode> {
 
 /// Runs `rperf report`.
 pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
+    rperf_record::sys::fixed_heap_thresholds();
     let opts = options(&a)?;
     let profile = rperf_report::load(&opts)?;
     crate::exit::warnings(&profile.warnings, None);

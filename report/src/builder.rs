@@ -343,6 +343,8 @@ impl ProfileBuilder {
         // is left out, as simpleperf leaves it out (a last switch-out weighed to the end of
         // the recording made a thread that slept through it the hottest).
         self.pending.clear();
+        // Stacks are all in: their index goes before naming loads what it reads.
+        self.stack_index = Default::default();
         let (symbols, mut funcs, srclines, files) = symbolize(&mut model);
         let any_off_cpu = self.counts.iter().any(|c| c.counts.keys().any(|k| k.2));
         let off_cpu_marker = any_off_cpu.then(|| {
@@ -577,19 +579,7 @@ mod tests {
             let thread = Thread { comm, pid: 1, tid };
             b.add_sample(
                 &model,
-                &Sample {
-                    attr: 0,
-                    time: 5,
-                    thread,
-                    cpu: 0,
-                    period: 7,
-                    addrs: &[0, 1, 2],
-                    truncated: false,
-                    broken_chain: false,
-                    places: &[],
-                    raw: None,
-                    counted: &[],
-                },
+                &Sample { time: 5, thread, period: 7, addrs: &[0, 1, 2], ..Default::default() },
             );
         }
         let p = finish(b, model);

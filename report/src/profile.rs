@@ -299,6 +299,7 @@ impl Profile {
 }
 
 /// What the builder is told of each sample.
+#[derive(Default)]
 pub struct Sample<'a> {
     /// Index of the sample's event in the file.
     pub attr: usize,

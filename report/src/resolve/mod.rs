@@ -269,9 +269,11 @@ impl Resolver {
         self.binaries.follow_kernel();
     }
 
-    /// Frees what unwinding keeps between samples, once every sample is in.
+    /// Frees what unwinding and resolving keep between samples (unwind tables, recent call
+    /// chains), once every sample is in.
     pub fn finish_unwinding(&mut self) {
         self.unwinders = Default::default();
+        self.chains = Default::default();
     }
 
     /// The unwinder of process `pid` at `time`: its executable mappings with their unwind
