@@ -22,9 +22,10 @@ Reporting: each recording (of the last round) is read by every tool that reads i
 report` (perf.data of rperf, perf and simpleperf), `perf report --stdio` (rperf's and perf's),
 `simpleperf report` (all three) and `samply import --save-only` (rperf's and perf's; samply
 keeps addresses for its server to name, so its import does not symbolize). `cat FILE` times
-reading the file from the page cache. rperf's cache folder is one of the benchmark's; `rperf
-cold` is rperf with that folder emptied before each run, as a first report on a machine is;
-`rperf -g` is its call-tree report, the peer of samply's import (which builds one call tree).
+reading the file from the page cache. rperf's cache folder is one of the benchmark's, warmed by
+one untimed report of each rperf reader; `rperf cold` is rperf with a folder of its own emptied
+before each run, as a first report on a machine is; `rperf -g` is its call-tree report, the
+peer of samply's import (which builds one call tree).
 
 Usage: scripts/bench_peers.py [--rounds 3] [--report-rounds N] [--only g++,xz] [--readers LIST]
                               [--keep DIR [--reuse]]
@@ -134,14 +135,14 @@ def timed(cmd, cwd):
     return wall, hwm / 1024, err
 
 
-def timed_report(cmd, cwd):
+def timed_report(cmd, cwd, env=None):
     """(wall seconds, peak RSS in MiB) of a command that starts no other process: the RSS from
     GNU time's wait4, exact however short the run (wait4 from this Python process would count
     the memory the child had before exec, Python's own)."""
     with tempfile.NamedTemporaryFile("r") as rss, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name, *cmd], stdout=subprocess.DEVNULL,
-                           stderr=err, cwd=cwd)
+                           stderr=err, cwd=cwd, env=env)
         wall = time.perf_counter() - start
         if p.returncode != 0:
             err.seek(0)
@@ -181,10 +182,12 @@ def record_rounds(work, programs, tools, rounds):
 
 def report_rounds(work, programs, tools, reads, rounds):
     """{(workload, recorder, reader): [(wall, MiB)]}, rounds interleaved after one untimed `cat`
-    of the file and one untimed rperf report (which fills rperf's cache folder). Reader `rperf
-    cold` is rperf with its cache folder emptied first, as a first report on a machine is."""
+    of the file and one untimed report by each rperf reader (which fills rperf's cache folder
+    with what each names). Reader `rperf cold` is rperf with a cache folder of its own emptied
+    first, as a first report on a machine is; the others' folder stays warm."""
     results = {}
-    cache = os.environ["RPERF_CACHE_DIR"]
+    cold = os.environ["RPERF_CACHE_DIR"] + "-cold"
+    cold_env = dict(os.environ, RPERF_CACHE_DIR=cold)
     for w in programs:
         folder = os.path.join(work, w)
         for rec, (_, name) in tools.items():
@@ -193,12 +196,15 @@ def report_rounds(work, programs, tools, reads, rounds):
             if not os.path.exists(f) or not who:
                 continue
             subprocess.run(["cat", f], stdout=subprocess.DEVNULL, check=True)
-            timed_report(reads["rperf"][0](f), folder)
+            for t in ["rperf", *(t for t in who if t == "rperf -g")]:
+                timed_report(reads[t][0](f), folder)
             for r in range(rounds):
                 for t in who[r % len(who):] + who[:r % len(who)]:
+                    env = None
                     if t == "rperf cold":
-                        shutil.rmtree(cache, ignore_errors=True)
-                    wall, mib, _ = timed_report(reads[t][0](f), folder)
+                        shutil.rmtree(cold, ignore_errors=True)
+                        env = cold_env
+                    wall, mib, _ = timed_report(reads[t][0](f), folder, env)
                     results.setdefault((w, rec, t), []).append((wall, mib))
                     print(f"  report {w:8} {rec:10} by {t:10} {wall:7.3f} s {mib:7.1f} MiB", file=sys.stderr)
     return results
