@@ -124,8 +124,8 @@ pub struct EventAggregate {
     pub period: u64,
     /// Entries.
     pub entries: FxHashMap<EntryKey, Entry>,
-    /// The entries whose call trees are built (all, when None).
-    trees_for: Option<FxHashSet<EntryKey>>,
+    /// Entries are counted without call trees (`grow_trees` builds those shown).
+    counts_only: bool,
     /// The entries met so far on the stack being added (kept for its allocation): a list is
     /// searched in time quadratic in the stack's depth, which deep recursions made a large
     /// part of `-g` reports.
@@ -236,7 +236,7 @@ impl EventAggregate {
             // (its graph is part of that one's), nor for one under the least share a node
             // shows (a node's share is at most its entry's): found first, so that only the
             // trees shown are built, and each then cut to the nodes shown.
-            let mut agg = Self::fold(p, section, &cfg, Some(Default::default()));
+            let mut agg = Self::fold(p, section, &cfg, true);
             let limit = tree_limit(opts);
             let shows = |weight: u64| pct(weight, section.weight) >= limit;
             let shown =
@@ -245,17 +245,12 @@ impl EventAggregate {
             agg.grow_trees(p, section, &cfg, &shown, shows);
             return agg;
         }
-        Self::fold(p, section, &cfg, None)
+        Self::fold(p, section, &cfg, false)
     }
 
-    /// Folds a section's stacks in, building the call trees of `trees_for` (all, when None).
-    fn fold(
-        p: &Profile,
-        section: &Section,
-        cfg: &AggregateConfig,
-        trees_for: Option<FxHashSet<EntryKey>>,
-    ) -> EventAggregate {
-        let mut agg = EventAggregate { trees_for, ..Default::default() };
+    /// Folds a section's stacks in, with every entry's call tree unless `counts_only`.
+    fn fold(p: &Profile, section: &Section, cfg: &AggregateConfig, counts_only: bool) -> EventAggregate {
+        let mut agg = EventAggregate { counts_only, ..Default::default() };
         each_sample(p, section, cfg, |_, sample| agg.add(cfg, sample, &p.names.funcs, p.selected.as_deref()));
         agg
     }
@@ -373,14 +368,13 @@ impl EventAggregate {
                 Some(CallOrder::Callee) if i < last => Some((i > 0).then(|| neighbour(i - 1)).flatten()),
                 _ => None,
             };
-            let with_tree = self.trees_for.as_ref().is_none_or(|t| t.contains(&key));
             let e = self.entries.entry(key).or_default();
             if let Some(from) = from {
                 e.parent.add(from);
             }
             e.children = e.children.saturating_add(s.period);
             add_counted(&mut e.counted, s.counted.len(), s.counted);
-            if !with_tree {
+            if self.counts_only {
                 continue;
             }
             match cfg.call_graph {

@@ -135,7 +135,8 @@ impl CallTree {
             while at < here.len() {
                 let Some(func) = step(here[at], depth) else { break };
                 let len = here[at..].iter().take_while(|&&p| step(p, depth) == Some(func)).count();
-                let first = here[at..at + len].iter().map(|p| p.0).min().unwrap_or(0);
+                // Paths stay in their samples' order, so a group's first reached it first.
+                let first = here[at].0;
                 let w = here[at..at + len].iter().fold(0u64, |w, p| w.saturating_add(weight(p.0)));
                 if shows(w) {
                     groups.push((first, func, w, range.start + at..range.start + at + len));
