@@ -6,7 +6,7 @@
 //! Only what this machine holds is loaded so: with debuginfod servers, naming first fetches
 //! what binaries lack (their debug files may hold the symbol table), so nothing is read ahead.
 //! A symbol table over `AHEAD_MAX` bytes is read by naming, once the reader's memory is let go
-//! of: node's (10 MB) read beside the conversion raised a report's peak from 30 to 40 MiB.
+//! of: node's (10 MB) read beside the conversion raised a node report's peak from 27 to 40 MiB.
 
 use std::collections::HashMap;
 use std::sync::mpsc::{channel, Receiver, Sender};
