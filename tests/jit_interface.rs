@@ -274,12 +274,15 @@ fn check_periods(data: &Path, out: &str, exact: bool) {
     };
     let leaves = sample_leaves(data);
     for (name, (start, end)) in [("jit_first", (first.0, first_end)), ("jit_second", second)] {
-        let within: Vec<&(u64, String)> = leaves.iter().filter(|(t, _)| *t >= start && *t <= end).collect();
+        // The script gives times in microseconds: a sample shown at `t` ran in [t, t + 999 ns],
+        // so only samples whose whole microsecond lies in the period are counted in it.
+        let within: Vec<&(u64, String)> =
+            leaves.iter().filter(|(t, _)| *t >= start && *t + 999 <= end).collect();
         assert!(within.len() > 100, "{} samples in {name}'s period", within.len());
         let named = within.iter().filter(|(_, f)| f == name).count();
         let wrong: Vec<_> =
             within.iter().filter(|(_, f)| f.starts_with("jit_") && f != name).take(5).collect();
-        assert!(wrong.is_empty(), "samples of {name}'s period named otherwise: {wrong:?}");
+        assert!(wrong.is_empty(), "samples of {name}'s period ({start}..={end}) named otherwise: {wrong:?}");
         assert!(named * 10 >= within.len() * 9, "{named} of {} samples in {name}'s period", within.len());
     }
     // Both files are kept, each naming its function, over the same code.
