@@ -84,8 +84,9 @@ pub fn decode_jitdumps(d: &[u8]) -> HashMap<i32, Vec<u8>> {
 /// The pid in a runtime's jitdump file name, `jit-PID.dump` (the runtime announces the file
 /// with an executable mmap of it).
 pub fn jitdump_pid(path: &str) -> Option<i32> {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    name.strip_prefix("jit-")?.strip_suffix(".dump")?.parse::<u32>().ok().map(|p| p as i32)
+    let path = path.strip_suffix(".dump")?;
+    let name = &path[path.rfind('/').map_or(0, |i| i + 1)..];
+    name.strip_prefix("jit-")?.parse::<u32>().ok().map(|p| p as i32)
 }
 
 /// What a JIT symbol file holds.

@@ -87,7 +87,9 @@ impl Session {
         if let Some(kid) = buildid::of_kernel() {
             ids.push(BuildIdEntry { pid: -1, kernel: true, build_id: kid, path: "[kernel.kallsyms]".into() });
         }
-        for (path, bid) in &self.sink.dsos {
+        let mut dsos: Vec<_> = self.sink.dsos.iter().collect();
+        dsos.sort_unstable_by_key(|(path, _)| path.as_str());
+        for (path, bid) in dsos {
             if let Some(bid) = bid.clone().or_else(|| buildid::of_file(std::path::Path::new(path))) {
                 ids.push(BuildIdEntry { pid: -1, kernel: false, build_id: bid, path: path.clone() });
             }

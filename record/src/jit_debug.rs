@@ -115,7 +115,7 @@ impl Watched {
 #[derive(Default)]
 pub(crate) struct JitDebugReader {
     enabled: bool,
-    exports: HashMap<String, Option<Exports>>,
+    exports: rustc_hash::FxHashMap<String, Option<Exports>>,
     processes: BTreeMap<u32, Vec<Watched>>,
     /// Processes whose memory cannot be read (said once each).
     refused: HashSet<u32>,
@@ -142,11 +142,11 @@ impl JitDebugReader {
         if !self.enabled || pid == 0 || pid == u32::MAX {
             return;
         }
-        // Looked up before inserting: a path is a new String only the first time it is seen.
-        if !self.exports.contains_key(path) {
-            self.exports.insert(path.to_string(), exports_of(path));
-        }
-        let Some(Some(exports)) = self.exports.get(path) else { return };
+        let exports = match self.exports.get(path) {
+            Some(known) => known,
+            None => self.exports.entry(path.to_string()).or_insert_with(|| exports_of(path)),
+        };
+        let Some(exports) = exports else { return };
         let (false, Some(vaddr)) = (exports.lists.is_empty(), mapping_vaddr(&exports.segments, pgoff)) else {
             return;
         };

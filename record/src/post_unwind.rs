@@ -8,11 +8,11 @@
 //! code deleted, replaced or unmapped before its samples are unwound still unwinds right. Only
 //! the CFI sections are kept (not the code), once per binary, shared by every process.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use rperf_symbols::{mapping_vaddr, LoadSegment};
 use rperf_unwind::{Arch, CodeAddress, ProcessUnwinder, Regs, UnwindCache, UnwindSections};
+use rustc_hash::FxHashMap;
 
 use crate::sample::SampleView;
 use crate::sys::{self, sample};
@@ -35,10 +35,11 @@ struct Module {
     sections: Arc<UnwindSections>,
 }
 
-/// A process's modules; the unwinder is built from them when a sample needs it.
+/// A process's modules; the unwinder is built from them when a sample needs it. A child
+/// shares its parent's modules (and unwinder) until either maps something.
 #[derive(Clone, Default)]
 struct Space {
-    modules: Vec<Module>,
+    modules: Arc<Vec<Module>>,
     unwinder: Option<Arc<ProcessUnwinder>>,
     /// Made by an exec: nothing of the parent's is in it.
     execed: bool,
@@ -46,8 +47,9 @@ struct Space {
 
 impl Space {
     fn add(&mut self, m: Module) {
-        self.modules.retain(|o| o.end <= m.start || o.start >= m.end);
-        self.modules.push(m);
+        let modules = Arc::make_mut(&mut self.modules);
+        modules.retain(|o| o.end <= m.start || o.start >= m.end);
+        modules.push(m);
         self.unwinder = None;
     }
 }
@@ -55,8 +57,8 @@ impl Space {
 /// Unwinds samples as they are recorded.
 pub(crate) struct PostUnwinder {
     arch: Arch,
-    binaries: HashMap<String, Option<Arc<Binary>>>,
-    processes: HashMap<u32, Space>,
+    binaries: FxHashMap<String, Option<Arc<Binary>>>,
+    processes: FxHashMap<u32, Space>,
     vdso: Option<Arc<Binary>>,
     exited: Vec<u32>,
     cache: UnwindCache,
@@ -72,8 +74,8 @@ impl PostUnwinder {
         let vdso = rperf_symbols::running_vdso().and_then(|image| load(&image));
         PostUnwinder {
             arch,
-            binaries: HashMap::new(),
-            processes: HashMap::new(),
+            binaries: FxHashMap::default(),
+            processes: FxHashMap::default(),
             vdso,
             exited: Vec::new(),
             cache: UnwindCache::new(),
@@ -86,6 +88,8 @@ impl PostUnwinder {
     pub fn mmap(&mut self, pid: u32, start: u64, len: u64, pgoff: u64, path: &str) {
         let binary = if path == "[vdso]" {
             self.vdso.clone()
+        } else if let Some(known) = self.binaries.get(path) {
+            known.clone()
         } else if path.starts_with('/') {
             self.binaries.entry(path.to_string()).or_insert_with(|| load_file(path)).clone()
         } else {
@@ -119,14 +123,20 @@ impl PostUnwinder {
         if parent == child {
             return;
         }
-        let Some(inherited) = self.processes.get(&parent).map(|s| s.modules.clone()) else { return };
+        let Some(from) = self.processes.get(&parent) else { return };
+        let (inherited, unwinder) = (from.modules.clone(), from.unwinder.clone());
         let space = self.processes.entry(child).or_default();
         if space.execed {
             return;
         }
-        for m in inherited {
-            if space.modules.iter().all(|o| o.end <= m.start || o.start >= m.end) {
-                space.modules.push(m);
+        if space.modules.is_empty() {
+            (space.modules, space.unwinder) = (inherited, unwinder);
+            return;
+        }
+        let modules = Arc::make_mut(&mut space.modules);
+        for m in inherited.iter() {
+            if modules.iter().all(|o| o.end <= m.start || o.start >= m.end) {
+                modules.push(m.clone());
             }
         }
         space.unwinder = None;
@@ -219,7 +229,7 @@ impl PostUnwinder {
         let space = self.processes.get_mut(&pid)?;
         if space.unwinder.is_none() {
             let mut u = ProcessUnwinder::new(arch);
-            for m in &space.modules {
+            for m in space.modules.iter() {
                 u.add_module("", m.start..m.end, m.bias, &m.sections);
             }
             space.unwinder = Some(Arc::new(u));
@@ -254,4 +264,30 @@ fn load(image: &[u8]) -> Option<Arc<Binary>> {
     let segments = LoadSegment::of(&object::File::parse(image).ok()?);
     let sections = UnwindSections::cfi_of_elf(image).filter(|s| s.has_cfi())?;
     Some(Arc::new(Binary { sections: Arc::new(sections), segments }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PostUnwinder;
+
+    #[test]
+    fn a_child_shares_its_parents_modules_until_either_maps_something() {
+        let exe = std::env::current_exe().unwrap();
+        let exe = exe.to_str().unwrap();
+        let mut u = PostUnwinder::new();
+        u.mmap(1, 0x10_0000, 0x1000, 0, exe);
+        assert!(u.covers(1, 0x10_0800), "the parent's mapping");
+        u.fork(1, 2);
+        assert!(u.covers(2, 0x10_0800), "inherited");
+        u.mmap(2, 0x20_0000, 0x1000, 0, exe);
+        assert!(u.covers(2, 0x20_0800) && !u.covers(1, 0x20_0800), "the child's own mapping is its alone");
+        u.mmap(1, 0x30_0000, 0x1000, 0, exe);
+        assert!(!u.covers(2, 0x30_0800), "and the parent's new one the parent's");
+        u.exec(2);
+        assert!(!u.covers(2, 0x10_0800) && u.covers(1, 0x10_0800), "an exec leaves the parent as it was");
+        // A child whose own records came first keeps them and gains its parent's.
+        u.mmap(3, 0x40_0000, 0x1000, 0, exe);
+        u.fork(1, 3);
+        assert!(u.covers(3, 0x40_0800) && u.covers(3, 0x10_0800) && !u.covers(1, 0x40_0800));
+    }
 }

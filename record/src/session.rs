@@ -424,6 +424,7 @@ impl Session {
             b.ring.drain(|rec| sink.handle(rec));
         }
         sink.pressure = false;
+        sink.exited.clear();
         if let Some(post) = sink.post.as_mut() {
             post.end_of_drain();
         }

@@ -2,10 +2,12 @@
 //! losses, trims or unwinds DWARF stack copies, notes the binaries, processes and kernel
 //! addresses the features at the end describe, and hands the record to the writer.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use rperf_perfdata::bytes::{u32_at, u64_at};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::attr::regs_count;
 use crate::jit_debug::JitDebugReader;
@@ -24,7 +26,8 @@ const CUT_STACK_BYTES: u64 = 1024;
 /// Consumes records coming out of the ring buffers.
 pub(crate) struct Sink {
     pub(crate) writer: PerfDataWriter,
-    pub(crate) sample_types: HashMap<u64, u64>,
+    /// Each attribute id's sample type, looked up for every record.
+    pub(crate) sample_types: FxHashMap<u64, u64>,
     pub(crate) regs_count: usize,
     pub(crate) samples: u64,
     pub(crate) lost: u64,
@@ -41,7 +44,8 @@ pub(crate) struct Sink {
     /// jitdump files the runtimes announced with their marker mmaps.
     /// jitdump files the recorded processes mapped, with the mapping process's owner.
     pub(crate) jitdumps: BTreeMap<String, Option<u32>>,
-    pub(crate) dsos: BTreeMap<String, Option<Vec<u8>>>,
+    /// Every executable file mapped, with the build id its MMAP2 record gave.
+    pub(crate) dsos: FxHashMap<String, Option<Vec<u8>>>,
     pub(crate) trim: bool,
     pub(crate) stacks: StackEnds,
     pub(crate) error: Option<Error>,
@@ -53,9 +57,12 @@ pub(crate) struct Sink {
     pub(crate) post: Option<PostUnwinder>,
     /// Threads created by threads with events, which inherited them (from the kernel's FORK
     /// records), since the recording loop last followed threads (it empties the set then).
-    pub(crate) forked_tids: std::collections::HashSet<u32>,
+    pub(crate) forked_tids: FxHashSet<u32>,
     /// Set while handling records made from /proc, which are no sign of inherited events.
     pub(crate) synthesizing: bool,
+    /// Processes whose EXIT record came in this pass over the rings: their samples, drained
+    /// after the side-band, need no /proc lookup that would find nothing.
+    pub(crate) exited: FxHashSet<u32>,
 }
 
 /// Where each process's stacks end, so that stack copies can stop there. Read from
@@ -63,7 +70,7 @@ pub(crate) struct Sink {
 /// process.
 #[derive(Default)]
 pub(crate) struct StackEnds {
-    maps: HashMap<u32, (Instant, Vec<(u64, u64)>)>,
+    maps: FxHashMap<u32, (Instant, Vec<(u64, u64)>)>,
 }
 
 impl StackEnds {
@@ -109,7 +116,7 @@ impl Sink {
         let dwarf = matches!(opts.call_graph, CallGraph::Dwarf { .. });
         let mut sink = Sink {
             writer,
-            sample_types: HashMap::new(),
+            sample_types: FxHashMap::default(),
             regs_count: regs_count(),
             samples: 0,
             lost: 0,
@@ -121,12 +128,13 @@ impl Sink {
             jitdumps: BTreeMap::new(),
             jit: JitDebugReader::new(opts.jit_interface, opts.jit_limits),
             post: (opts.post_unwind && dwarf).then(PostUnwinder::new),
-            dsos: BTreeMap::new(),
+            dsos: FxHashMap::default(),
             trim: dwarf,
             stacks: StackEnds::default(),
             error: None,
             exclude_pid: opts.exclude_perf.then(std::process::id),
             forked_tids: Default::default(),
+            exited: Default::default(),
             synthesizing: false,
         };
         if sink.post.is_some() {
@@ -187,7 +195,8 @@ impl Sink {
             return None;
         }
         self.samples += 1;
-        self.pids.entry(v.pid).or_insert_with(|| procfs::uid_of(v.pid as i32));
+        let gone = self.exited.contains(&v.pid);
+        self.pids.entry(v.pid).or_insert_with(|| if gone { None } else { procfs::uid_of(v.pid as i32) });
         self.note_kernel_addresses(misc_bits, &v);
         // Code no binary or symbol file describes may be JIT code registered since the
         // interface was last read.
@@ -228,6 +237,10 @@ impl Sink {
                 if let Some(tid) = u32_at(rec, 16).filter(|_| !self.synthesizing) {
                     self.forked_tids.insert(tid);
                 }
+                // A pid used again.
+                if let Some(pid) = pid.filter(|_| !self.exited.is_empty()) {
+                    self.exited.remove(&pid);
+                }
                 if let (Some(pid), Some(ppid), Some(post)) = (pid, u32_at(rec, 12), self.post.as_mut()) {
                     post.fork(ppid, pid);
                 }
@@ -245,6 +258,7 @@ impl Sink {
                 let (Some(pid), Some(tid)) = (pid, u32_at(rec, 16)) else { return };
                 self.stacks.forget(pid);
                 if tid == pid {
+                    self.exited.insert(pid);
                     self.jit.exit(pid);
                     if let Some(post) = self.post.as_mut() {
                         post.exit(pid);
@@ -289,28 +303,29 @@ impl Sink {
             (self.post.as_mut(), pid, addr, u64_at(rec, 24), pgoff)
         {
             let path =
-                exec.as_ref().map(|(p, _)| p.as_str()).or_else(|| is_vdso(type_, rec).then_some("[vdso]"));
+                exec.as_ref().map(|(p, _)| p.as_ref()).or_else(|| is_vdso(type_, rec).then_some("[vdso]"));
             if let Some(path) = path {
                 post.mmap(pid, addr, len, pgoff, path);
             }
         }
         if let Some((path, build_id)) = exec {
             if let Some(pid) = rperf_perfdata::jitdump_pid(&path) {
-                self.jitdumps.entry(path).or_insert_with(|| procfs::uid_of(pid));
+                self.jitdumps.entry(path.into_owned()).or_insert_with(|| procfs::uid_of(pid));
                 return;
             }
             if let (Some(pid), Some(addr), Some(pgoff)) = (pid, addr, pgoff) {
                 self.jit.note_mapping(pid, addr, pgoff, &path);
                 self.sync_jit();
             }
-            match self.dsos.get_mut(&path) {
+            // Most mappings are of a binary met before: a String only for a new one.
+            match self.dsos.get_mut(path.as_ref()) {
                 Some(entry) => {
                     if entry.is_none() {
-                        *entry = build_id;
+                        *entry = build_id.map(<[u8]>::to_vec);
                     }
                 }
                 None => {
-                    self.dsos.insert(path, build_id);
+                    self.dsos.insert(path.into_owned(), build_id.map(<[u8]>::to_vec));
                 }
             }
         }
@@ -320,9 +335,7 @@ impl Sink {
 /// Whether an MMAP or MMAP2 record maps the vDSO.
 fn is_vdso(type_: u32, rec: &[u8]) -> bool {
     let name_at = if type_ == record_type::MMAP2 { 72 } else { 40 };
-    let name = rec.get(name_at..).unwrap_or_default();
-    let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
-    &name[..end] == b"[vdso]"
+    rec.get(name_at..).is_some_and(|name| name.starts_with(b"[vdso]\0"))
 }
 
 /// The file and build id of an executable, file-backed MMAP or MMAP2 record.
@@ -330,11 +343,11 @@ fn is_vdso(type_: u32, rec: &[u8]) -> bool {
 /// MMAP2 layout after the header: pid, tid (u32), addr, len, pgoff (u64), then 24 bytes of
 /// maj/min/ino/generation or (with MMAP_BUILD_ID) a size byte, 3 reserved and 20 id bytes,
 /// then prot, flags (u32) and the file name at byte 72.
-fn exec_mapping(type_: u32, misc_bits: u16, rec: &[u8]) -> Option<(String, Option<Vec<u8>>)> {
+fn exec_mapping(type_: u32, misc_bits: u16, rec: &[u8]) -> Option<(Cow<'_, str>, Option<&[u8]>)> {
     let (exec, name_at, build_id) = if type_ == record_type::MMAP2 {
         let bid = if misc_bits & misc::MMAP_BUILD_ID != 0 {
             let n = (*rec.get(40)?).min(20) as usize;
-            rec.get(44..44 + n).map(<[u8]>::to_vec)
+            rec.get(44..44 + n)
         } else {
             None
         };
@@ -347,8 +360,9 @@ fn exec_mapping(type_: u32, misc_bits: u16, rec: &[u8]) -> Option<(String, Optio
         return None;
     }
     let name = rec.get(name_at..)?;
-    let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
-    let path = String::from_utf8_lossy(&name[..end]).into_owned();
+    let name = std::ffi::CStr::from_bytes_until_nul(name).map_or(name, |c| c.to_bytes());
+    // Checked as UTF-8 first: the lossy conversion is slower on the common, valid name.
+    let path = std::str::from_utf8(name).map_or_else(|_| String::from_utf8_lossy(name), Cow::Borrowed);
     let real_file = path.starts_with('/') && !path.starts_with("/memfd:") && !path.ends_with(" (deleted)");
     real_file.then_some((path, build_id))
 }
@@ -377,10 +391,49 @@ mod tests {
         let misc_bits = u16::from_le_bytes([rec[4], rec[5]]);
         assert_eq!(
             exec_mapping(record_type::MMAP2, misc_bits, &rec),
-            Some(("/usr/lib/libx.so".into(), Some(id)))
+            Some(("/usr/lib/libx.so".into(), Some(&id[..])))
         );
         let data = MapLine { perms: "r--p".into(), ..m.clone() };
         let rec = b.mmap2(1, 1, &data, &data.path, None, &SampleId::default());
         assert_eq!(exec_mapping(record_type::MMAP2, misc::USER, &rec), None);
+    }
+
+    /// A SAMPLE (IDENTIFIER, TID, TIME) or an EXIT record of `pid`.
+    fn task_record(type_: u32, pid: u32) -> Vec<u8> {
+        use rperf_perfdata::encode::{put_header, put_u32, put_u64};
+        let mut r = Vec::new();
+        if type_ == record_type::SAMPLE {
+            put_header(&mut r, type_, misc::USER, 32);
+            put_u64(&mut r, 7);
+            [pid, pid].into_iter().for_each(|v| put_u32(&mut r, v));
+        } else {
+            put_header(&mut r, type_, 0, 24);
+            [pid, 1, pid, 1].into_iter().for_each(|v| put_u32(&mut r, v));
+        }
+        put_u64(&mut r, 1);
+        r
+    }
+
+    #[test]
+    fn a_process_that_exited_before_its_samples_were_drained_is_not_looked_up() {
+        let dir = std::env::temp_dir().join(format!("rperf-sink-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut sink = Sink::new(&RecordOptions::new(crate::Target::SystemWide, dir.join("a.data"))).unwrap();
+        sink.sample_types.insert(7, sample::IDENTIFIER | sample::TID | sample::TIME);
+        // Three live processes: this one, its parent and init.
+        let (me, parent) = (std::process::id(), std::os::unix::process::parent_id());
+        sink.handle(&task_record(record_type::SAMPLE, me));
+        assert!(sink.pids[&me].is_some(), "a live process's owner is looked up");
+        // Its EXIT came first in this pass: nothing to find.
+        sink.handle(&task_record(record_type::EXIT, parent));
+        sink.handle(&task_record(record_type::SAMPLE, parent));
+        assert_eq!(sink.pids[&parent], None);
+        // A pid used again by a new process.
+        sink.handle(&task_record(record_type::EXIT, 1));
+        sink.handle(&RecordBuilder { sample_type: 0 }.fork(1, 1, 0, 0, &SampleId::default()));
+        sink.handle(&task_record(record_type::SAMPLE, 1));
+        assert!(sink.pids[&1].is_some(), "the new process is looked up");
+        assert_eq!(sink.samples, 3);
+        std::fs::remove_dir_all(&dir).ok();
     }
 }
