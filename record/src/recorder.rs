@@ -418,16 +418,22 @@ impl Session {
             return;
         }
         let rings = self.buffers.iter().chain(&self.sideband).map(|b| b.fd);
+        let ring_count = self.buffers.len() + self.sideband.len();
         let wakes = launch::wake_fd().into_iter().chain(self.opts.stop_fd);
         let mut fds: Vec<libc::pollfd> =
             rings.chain(wakes).map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 }).collect();
-        // SAFETY: fds points at a live array of pollfd of the given length.
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout.max(0)) };
-        launch::clear_wakes();
+        let ready = poll(&mut fds, timeout);
         // A ring whose tasks have all exited reports POLLHUP at once, every time: when nothing
-        // has data, wait out the timeout rather than spin.
+        // has data, wait on the wake-ups alone (the command's exit among them) rather than spin.
         if ready > 0 && fds.iter().all(|p| p.revents & libc::POLLIN == 0) {
-            std::thread::sleep(Duration::from_millis(timeout.clamp(0, 10) as u64));
+            poll(&mut fds[ring_count..], timeout.clamp(0, 10));
         }
+        launch::clear_wakes();
     }
+}
+
+/// poll(2) on `fds` for at most `timeout_ms`: how many are ready.
+fn poll(fds: &mut [libc::pollfd], timeout_ms: i32) -> i32 {
+    // SAFETY: fds points at a live array of pollfd of the given length.
+    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms.max(0)) }
 }
