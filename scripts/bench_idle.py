@@ -14,7 +14,10 @@ The machine's own load is what it is: a background load (`--load`, a shell loop 
 continually, so that processes come and go) shows the cost of following new processes.
 
 Usage: scripts/bench_idle.py [--rounds 5] [--settle 3] [--window 10] [--rates 19,99]
-                             [--load] [--call-graph fp|dwarf]
+                             [--load] [--call-graph fp|dwarf] [--baseline OTHER_RPERF]
+
+`--baseline` adds another rperf build (`base`) to the rounds; rperf's line then also gives
+the median of its per-round CPU ratio to it.
 """
 import argparse
 import os
@@ -49,9 +52,9 @@ def peak_rss_kib(pid):
     return 0
 
 
-def command(tool, rate, out, call_graph):
-    if tool == "rperf":
-        cmd = [RPERF, "record", "-a", "-F", str(rate), "-o", out]
+def command(tool, rate, out, call_graph, baseline=None):
+    if tool in ("rperf", "base"):
+        cmd = [RPERF if tool == "rperf" else baseline, "record", "-a", "-F", str(rate), "-o", out]
         if call_graph:
             cmd += ["--call-graph", call_graph]
     else:
@@ -64,7 +67,7 @@ def command(tool, rate, out, call_graph):
 def measure(tool, rate, work, args):
     """(CPU ms per second at steady state, peak RSS KiB) of one system-wide recording."""
     out = os.path.join(work, f"{tool}.data")
-    p = subprocess.Popen(command(tool, rate, out, args.call_graph), stdout=subprocess.DEVNULL,
+    p = subprocess.Popen(command(tool, rate, out, args.call_graph, args.baseline), stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(args.settle)
@@ -90,9 +93,10 @@ def main():
     ap.add_argument("--rates", default="19,99")
     ap.add_argument("--load", action="store_true", help="fork `true` continually while measuring")
     ap.add_argument("--call-graph", choices=["fp", "dwarf"])
+    ap.add_argument("--baseline", help="another rperf build, measured in the same rounds as `base`")
     args = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
-    tools = ["rperf", "perf"]
+    tools = ["rperf", "perf"] + (["base"] if args.baseline else [])
     load = None
     if args.load:
         load = subprocess.Popen(["sh", "-c", "while :; do /bin/true; done"])
@@ -105,7 +109,7 @@ def main():
             for rate in [int(r) for r in args.rates.split(",")]:
                 results = {t: [] for t in tools}
                 for r in range(args.rounds):
-                    order = tools[r % 2:] + tools[:r % 2]
+                    order = tools[r % len(tools):] + tools[:r % len(tools)]
                     for t in order:
                         results[t].append(measure(t, rate, work, args))
                 for t in tools:
@@ -116,6 +120,10 @@ def main():
                         ratio = statistics.median(a[0] / max(b[0], 1e-9)
                                                   for a, b in zip(results["rperf"], results["perf"]))
                         ratio = f"{ratio:.2f}×"
+                        if args.baseline:
+                            base = statistics.median(a[0] / max(b[0], 1e-9)
+                                                     for a, b in zip(results["rperf"], results["base"]))
+                            ratio += f" ({base:.2f}× base)"
                     spread = ", ".join(f"{x[0]:.2f}" for x in results[t])
                     print(f"{rate:>5}  {t:<6} {cpu:>9.2f} {rss:>8.1f} MiB  {ratio:>11}   ({spread})")
     finally:
