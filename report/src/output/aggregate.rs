@@ -283,8 +283,10 @@ impl EventAggregate {
                 }
             }
         });
-        // Stable: each entry's stacks in the section's order, as a single fold adds them.
-        at.sort_by_key(|a| a.0);
+        // Each entry's stacks in the section's order, as a single fold adds them (an entry is
+        // on a stack once): sorted in place, where a stable sort's scratch copy had doubled
+        // the list.
+        at.sort_unstable_by_key(|a| (a.0, a.1));
         let caller = cfg.call_graph == Some(CallOrder::Caller);
         // A path's `d`th function from the entry: towards the sampled one in caller order,
         // towards the root in callee order.
