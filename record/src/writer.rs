@@ -20,6 +20,10 @@ use crate::Error;
 /// section behind the features at finish time.
 const ATTR_RESERVE: u64 = 64 * 1024;
 const FLUSH_AT: usize = 1 << 20;
+/// A round (one pass over the rings: 2 s of side-band records system-wide) is written in
+/// parts of this size, sorted, so that what the writer holds stays bounded however busy the
+/// machine. Readers sort a round's records.
+const ROUND_PART: usize = FLUSH_AT;
 /// `PERF_RECORD_SAMPLE`.
 const PERF_RECORD_SAMPLE: u32 = 9;
 
@@ -240,8 +244,7 @@ impl PerfDataWriter {
         self.round_time = self.round_time.max(time);
         self.round_index.push((time, self.round.len(), record.len()));
         self.round.extend_from_slice(record);
-        // A round is one pass over the rings; past this size it is written in parts.
-        if self.round.len() >= 16 * FLUSH_AT {
+        if self.round.len() >= ROUND_PART {
             self.write_round()?;
         }
         Ok(())
@@ -535,21 +538,17 @@ pub fn publish_as(temp: &Path, output: &Path) -> Result<(), Error> {
 fn not_replaceable(meta: &std::fs::Metadata) -> Option<String> {
     use std::os::unix::fs::FileTypeExt;
     let t = meta.file_type();
-    let what = if t.is_file() || t.is_symlink() {
+    if t.is_file() || t.is_symlink() {
         return None;
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else {
-        "not a regular file"
-    };
+    }
+    let kinds = [
+        (t.is_dir(), "a directory"),
+        (t.is_block_device(), "a block device"),
+        (t.is_socket(), "a socket"),
+        (t.is_char_device(), "a character device"),
+        (t.is_fifo(), "a FIFO"),
+    ];
+    let what = kinds.into_iter().find_map(|(is, what)| is.then_some(what)).unwrap_or("not a regular file");
     Some(format!(
         "it is {what}, which rperf never moves or replaces; record to a regular file (a FIFO or character device given to `rperf record -o` is written to)"
     ))

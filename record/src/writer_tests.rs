@@ -59,3 +59,40 @@ fn each_round_is_written_in_time_order() {
     assert_eq!(data_records(&path), expected);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_large_round_is_written_in_parts_and_the_writer_holds_little() {
+    let dir = std::env::temp_dir().join(format!("rperf-writer-parts-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("parts.data");
+    let mut w = PerfDataWriter::create(&path, &[]).unwrap();
+    // One pass over two rings that hold 8 MiB of 4 KiB samples between them, their times
+    // interleaved.
+    let sample = |t: u64| {
+        let mut r = Vec::new();
+        put_header(&mut r, record_type::SAMPLE, 0, 4096);
+        put_u64(&mut r, t);
+        r.resize(4096, 0);
+        r
+    };
+    let n = 2048u64;
+    // What the writer may hold, records and buffers each: a fraction of the round.
+    let held = 4 << 20;
+    for t in (0..n).map(|i| 2 * i).chain((0..n).map(|i| 2 * i + 1)) {
+        w.write_record_at(&sample(t), Some(t)).unwrap();
+        assert!(w.round.len() < held, "a round of {} bytes held", w.round.len());
+    }
+    w.finish_round().unwrap();
+    assert!(w.round.capacity() <= 2 * held && w.buf.capacity() <= 2 * held);
+    assert_eq!(w.samples_written(), 2 * n);
+    w.finish(&[], Vec::new()).unwrap();
+    w.publish().unwrap();
+    let written = data_records(&path);
+    let mut times: Vec<u64> = written.iter().filter(|r| r.0 == record_type::SAMPLE).map(|r| r.1).collect();
+    assert_eq!(written.last().map(|r| r.0), Some(rperf_perfdata::encode::FINISHED_ROUND));
+    // Each part is in time order; together they hold every record once.
+    assert!(times.windows(2).filter(|p| p[1] < p[0]).count() < 8);
+    times.sort_unstable();
+    assert_eq!(times, (0..2 * n).collect::<Vec<_>>());
+    std::fs::remove_dir_all(&dir).ok();
+}

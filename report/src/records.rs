@@ -30,7 +30,7 @@ use crate::error::{Problem, RecordError};
 use crate::windows::{Mapped, Windows};
 
 /// About this many bytes of records go in one batch.
-const BATCH_BYTES: usize = 1 << 20;
+const BATCH_BYTES: usize = 256 << 10;
 /// Batches read ahead of the converter, at most: memory stays bounded by the batch size.
 const BATCHES_AHEAD: usize = 2;
 /// Records per round in simpleperf's files, which have no FINISHED_ROUND records.

@@ -138,6 +138,14 @@ impl ElfInfo {
         }
     }
 
+    /// Lets go of the pages that unwinding through this binary touched (its CFI and code),
+    /// once no more unwinding is to come: they read back from the file if touched again.
+    pub fn let_go_of_unwind_tables(&self) {
+        if let Ok(obj) = object::File::parse(&self.data[..]) {
+            let_go_of_sections(&self.data, &obj, &[".eh_frame", ".eh_frame_hdr", ".debug_frame", ".text"]);
+        }
+    }
+
     /// Function symbols (.symtab, else .dynsym, with MiniDebugInfo's), read on first use: a
     /// binary loaded to unwind through it may never be named, and a report reads the tables
     /// of the binaries it names side by side.
@@ -296,7 +304,8 @@ fn offset_to_vaddr(segments: &[LoadSegment], offset: u64) -> Option<u64> {
 
 /// The function symbols of a binary mapped as `data`: its .symtab, else its separate debug
 /// file's, else MiniDebugInfo's and .dynsym's; with its PLT stubs. Names stay in the mapped
-/// files (`SymbolTable::with_names_in`), whose symbol table pages are let go once read.
+/// files (`SymbolTable::with_names_in`), whose symbol table pages are let go once read (the
+/// names read back a page at a time as they are shown).
 fn symbol_table(
     obj: &object::File<'_>,
     data: &Arc<memmap2::Mmap>,
@@ -337,7 +346,9 @@ fn symbol_table(
     let mut raw = inner.as_ref().map(|i| text_symbols(i, i.symbols())).unwrap_or_default();
     raw.extend(text_symbols(obj, obj.dynamic_symbols()));
     raw.extend(plt);
-    SymbolTable::with_names_in(raw, Some(data.clone()))
+    let table = SymbolTable::with_names_in(raw, Some(data.clone()));
+    let_go_of_sections(data, obj, &[".dynsym", ".dynstr", ".gnu.hash"]);
+    table
 }
 
 /// Lets go of the pages of `names`' sections in `map`: read once, they are not needed again
@@ -493,5 +504,32 @@ mod tests {
         assert_eq!(offset_to_vaddr(&segs, 0x1008), Some(u64::MAX - 8));
         assert_eq!(offset_to_vaddr(&segs, 0x1020), None);
         assert_eq!(offset_to_vaddr(&segs, 0x3000), None);
+    }
+
+    /// KiB of `map` resident in this process (its mapping's Rss in /proc/self/smaps).
+    fn resident_kib(map: &memmap2::Mmap) -> u64 {
+        let start = format!("{:x}-", map.as_ptr() as usize);
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let block = smaps.lines().skip_while(|l| !l.starts_with(&start)).skip(1);
+        let rss = block.take_while(|l| !l.contains('-')).find_map(|l| l.strip_prefix("Rss:"));
+        rss.and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).expect("the mapping in smaps")
+    }
+
+    #[test]
+    fn unwind_tables_are_let_go_once_unwinding_ends() {
+        let elf = ElfInfo::load(&std::env::current_exe().unwrap()).unwrap();
+        let obj = object::File::parse(&elf.data[..]).unwrap();
+        let (offset, size) = obj.section_by_name(".eh_frame").and_then(|s| s.file_range()).unwrap();
+        let pages = size / 4096;
+        assert!(pages >= 16, ".eh_frame of {size} bytes");
+        // Unwinding reads the CFI: every page of it is touched.
+        let sum = |b: &[u8]| b.iter().fold(0u64, |s, &x| s.rotate_left(5) ^ u64::from(x));
+        let read = sum(&elf.data[offset as usize..(offset + size) as usize]);
+        let before = resident_kib(&elf.data);
+        elf.let_go_of_unwind_tables();
+        let after = resident_kib(&elf.data);
+        assert!(after + (pages - 2) * 4 <= before, "{before} KiB resident, {after} KiB after letting go");
+        // What is read again reads back from the file.
+        assert_eq!(sum(&elf.data[offset as usize..(offset + size) as usize]), read);
     }
 }

@@ -84,20 +84,29 @@ pub fn hidden_reason() -> String {
 }
 
 /// The text symbols of kallsyms (`t`, `T`, `w`, `W`, with non-zero addresses), sorted by
-/// address, each with the rest of its line: what a recording keeps while it runs (a third of
-/// the text's size), to store the symbols its samples hit when it ends (`snapshot`).
+/// address, each with the rest of its line: what a recording keeps while it runs, to store
+/// the symbols its samples hit when it ends (`snapshot`). The lines are kept deflated, in
+/// blocks, for as long as the recording runs (a tenth of the text's size); the blocks the
+/// samples hit are inflated at the end.
 #[derive(Debug, Default)]
 pub struct TextTable {
-    /// (address, where its line's rest starts in `rest`), sorted by address.
-    entries: Vec<(u64, u32)>,
-    /// Each kept line after its address (`T name` or `t name\t[module]`), each ending in a
-    /// newline.
-    rest: String,
+    /// Each symbol's address, sorted.
+    addrs: Vec<u64>,
+    /// The number of each one's line.
+    lines: Vec<u32>,
+    /// The lines after their addresses (`T name` or `t name\t[module]`), each ending in a
+    /// newline, deflated in blocks of about `BLOCK` bytes, back to back.
+    deflated: Vec<u8>,
+    /// Each block: the number of its first line, where it starts in `deflated`.
+    blocks: Vec<(u32, usize)>,
     /// `_text` (else `_stext`): where the kernel's own code starts.
     pub text_start: Option<u64>,
     /// `_etext`: where it ends.
     pub text_end: Option<u64>,
 }
+
+/// Bytes of kallsyms lines deflated together.
+const BLOCK: usize = 32 << 10;
 
 impl TextTable {
     /// Reads kallsyms text line by line (none of it is kept whole). `start` hears where the
@@ -109,7 +118,10 @@ impl TextTable {
     ) -> std::io::Result<TextTable> {
         let mut t = TextTable::default();
         let (mut stext, mut told) = (None, false);
-        let mut line = String::new();
+        let mut entries: Vec<(u64, u32)> = Vec::new();
+        let (mut line, mut block, mut first) = (String::new(), String::new(), 0u32);
+        // One deflater for every block: its state is allocated once.
+        let mut deflater = flate2::Compress::new(flate2::Compression::fast(), false);
         while {
             line.clear();
             input.read_line(&mut line)? > 0
@@ -124,19 +136,43 @@ impl TextTable {
                 Some("_etext") => t.text_end = t.text_end.or(Some(addr)),
                 _ => {}
             }
-            let at = u32::try_from(t.rest.len()).unwrap_or(u32::MAX);
-            t.entries.push((addr, at));
-            t.rest.push_str(rest);
-            t.rest.push('\n');
+            let n = u32::try_from(entries.len()).unwrap_or(u32::MAX);
+            entries.push((addr, n));
+            block.push_str(rest);
+            block.push('\n');
+            if block.len() >= BLOCK {
+                t.add_block(first, &block, &mut deflater)?;
+                first = n + 1;
+                block.clear();
+            }
+        }
+        if !block.is_empty() {
+            t.add_block(first, &block, &mut deflater)?;
         }
         if !told {
             t.text_start = stext;
             start(stext);
         }
-        t.entries.sort_by_key(|e| e.0);
-        t.entries.shrink_to_fit();
-        t.rest.shrink_to_fit();
+        entries.sort_by_key(|e| e.0);
+        (t.addrs, t.lines) = entries.into_iter().unzip();
+        t.deflated.shrink_to_fit();
+        t.blocks.shrink_to_fit();
         Ok(t)
+    }
+
+    /// Deflates `block`, the lines from number `first` on, after the blocks before it.
+    fn add_block(&mut self, first: u32, block: &str, deflater: &mut flate2::Compress) -> std::io::Result<()> {
+        self.blocks.push((first, self.deflated.len()));
+        deflater.reset();
+        // Deflated text is never much longer than the text.
+        self.deflated.reserve(block.len() + block.len() / 8 + 64);
+        let status =
+            deflater.compress_vec(block.as_bytes(), &mut self.deflated, flate2::FlushCompress::Finish);
+        match status {
+            Ok(flate2::Status::StreamEnd) => Ok(()),
+            Ok(_) => Err(std::io::Error::other("kallsyms: a block did not fit its deflated size")),
+            Err(e) => Err(std::io::Error::other(e)),
+        }
     }
 
     /// The symbols that contain `hits` (and each one's successor, which bounds it), with
@@ -144,36 +180,55 @@ impl TextTable {
     pub fn snapshot(&self, hits: &BTreeSet<u64>) -> String {
         let mut keep = BTreeSet::new();
         for addr in [self.text_start, self.text_end].into_iter().flatten() {
-            let i = self.entries.partition_point(|e| e.0 < addr);
-            keep.extend((i..self.entries.len()).take_while(|&j| self.entries[j].0 == addr));
+            let i = self.addrs.partition_point(|&a| a < addr);
+            keep.extend((i..self.addrs.len()).take_while(|&j| self.addrs[j] == addr));
         }
         for &addr in hits {
-            let i = self.entries.partition_point(|e| e.0 <= addr);
+            let i = self.addrs.partition_point(|&a| a <= addr);
             if i > 0 {
                 keep.insert(i - 1);
             }
-            if i < self.entries.len() {
+            if i < self.addrs.len() {
                 keep.insert(i);
             }
         }
+        // Each block the kept lines lie in, inflated once, with where its lines start.
+        let mut inflated: std::collections::HashMap<usize, (String, Vec<usize>)> = Default::default();
         let mut out = String::new();
         for i in keep {
-            let rest = &self.rest[self.entries[i].1 as usize..];
-            let line = rest.split('\n').next().unwrap_or("");
-            out.push_str(&format!("{:016x} {line}\n", self.entries[i].0));
+            let (addr, n) = (self.addrs[i], self.lines[i]);
+            let b = self.blocks.partition_point(|(first, _)| *first <= n).saturating_sub(1);
+            let Some(&(first, from)) = self.blocks.get(b) else { continue };
+            let to = self.blocks.get(b + 1).map_or(self.deflated.len(), |next| next.1);
+            let (text, starts) = inflated.entry(b).or_insert_with(|| {
+                let text = inflate(&self.deflated[from..to]);
+                let starts =
+                    std::iter::once(0).chain(text.match_indices('\n').map(|(at, _)| at + 1)).collect();
+                (text, starts)
+            });
+            let Some(&at) = starts.get((n - first) as usize) else { continue };
+            let line = text[at..].split('\n').next().unwrap_or("");
+            out.push_str(&format!("{addr:016x} {line}\n"));
         }
         out
     }
 
     /// Symbols kept.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.addrs.len()
     }
 
     /// Whether no symbol was kept.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.addrs.is_empty()
     }
+}
+
+/// Text that `TextTable::add_block` deflated (empty if it is not).
+fn inflate(bytes: &[u8]) -> String {
+    use std::io::Read;
+    let mut text = String::new();
+    flate2::read::DeflateDecoder::new(bytes).read_to_string(&mut text).map_or(String::new(), |_| text)
 }
 
 /// Finds the address of a global symbol in kallsyms text without parsing every line.
@@ -219,6 +274,32 @@ mod tests {
             ["_stext", "_text", "foo", "bar", "_etext", "modfn"]
         );
         assert_eq!(parsed.last().unwrap().module.as_deref(), Some("ext4"));
+    }
+
+    #[test]
+    fn a_large_table_is_held_deflated_and_read_back_by_block() {
+        // 30,000 text symbols (a few data symbols between), as long as a kernel's names.
+        let mut text = String::from("ffffffff81000000 T _text\n");
+        for i in 1..30_000u64 {
+            let addr = 0xffffffff81000000 + i * 0x40;
+            text.push_str(&format!("{addr:016x} t some_subsystem_function_number_{i}\n"));
+            if i % 100 == 0 {
+                text.push_str(&format!("{:016x} D data_{i}\n", addr + 8));
+            }
+        }
+        text.push_str("ffffffffc0001000 t modfn\t[ext4]\n");
+        let table = TextTable::read(text.as_bytes(), |_| {}).unwrap();
+        assert_eq!(table.len(), 30_001);
+        let held = table.deflated.len();
+        assert!(table.blocks.len() > 10 && held * 4 < text.len(), "{held} bytes held of {}", text.len());
+        // Hits in the first block, in the middle, in the last: each symbol and its successor.
+        let hits = [0xffffffff81000005u64, 0xffffffff81000000 + 12_345 * 0x40 + 1, 0xffffffffc0001010];
+        let snap = table.snapshot(&hits.into_iter().collect());
+        let names: Vec<String> = parse(&snap).into_iter().map(|s| s.name).collect();
+        let expected = ["_text", "some_subsystem_function_number_1", "some_subsystem_function_number_12345"];
+        let expected = expected.into_iter().chain(["some_subsystem_function_number_12346", "modfn"]);
+        assert_eq!(names, expected.collect::<Vec<_>>(), "{snap}");
+        assert!(snap.contains("ffffffffc0001000 t modfn\t[ext4]\n"), "{snap}");
     }
 
     #[test]

@@ -274,6 +274,9 @@ impl Resolver {
     pub fn finish_unwinding(&mut self) {
         self.unwinders = Default::default();
         self.chains = Default::default();
+        for b in self.binaries.loaded.values().flatten().filter(|b| b.unwind.is_some()) {
+            b.elf.let_go_of_unwind_tables();
+        }
     }
 
     /// The unwinder of process `pid` at `time`: its executable mappings with their unwind
