@@ -102,7 +102,10 @@ pub fn facts(path: &Path) -> Result<Facts, Error> {
 /// Opens `opts.input` and reads its header and metadata.
 pub fn open(opts: &LoadConfig) -> Result<Recording, Error> {
     let path = &opts.input;
-    let Opened { perf_file, records, reading, warnings, input } = open_reader(path)?;
+    let Opened { perf_file, mut records, reading, warnings, input } = open_reader(path)?;
+    if opts.needs.callers {
+        records.for_unwinding();
+    }
     let (events, event_of_id) = events_of(&perf_file, &input);
     let arch_name = perf_file.arch().ok().flatten().map(str::to_string);
     let arch = arch_name.as_deref().and_then(Arch::from_name).unwrap_or(if cfg!(target_arch = "aarch64") {

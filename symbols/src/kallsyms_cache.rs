@@ -72,6 +72,8 @@ impl RunningKernel {
             text.push_str(&String::from_utf8_lossy(line));
             text.push('\n');
         }
+        // The binary searches touched pages all over the kept file; what they read is copied.
+        rperf_perfdata::mapped::let_go(kept, 0, kept.len() as u64);
         crate::KernelSymbols::from_kallsyms_index(&text, &index, addrs)
     }
 
