@@ -31,12 +31,12 @@ use crate::windows::{Mapped, Windows};
 
 /// About this many bytes of records go in one batch: large batches keep the reader and the
 /// converter from waiting on each other at every hand-off (256 KiB batches made flat reports
-/// of large DWARF recordings 14% slower).
+/// of large DWARF recordings 14–19% slower).
 const BATCH_BYTES: usize = 1 << 20;
 /// The batch size when callers are unwound (`RecordReader::for_unwinding`): a call-graph
 /// report holds more beside the records (unwind tables, stacks), and the windows of the
 /// records in flight had made its peak (35 MiB on a perf recording of a g++ compile, 31.6
-/// with these), at 8% of its time.
+/// with these), and its time moves within the noise.
 const UNWINDING_BATCH_BYTES: usize = 256 << 10;
 /// Batches read ahead of the converter, at most: memory stays bounded by the batch size.
 const BATCHES_AHEAD: usize = 2;
