@@ -30,12 +30,18 @@ fn data_records(path: &std::path::Path) -> Vec<(u32, u64)> {
     out
 }
 
+/// A writer of a new recording in a folder of its own named `name` (removed by the caller).
+fn writer(name: &str) -> (std::path::PathBuf, std::path::PathBuf, PerfDataWriter) {
+    let dir = std::env::temp_dir().join(format!("rperf-writer-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("perf.data");
+    let w = PerfDataWriter::create(&path, &[]).unwrap();
+    (dir, path, w)
+}
+
 #[test]
 fn each_round_is_written_in_time_order() {
-    let dir = std::env::temp_dir().join(format!("rperf-writer-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("rounds.data");
-    let mut w = PerfDataWriter::create(&path, &[]).unwrap();
+    let (dir, path, mut w) = writer("rounds");
     // A round out of order (two rings drained one after the other), then one in order.
     for (t, type_) in [(5, record_type::SAMPLE), (3, record_type::COMM), (4, record_type::SAMPLE)] {
         w.write_record_at(&record(type_, t), Some(t)).unwrap();
@@ -62,10 +68,7 @@ fn each_round_is_written_in_time_order() {
 
 #[test]
 fn a_large_round_is_written_in_parts_and_the_writer_holds_little() {
-    let dir = std::env::temp_dir().join(format!("rperf-writer-parts-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("parts.data");
-    let mut w = PerfDataWriter::create(&path, &[]).unwrap();
+    let (dir, path, mut w) = writer("parts");
     // One pass over two rings that hold 8 MiB of 4 KiB samples between them, their times
     // interleaved.
     let sample = |t: u64| {
