@@ -142,7 +142,7 @@ impl TextTable {
             block.push('\n');
             if block.len() >= BLOCK {
                 t.add_block(first, &block, &mut deflater)?;
-                first = n + 1;
+                first = n.saturating_add(1);
                 block.clear();
             }
         }
