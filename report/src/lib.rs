@@ -31,6 +31,7 @@ mod dump;
 mod error;
 mod escape;
 mod filter_file;
+mod handoff;
 mod java;
 mod jit;
 mod live;

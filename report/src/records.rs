@@ -12,7 +12,6 @@
 //! pages in, sorting) and converting records run side by side.
 
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
 
 use byteorder::{BigEndian, ByteOrder, LittleEndian};
@@ -29,17 +28,18 @@ use rustc_hash::FxHashMap;
 use crate::error::{Problem, RecordError};
 use crate::windows::{Mapped, Windows};
 
-/// About this many bytes of records go in one batch: large batches keep the reader and the
-/// converter from waiting on each other at every hand-off (256 KiB batches made flat reports
-/// of large DWARF recordings 14–19% slower).
+/// About this many bytes of records go in one batch.
 const BATCH_BYTES: usize = 1 << 20;
-/// The batch size when callers are unwound (`RecordReader::for_unwinding`): a call-graph
-/// report holds more beside the records (unwind tables, stacks), and the windows of the
-/// records in flight had made its peak (35 MiB on a perf recording of a g++ compile, 31.6
-/// with these). They cost time where records need little work: 21% on a large recording
-/// whose few stacks repeat.
-const UNWINDING_BATCH_BYTES: usize = 256 << 10;
-/// Batches read ahead of the converter, at most: memory stays bounded by the batch size.
+/// The batch size of a report that unwinds its samples (`RecordReader::for_unwinding`), which
+/// holds more beside the records (unwind tables, stacks): with its smaller windows, the
+/// records in flight kept `report -g`'s peak on a perf recording of a g++ compile at 30.9 MiB
+/// where 1 MiB batches took it to 32.1, and took a tenth longer on a large recording whose
+/// stacks repeat (where 1 MiB took 0.83 times the time of the 256 KiB batches before).
+const UNWINDING_BATCH_BYTES: usize = 512 << 10;
+/// Batches read ahead of the converter, at most: memory stays bounded by the batch size. The
+/// reader, when it waits for room, is woken once the converter has taken them all (see
+/// `handoff`): a batch at a time, the wake-ups had cost a call-graph report of a large
+/// recording a fifth of its time.
 const BATCHES_AHEAD: usize = 2;
 /// Records per round in simpleperf's files, which have no FINISHED_ROUND records.
 const SIMPLEPERF_ROUND: usize = 1024;
@@ -112,8 +112,9 @@ pub struct RecordReader {
     event_of: EventOf,
     ids: FxHashMap<u64, u32>,
     round_every: Option<usize>,
-    batch_bytes: usize,
     in_round: usize,
+    /// About this many bytes of records go in one batch.
+    batch_bytes: usize,
     /// Inflating perf's compressed records: the stream, and the start of a record that the
     /// next compressed record ends.
     inflate: Option<zstd_safe::DCtx<'static>>,
@@ -162,8 +163,8 @@ impl RecordReader {
             event_of,
             ids,
             round_every: simpleperf.then_some(SIMPLEPERF_ROUND),
-            batch_bytes: BATCH_BYTES,
             in_round: 0,
+            batch_bytes: BATCH_BYTES,
             inflate: None,
             inflated: Vec::new(),
             sorter: Sorter::default(),
@@ -202,9 +203,11 @@ impl RecordReader {
         self.walk = Walk::new(self.walk.at(), end, self.endian == Endianness::BigEndian);
     }
 
-    /// Hands records over in the smaller batches of a report that unwinds its samples.
+    /// Hands records over in the smaller batches and windows of a report that unwinds its
+    /// samples.
     pub fn for_unwinding(&mut self) {
         self.batch_bytes = UNWINDING_BATCH_BYTES;
+        self.windows.smaller();
     }
 
     /// The next batch of records in time order; the last one has `end` set.
@@ -474,20 +477,20 @@ impl Sorter {
 /// only it held: the converting thread unmaps them (mapping them is the reader's work, and
 /// the reader is the busier of the two).
 pub struct Batches {
-    next: Receiver<Batch>,
+    next: crate::handoff::Receiver<Batch>,
 }
 
 impl Batches {
     /// The next batch; None after the last.
     pub fn next(&self) -> Option<Batch> {
-        self.next.recv().ok()
+        self.next.recv()
     }
 }
 
 /// Reads every record of a recording on a thread, handing them over in batches; the last
 /// batch has `end` set.
 pub fn read(mut reader: RecordReader) -> Batches {
-    let (tx, next) = sync_channel::<Batch>(BATCHES_AHEAD);
+    let (tx, next) = crate::handoff::queue::<Batch>(BATCHES_AHEAD);
     let reading = move || loop {
         let batch = reader.next_batch();
         let last = batch.end.is_some();

@@ -12,6 +12,9 @@ use crate::error::{Problem, RecordError};
 
 /// The file is mapped this many bytes at a time.
 const WINDOW: u64 = 2 << 20;
+/// The window size of a call-graph report (`Windows::smaller`; see `records.rs`). Flat reports
+/// keep the larger windows: unmapping one is a page-table walk and a TLB flush on both cores.
+const SMALLER_WINDOW: u64 = 1 << 20;
 
 /// A window of the file, mapped, or of inflated records.
 pub struct Mapped {
@@ -51,12 +54,20 @@ pub struct Windows {
     current: Option<u32>,
     parse_infos: Arc<[RecordParseInfo]>,
     endian: Endianness,
+    /// The bytes mapped at a time.
+    window: u64,
 }
 
 impl Windows {
     pub fn new(file: std::fs::File, parse_infos: Arc<[RecordParseInfo]>, endian: Endianness) -> Windows {
         let file_len = file.metadata().map_or(0, |m| m.len());
-        Windows { file, file_len, held: VecDeque::new(), first: 0, current: None, parse_infos, endian }
+        let held = VecDeque::new();
+        Windows { file, file_len, held, first: 0, current: None, parse_infos, endian, window: WINDOW }
+    }
+
+    /// Maps the file in smaller windows from now on.
+    pub fn smaller(&mut self) {
+        self.window = SMALLER_WINDOW;
     }
 
     /// The file's length.
@@ -91,8 +102,9 @@ impl Windows {
                 return Ok((number, (at - w.start) as usize));
             }
         }
-        let (start, map) = rperf_perfdata::mapped::window(&self.file, self.file_len, at, n, WINDOW, false)
-            .map_err(|e| RecordError { offset: at, problem: Problem::Map(Arc::new(e)) })?;
+        let (start, map) =
+            rperf_perfdata::mapped::window(&self.file, self.file_len, at, n, self.window, false)
+                .map_err(|e| RecordError { offset: at, problem: Problem::Map(Arc::new(e)) })?;
         // Its pages are put in the page table here, on the reader's thread, not where the
         // converter first reads each one: a read maps the page cache's pages around it, 64 KiB
         // (the kernel's fault-around) at a time.
