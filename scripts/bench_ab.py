@@ -3,7 +3,8 @@
 in interleaved runs, with peak RSS from GNU time. Prints each file's medians and the ratio of
 the second build to the first, then their geometric means. For holding a change to "within
 N% of before". Each build reads and writes a cache folder of its own (a temporary one, warmed
-by one untimed report of each file), so that each runs as it does on a machine it has run on:
+by one untimed report of each file), so that each runs as it does on a machine it has run on;
+with `--cold`, the folder is emptied before every timed run (a first report on a machine):
 
     scripts/bench_ab.py --before OLD/rperf --after target/release/rperf --runs 7 FILES...
 """
@@ -17,7 +18,10 @@ import tempfile
 import time
 
 
-def run(binary, args, path, cache):
+def run(binary, args, path, cache, cold=False):
+    if cold:
+        shutil.rmtree(cache)
+        os.mkdir(cache, 0o700)
     cmd = ["/usr/bin/time", "-f", "%M", binary, "report", *args, "-i", path]
     env = dict(os.environ, RPERF_CACHE_DIR=cache)
     start = time.perf_counter()
@@ -35,6 +39,7 @@ def main():
     ap.add_argument("--after", required=True, help="the rperf binary after it")
     ap.add_argument("--runs", type=int, default=7, help="interleaved runs of each per file")
     ap.add_argument("--args", default="", help="report arguments besides -i (space-separated)")
+    ap.add_argument("--cold", action="store_true", help="empty each build's cache folder before every timed run")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
     args = a.args.split()
@@ -61,7 +66,7 @@ def main():
             run(binary, args, path, caches[name])
         for i in range(a.runs):
             for name, binary in order if i % 2 == 0 else reversed(order):
-                runs[name].append(run(binary, args, path, caches[name]))
+                runs[name].append(run(binary, args, path, caches[name], a.cold))
         med = {k: (statistics.median(w for w, _ in v), statistics.median(r for _, r in v)) for k, v in runs.items()}
         tr, rr = med["after"][0] / med["before"][0], med["after"][1] / med["before"][1]
         time_ratios.append(tr)

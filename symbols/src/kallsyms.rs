@@ -57,7 +57,7 @@ pub fn text_symbol_index(text: &str) -> Vec<(u64, usize)> {
 
 /// A kallsyms line's address and the rest of the line (`T name`, `t name\t[module]`), when it
 /// names a text symbol (`t`, `T`, `w`, `W`) at a non-zero address.
-fn text_symbol(line: &str) -> Option<(u64, &str)> {
+pub(crate) fn text_symbol(line: &str) -> Option<(u64, &str)> {
     let (addr, rest) = line.trim_end_matches('\n').split_once(' ')?;
     let addr = u64::from_str_radix(addr, 16).ok().filter(|&a| a != 0)?;
     matches!(rest.as_bytes().first(), Some(b't' | b'T' | b'w' | b'W')).then_some((addr, rest))

@@ -51,9 +51,15 @@ pub fn kernel_source(
     if this_kernel {
         // The kernel formats /proc/kallsyms slowly (~40 ms): its core symbols are kept between
         // reports, read beside the records; only the symbols the recording's kernel addresses
-        // need are parsed.
+        // need are parsed. The thread runs at the lowest priority, on what the reader and the
+        // converter leave of the cores, and naming asks for it last: with a core of its own
+        // from the start, it had made the first report of a large recording a fifth slower.
         use rperf_symbols::kallsyms_cache::RunningKernel;
-        let loading = std::thread::Builder::new().name("rperf-kallsyms".into()).spawn(RunningKernel::load);
+        let loading = std::thread::Builder::new().name("rperf-kallsyms".into()).spawn(|| {
+            // Linux sets the calling thread's nice value; failing, it only keeps its priority.
+            let _ = rustix::process::setpriority_process(None, 19);
+            RunningKernel::load()
+        });
         let mut reading = loading.ok();
         // Kept for a loader called again (a live report).
         let mut kept: Option<RunningKernel> = None;

@@ -73,13 +73,6 @@ impl Resolver {
     /// Loads what naming reads (kernel symbols, binaries, their symbol tables and DWARF) and
     /// returns the DSO each JIT cache's functions belong to.
     fn prepare(&mut self, model: &mut Model) -> HashMap<DsoId, DsoId> {
-        if self.addrs.iter().any(|a| a.kind == AddrKind::Kernel) {
-            let addrs = &self.addrs;
-            let kernel_addrs =
-                || addrs.iter().filter(|a| a.kind == AddrKind::Kernel).map(|a| a.key).collect();
-            self.binaries.kernel(kernel_addrs, &mut self.warnings);
-            self.assign_modules(model);
-        }
         // ART keeps JIT-compiled methods in many symbol files of one cache; a method is one
         // function of the cache (`[JIT app cache]`) whichever file holds it.
         let mut cache_of: HashMap<DsoId, DsoId> = self.jit.symfile_func_dso.clone();
@@ -95,6 +88,15 @@ impl Resolver {
         self.load_binaries(model);
         if self.config.reads_dwarf() {
             self.load_debug_info();
+        }
+        // Last: the running kernel's symbols may still be read on a thread of low priority,
+        // which gets a core while binaries are loaded.
+        if self.addrs.iter().any(|a| a.kind == AddrKind::Kernel) {
+            let addrs = &self.addrs;
+            let kernel_addrs =
+                || addrs.iter().filter(|a| a.kind == AddrKind::Kernel).map(|a| a.key).collect();
+            self.binaries.kernel(kernel_addrs, &mut self.warnings);
+            self.assign_modules(model);
         }
         cache_of
     }

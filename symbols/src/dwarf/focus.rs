@@ -32,7 +32,74 @@ pub(super) fn focused_dwarf(
     let wanted = units_holding(&ranges, addrs);
     let section = obj.section_by_name(".debug_info")?;
     let compressed = section.compressed_data().ok()?;
-    let inflated = Inflated::of(obj, &section, origin);
+    // The other sections are loaded (inflated, when compressed) beside the pass over
+    // `.debug_info`, on another thread of the pool when one is free.
+    let (units, others) = rayon::join(
+        || {
+            read_units(obj, &section, compressed, origin, endian, |at| {
+                !listed.contains(&at) || wanted.contains(&at)
+            })
+        },
+        || other_sections(obj, map, endian, origin),
+    );
+    let (info, left_out) = units?;
+    if left_out.is_empty() {
+        return None;
+    }
+    if let Some((offset, size)) =
+        section.file_range().filter(|_| compressed.format != object::CompressionFormat::None)
+    {
+        rperf_perfdata::mapped::let_go(map, offset, size);
+    }
+    let abbrev = others.iter().find(|(id, _)| *id == gimli::SectionId::DebugAbbrev)?.1.clone();
+    if refers_across_units(&info, abbrev.bytes(), endian)? {
+        return None;
+    }
+    let left_out = merge_ranges(ranges.iter().filter(|r| left_out.contains(&r.2)).map(|r| (r.0, r.1)));
+    let info = Bytes::whole(info);
+    let dwarf = gimli::Dwarf::load(|id| {
+        Ok::<_, gimli::Error>(match id {
+            gimli::SectionId::DebugInfo => Reader::new(info.clone(), endian),
+            // Its unit offsets are those of the whole section: addr2line finds each unit's
+            // ranges in the unit itself instead.
+            gimli::SectionId::DebugAranges => load_section(obj, map, endian, "", None),
+            id if unused(id) => load_section(obj, map, endian, "", None),
+            id => match others.iter().find(|(loaded, _)| *loaded == id) {
+                Some((_, r)) => r.clone(),
+                None => load_section(obj, map, endian, id.name(), origin),
+            },
+        })
+    })
+    .ok()?;
+    Some((dwarf, left_out))
+}
+
+/// The sections naming reads beside `.debug_info` (and `.debug_aranges`, read first).
+fn other_sections(
+    obj: &object::File<'_>,
+    map: &Arc<memmap2::Mmap>,
+    endian: gimli::RunTimeEndian,
+    origin: Option<&str>,
+) -> Vec<(gimli::SectionId, Reader)> {
+    use gimli::SectionId::*;
+    [DebugAbbrev, DebugLine, DebugStr, DebugLineStr, DebugRngLists, DebugRanges, DebugAddr, DebugStrOffsets]
+        .into_iter()
+        .map(|id| (id, load_section(obj, map, endian, id.name(), origin)))
+        .collect()
+}
+
+/// The units of `.debug_info` that `keep` accepts, read in one pass (inflating the section as
+/// a stream, and keeping it inflated for the next report, when compressed; see `copy_units`):
+/// their bytes and the offsets of those left out.
+fn read_units(
+    obj: &object::File<'_>,
+    section: &object::Section<'_, '_>,
+    compressed: object::CompressedData<'_>,
+    origin: Option<&str>,
+    endian: gimli::RunTimeEndian,
+    keep: impl Fn(usize) -> bool,
+) -> Option<(Vec<u8>, HashSet<usize>)> {
+    let inflated = Inflated::of(obj, section, origin);
     let kept = inflated.as_ref().and_then(|k| k.map());
     // The section inflated as it is read is kept for the next time.
     let mut keeping = None;
@@ -48,41 +115,14 @@ pub(super) fn focused_dwarf(
         }
         _ => return None,
     };
-    let (info, left_out, read) =
-        copy_units(reader, endian, |at| !listed.contains(&at) || wanted.contains(&at))?;
+    let (info, left_out, read) = copy_units(reader, endian, keep)?;
     if let (Some(file), Some(inflated)) = (keeping, &inflated) {
         // Read to its end and written whole: complete.
         if read as u64 == inflated.len && file.written() == inflated.len && file.finish().is_ok() {
             inflated.keep_within_budget();
         }
     }
-    if left_out.is_empty() {
-        return None;
-    }
-    if let Some((offset, size)) =
-        section.file_range().filter(|_| compressed.format != object::CompressionFormat::None)
-    {
-        rperf_perfdata::mapped::let_go(map, offset, size);
-    }
-    let abbrev = load_section(obj, map, endian, ".debug_abbrev", origin);
-    if refers_across_units(&info, abbrev.bytes(), endian)? {
-        return None;
-    }
-    let left_out = merge_ranges(ranges.iter().filter(|r| left_out.contains(&r.2)).map(|r| (r.0, r.1)));
-    let info = Bytes::whole(info);
-    let dwarf = gimli::Dwarf::load(|id| {
-        Ok::<_, gimli::Error>(match id {
-            gimli::SectionId::DebugInfo => Reader::new(info.clone(), endian),
-            gimli::SectionId::DebugAbbrev => abbrev.clone(),
-            // Its unit offsets are those of the whole section: addr2line finds each unit's
-            // ranges in the unit itself instead.
-            gimli::SectionId::DebugAranges => load_section(obj, map, endian, "", None),
-            id if unused(id) => load_section(obj, map, endian, "", None),
-            id => load_section(obj, map, endian, id.name(), origin),
-        })
-    })
-    .ok()?;
-    Some((dwarf, left_out))
+    Some((info, left_out))
 }
 
 /// (begin, end, unit offset) of every address range `.debug_aranges` lists, by begin.
