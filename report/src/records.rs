@@ -31,10 +31,10 @@ use crate::windows::{Mapped, Windows};
 /// About this many bytes of records go in one batch.
 const BATCH_BYTES: usize = 1 << 20;
 /// The batch size of a report that unwinds its samples (`RecordReader::for_unwinding`), which
-/// holds more beside the records (unwind tables, stacks): with its smaller windows, the
-/// records in flight kept `report -g`'s peak on a perf recording of a g++ compile at 30.9 MiB
-/// where 1 MiB batches took it to 32.1, and took a tenth longer on a large recording whose
-/// stacks repeat (where 1 MiB took 0.83 times the time of the 256 KiB batches before).
+/// holds more beside the records (unwind tables, stacks). From windows of 1 MiB, these kept
+/// `report -g`'s peak on a perf recording of a g++ compile at 30.9 MiB, where 1 MiB batches
+/// took it to 32.1; on a large recording whose stacks repeat, they take 0.89 times the time of
+/// the 256 KiB batches before (1 MiB batches: 0.83).
 const UNWINDING_BATCH_BYTES: usize = 512 << 10;
 /// Batches read ahead of the converter, at most: memory stays bounded by the batch size. The
 /// reader, when it waits for room, is woken once the converter has taken them all (see
@@ -474,8 +474,9 @@ impl Sorter {
 }
 
 /// Batches of records read on a thread of their own. A batch dropped lets go of the windows
-/// only it held: the converting thread unmaps them (mapping them is the reader's work, and
-/// the reader is the busier of the two).
+/// only it held: the converting thread unmaps them (mapping them is the reader's work; handing
+/// converted batches back for the reader to unmap held windows longer and saved no time, in
+/// call-graph reports either).
 pub struct Batches {
     next: crate::handoff::Receiver<Batch>,
 }

@@ -52,8 +52,8 @@ pub fn kernel_source(
         // The kernel formats /proc/kallsyms slowly (~40 ms): its core symbols are kept between
         // reports, read beside the records; only the symbols the recording's kernel addresses
         // need are parsed. The thread runs at the lowest priority, on what the reader and the
-        // converter leave of the cores, and naming asks for it last: with a core of its own
-        // from the start, it had made the first report of a large recording a fifth slower.
+        // converter leave of the cores, and naming asks for it last (with a core of its own and
+        // the whole text held, first reports took 1.2–1.3 times as long).
         use rperf_symbols::kallsyms_cache::RunningKernel;
         let loading = std::thread::Builder::new().name("rperf-kallsyms".into()).spawn(|| {
             // Linux sets the calling thread's nice value; failing, it only keeps its priority.
