@@ -31,10 +31,10 @@ use crate::windows::{Mapped, Windows};
 /// About this many bytes of records go in one batch.
 const BATCH_BYTES: usize = 1 << 20;
 /// The batch size of a report that unwinds its samples (`RecordReader::for_unwinding`), which
-/// holds more beside the records (unwind tables, stacks). From windows of 1 MiB, these kept
-/// `report -g`'s peak on a perf recording of a g++ compile at 30.9 MiB, where 1 MiB batches
-/// took it to 32.1; on a large recording whose stacks repeat, they take 0.89 times the time of
-/// the 256 KiB batches before (1 MiB batches: 0.83).
+/// holds more beside the records (unwind tables, stacks). From windows of 1 MiB, 1 MiB batches
+/// took `report -g`'s peak on a perf recording of a g++ compile over 32 MiB (these keep it
+/// near 31); on a large recording whose stacks repeat, these take about 0.9 times the time of
+/// the 256 KiB batches from 2 MiB windows before.
 const UNWINDING_BATCH_BYTES: usize = 512 << 10;
 /// Batches read ahead of the converter, at most: memory stays bounded by the batch size. The
 /// reader, when it waits for room, is woken once the converter has taken them all (see
