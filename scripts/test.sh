@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs rperf's checks and tests, installing what they need first (Linux perf as the oracle,
-# g++, binutils, xz and llvm-dwp for the test programs, LLVM's lli as a JIT using the GDB JIT
+# g++, binutils, xz, llvm-dwp and lld for the test programs, LLVM's lli as a JIT using the GDB JIT
 # interface, Node and a JDK as JIT runtimes, util-linux for the
 # permission tests, Go's pprof and headless Chromium to check the pprof and HTML outputs, an
 # aarch64 cross-compiler and qemu user-mode emulation for the device builds, GNU time for the
@@ -22,6 +22,7 @@ command -v javac >/dev/null 2>&1 || need+=(default-jdk-headless)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v xz >/dev/null 2>&1 || need+=(xz-utils)
 command -v llvm-dwp >/dev/null 2>&1 || need+=(llvm)
+command -v ld.lld >/dev/null 2>&1 || need+=(lld)
 command -v lli >/dev/null 2>&1 || need+=(llvm-runtime)
 command -v go >/dev/null 2>&1 || need+=(golang-go)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)

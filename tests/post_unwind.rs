@@ -114,3 +114,52 @@ fn a_binary_deleted_while_recording_still_unwinds() {
     let later = frames(&raw);
     assert!(later < 50.0, "{later}% whole when the report unwinds without the binary");
 }
+
+/// A library linked by lld: the code's first page in the file also holds the read-only data
+/// before it, which is mapped a page lower, so the code is not where its file offset alone
+/// would put it. Its CFI is found at the code's own addresses, whether rperf unwinds while
+/// recording or when reporting (perf's recording, with stack copies).
+#[test]
+fn a_library_linked_by_lld_unwinds() {
+    let dir = scratch("pu_lld");
+    let (lib, main) = (dir.join("liblldlayout.so"), dir.join("lld_main"));
+    let programs = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/programs");
+    let gcc = |args: &[&str]| {
+        let o = run(std::process::Command::new("gcc").args(["-O1", "-g", "-fomit-frame-pointer"]).args(args));
+        assert!(o.status.success(), "gcc {args:?}: {}", stderr(&o));
+    };
+    let lib_src = format!("{programs}/lld_lib.c");
+    gcc(&["-shared", "-fPIC", "-fuse-ld=lld", &lib_src, "-o", lib.to_str().unwrap()]);
+    let rpath = format!("-Wl,-rpath,{}", dir.display());
+    gcc(&[&format!("{programs}/lld_main.c"), lib.to_str().unwrap(), &rpath, "-o", main.to_str().unwrap()]);
+    // The layout this is about: the code segment's offset and address differ, mid-page.
+    let headers = stdout(&run(std::process::Command::new("readelf").args(["-lW"]).arg(&lib)));
+    let code: Vec<&str> = headers
+        .lines()
+        .find(|l| l.contains("LOAD") && l.contains("R E"))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    let (offset, vaddr) =
+        (u64::from_str_radix(&code[1][2..], 16).unwrap(), u64::from_str_radix(&code[2][2..], 16).unwrap());
+    assert!(offset % 4096 != 0 && offset != vaddr, "{headers}");
+
+    let whole = |stacks: &[(Vec<String>, u64)]| {
+        share_of(stacks, "lld_leaf", |s| {
+            s.windows(3).any(|w| w == ["lld_outer", "lld_middle", "lld_leaf"])
+                && s.iter().any(|f| f == "main")
+        })
+    };
+    let (data, _) = record("pu_lld_rec", &[], &[main.to_str().unwrap()]);
+    let unwound = whole(&folded(&data));
+    assert!(unwound >= 95.0, "{unwound}% of the stacks unwound while recording are whole");
+    let perf_data = dir.join("perf.data");
+    let o = run(std::process::Command::new("perf")
+        .args(["record", "-q", "--call-graph", "dwarf", "-o"])
+        .arg(&perf_data)
+        .arg("--")
+        .arg(&main));
+    assert!(o.status.success(), "perf record: {}", stderr(&o));
+    let reported = whole(&folded(&perf_data));
+    assert!(reported >= 95.0, "{reported}% of the stacks unwound by the report are whole");
+}

@@ -89,8 +89,8 @@ impl Session {
         }
         let mut dsos: Vec<_> = self.sink.dsos.iter().collect();
         dsos.sort_unstable_by_key(|(path, _)| path.as_str());
-        for (path, bid) in dsos {
-            if let Some(bid) = bid.clone().or_else(|| buildid::of_file(std::path::Path::new(path))) {
+        for (path, dso) in dsos {
+            if let Some(bid) = dso.build_id.clone().or_else(|| buildid::of_file(std::path::Path::new(path))) {
                 ids.push(BuildIdEntry { pid: -1, kernel: false, build_id: bid, path: path.clone() });
             }
         }

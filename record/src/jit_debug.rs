@@ -1,9 +1,9 @@
 //! The GDB JIT interface, read while recording: runtimes that compile code at run time (LLVM's
-//! MCJIT and ORC, ART, Mono, LuaJIT) describe each piece of code with an in-memory symbol file
-//! (an ELF image) on a list that debuggers read from the process's memory. rperf reads the same
-//! list from every recorded process that has one, copies each new symbol file into the
-//! recording with the time it was seen and its code range, and notes when one goes away, so
-//! that a sample maps to the code that was at its address at its time.
+//! MCJIT and ORC, ART, Mono, LuaJIT) describe each piece of code with an in-memory symbol file (an
+//! ELF image) on a list that debuggers read from the process's memory. rperf reads the same list
+//! from every recorded process that has one, copies each new symbol file into the recording with
+//! the time it was seen and its code range, and notes when one goes away, so that a sample maps to
+//! the code that was at its address at its time.
 //!
 //! The interface (GDB's "JIT Compilation Interface"), 64-bit layout:
 //!
@@ -15,29 +15,29 @@
 //! ART extends both (magic `Android1` or `Android2` after the standard fields): the descriptor
 //! gains flags, the sizes of both structs, a sequence lock (odd while the list changes) and the
 //! time of the last action; each entry gains its registration time (CLOCK_MONOTONIC, the clock
-//! rperf samples with unless `--clockid` picks another) and, with `Android2`, a sequence lock of its own (odd once removed).
-//! ART lists in-memory dex files the same way under `__dex_debug_descriptor`.
+//! rperf samples with unless `--clockid` picks another) and, with `Android2`, a sequence lock of
+//! its own (odd once removed). ART lists in-memory dex files under `__dex_debug_descriptor`.
 //!
-//! A read is consistent or thrown away: the descriptor is read, the list walked, and the
-//! descriptor read again; any change in between (or a lock held odd) means a retry, never a
-//! stored half. A descriptor that did not change is not walked, and one that has never listed
-//! anything is read less and less often.
+//! A read is consistent or thrown away: the descriptor is read, the list walked, and the descriptor
+//! read again; any change in between (or a lock held odd) means a retry, never a stored half. A
+//! descriptor that did not change is not walked, and one that has never listed anything is read
+//! less and less often.
 //!
 //! New entries wait in a queue and their symbol files are copied a few megabytes per poll (each
 //! entry read again first, to see that it still describes the same file), so that a process
-//! registering symbol files by the hundred thousand never holds up the ring buffers. What is
-//! copied goes to `jit_store` (out of memory, within `JitLimits`).
+//! registering symbol files by the hundred thousand never holds up the ring buffers. What is copied
+//! goes to `jit_store` (out of memory, within `JitLimits`).
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use crate::sys::sample_clock_ns;
 use rperf_perfdata::bytes::{u32_at, u64_at};
 use rperf_perfdata::{JitReads, JitSymfile, SymfileKind};
 use rperf_symbols::mapping_vaddr;
 
 use crate::jit_layout::{code_range, exports_of, Descriptor, Entry, Exports, List, Memory, Read};
 use crate::jit_store::{JitLimits, JitStore};
+use crate::sys::sample_clock_ns;
 
 /// How often a descriptor is read (simpleperf reads every 100 ms): a symbol file seen new was
 /// registered after the read before, so this is how close its registration is known (for
@@ -138,18 +138,17 @@ impl JitDebugReader {
 
     /// An executable mapping of `path` at `addr` (file offset `pgoff`) in process `pid`: when
     /// the binary exports a descriptor, the process is watched from now on and read at once.
-    pub fn note_mapping(&mut self, pid: u32, addr: u64, pgoff: u64, path: &str) {
+    /// False when no mapping of `path` can matter (no descriptor, or the reader is off).
+    pub fn note_mapping(&mut self, pid: u32, addr: u64, pgoff: u64, path: &str) -> bool {
         if !self.enabled || pid == 0 || pid == u32::MAX {
-            return;
+            return self.enabled;
         }
         let exports = match self.exports.get(path) {
             Some(known) => known,
             None => self.exports.entry(path.to_string()).or_insert_with(|| exports_of(path)),
         };
-        let Some(exports) = exports else { return };
-        let (false, Some(vaddr)) = (exports.lists.is_empty(), mapping_vaddr(&exports.segments, pgoff)) else {
-            return;
-        };
+        let Some(exports) = exports.as_ref().filter(|e| !e.lists.is_empty()) else { return false };
+        let Some(vaddr) = mapping_vaddr(&exports.segments, pgoff) else { return true };
         let bias = addr.wrapping_sub(vaddr);
         let watched = self.processes.entry(pid).or_default();
         let mut added = false;
@@ -165,6 +164,7 @@ impl JitDebugReader {
             self.seen = true;
             self.poll_process(pid, true);
         }
+        true
     }
 
     /// The process ran a new program: its old lists are gone.
@@ -341,12 +341,12 @@ impl JitDebugReader {
         Read::Busy
     }
 
-    /// The descriptor at `addr`, or what that means for this read: not mapped yet (the loader
-    /// maps a library's data after its code: next poll), or not readable (said once).
+    /// The descriptor at `addr`, or what that means: not mapped yet (the loader maps a library's
+    /// data after its code: next poll), not readable (said once), or not a descriptor.
     fn read_descriptor(&mut self, mem: &Memory, addr: u64) -> Result<Descriptor, Read> {
         let pid = mem.pid;
         match self.descriptor(mem, addr) {
-            Ok(d) => Ok(d),
+            Ok(d) => (d.version == 1).then_some(d).ok_or(Read::Gone),
             Err(e) if matches!(e.raw_os_error(), Some(libc::EFAULT) | Some(libc::EIO)) => Err(Read::Busy),
             Err(e) => {
                 if matches!(e.raw_os_error(), Some(libc::EPERM) | Some(libc::EACCES))
@@ -520,81 +520,5 @@ fn queue(w: &mut Watched, entries: &[Entry], seen_after: u64) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// This process reads itself: a list of two entries, then one removed.
-    #[test]
-    fn reads_a_list_in_memory() {
-        let image_a = std::fs::read("/proc/self/exe").unwrap();
-        let image_b = std::fs::read("/bin/true").unwrap();
-        // Not an ELF image (a symbol file freed and reused): never stored.
-        let garbage = b"not an ELF image".to_vec();
-        #[repr(C)]
-        struct CodeEntry {
-            next: u64,
-            prev: u64,
-            symfile: u64,
-            size: u64,
-        }
-        let c = Box::new(CodeEntry {
-            next: 0,
-            prev: 0,
-            symfile: garbage.as_ptr() as u64,
-            size: garbage.len() as u64,
-        });
-        let b = Box::new(CodeEntry {
-            next: &*c as *const CodeEntry as u64,
-            prev: 0,
-            symfile: image_b.as_ptr() as u64,
-            size: image_b.len() as u64,
-        });
-        let a = Box::new(CodeEntry {
-            next: &*b as *const CodeEntry as u64,
-            prev: 0,
-            symfile: image_a.as_ptr() as u64,
-            size: image_a.len() as u64,
-        });
-        let mut desc = [0u64; 7];
-        desc[0] = 1 | (1 << 32);
-        desc[1] = &*a as *const CodeEntry as u64;
-        desc[2] = &*a as *const CodeEntry as u64;
-        let mut r = JitDebugReader::new(true, JitLimits { image: 1 << 40, total: 1 << 40 });
-        r.store.keep_fresh();
-        let pid = std::process::id();
-        let mut w = Watched::new(List::Jit, desc.as_ptr() as u64, 5, 0);
-        assert_eq!(r.read_list(pid, &mut w), Read::Changed);
-        // Copied oldest first (the list's last entry first), in polls of bounded time.
-        std::iter::from_fn(|| (!w.pending.is_empty()).then(|| r.copy_pending(pid, &mut w))).count();
-        let fresh = r.store.take_fresh();
-        assert_eq!(r.store.len(), 2);
-        assert!(fresh[0].image == image_b && fresh[1].image == image_a);
-        assert_eq!(r.store.get(1).registered_ns, 5);
-        assert!(r.store.get(1).code.1 > r.store.get(1).code.0, "the test binary has code");
-        // Unchanged: one descriptor read, no entry read.
-        let entries = r.reads.entries;
-        assert_eq!(r.read_list(pid, &mut w), Read::Unchanged);
-        assert_eq!(r.reads.entries, entries);
-        // The second entry is removed: it ends, the first stays, nothing is copied again.
-        let mut a = a;
-        a.next = 0;
-        desc[0] = 1 | (2 << 32);
-        std::hint::black_box((&a, &desc));
-        assert_eq!(r.read_list(pid, &mut w), Read::Changed);
-        r.copy_pending(pid, &mut w);
-        assert_eq!(r.store.len(), 2);
-        assert_eq!(r.store.get(1).removed_ns, u64::MAX);
-        assert!(r.store.get(0).removed_ns < u64::MAX);
-        // The section holds both, as the report reads it, with the removal time updated.
-        let (mut file, len) = r.store.section().unwrap();
-        let mut bytes = Vec::new();
-        std::io::Seek::rewind(&mut file)
-            .and_then(|_| std::io::Read::read_to_end(&mut file, &mut bytes))
-            .unwrap();
-        assert_eq!(bytes.len() as u64, len);
-        let files = rperf_perfdata::sections::decode_jit_symfiles(&bytes);
-        assert!(files[0].image == image_b && files[1].image == image_a);
-        assert!(files[0].removed_ns < u64::MAX && files[1].removed_ns == u64::MAX);
-        drop((b, c));
-    }
-}
+#[path = "jit_debug_tests.rs"]
+mod tests;

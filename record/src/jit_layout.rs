@@ -26,6 +26,8 @@ pub(crate) struct Exports {
 /// A descriptor as read: the standard fields and ART's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Descriptor {
+    /// 1 in every descriptor (GDB's and ART's): anything else was read at a wrong address.
+    pub(crate) version: u32,
     pub(crate) action: u32,
     pub(crate) relevant: u64,
     pub(crate) first: u64,
@@ -47,6 +49,7 @@ impl Descriptor {
             _ => None,
         };
         Descriptor {
+            version: u32_at(0),
             action: u32_at(4),
             relevant: u64_at(8),
             first: u64_at(16),
@@ -154,7 +157,8 @@ pub(crate) enum Read {
     Unchanged,
     /// No consistent read (the lock held odd, the list changing under the walk): next poll.
     Busy,
-    /// The process's memory can't be read (exited, not permitted, descriptor unmapped).
+    /// The process's memory can't be read (exited, not permitted, descriptor unmapped), or what
+    /// is there is no descriptor.
     Gone,
 }
 

@@ -81,9 +81,11 @@ impl RingBuffer {
         let mask = self.data_size as u64 - 1;
         while head.wrapping_sub(tail) >= 8 {
             let start = (tail & mask) as usize;
-            let mut hdr = [0u8; 8];
-            copy_wrapped(data, start, &mut hdr);
-            let size = u16::from_le_bytes([hdr[6], hdr[7]]) as u64;
+            // Records are 8-byte aligned in a ring of whole pages: a header never wraps.
+            let size = match data.get(start + 6..start + 8) {
+                Some(s) => u16::from_le_bytes([s[0], s[1]]) as u64,
+                None => 0,
+            };
             if size < 8 || size > head.wrapping_sub(tail) {
                 // A zero or oversized header means the buffer is inconsistent; drop what is left
                 // rather than looping forever.

@@ -30,6 +30,34 @@ pub struct SampleView<'a> {
 
 use rperf_perfdata::bytes::{u32_at, u64_at};
 
+/// Each attribute id's sample type, looked up for every record drained. When every attribute
+/// has the same one (the usual case: one event, and the side-band event made like it), that
+/// one is the answer for any id, without a hash lookup per record.
+#[derive(Default)]
+pub struct SampleTypes {
+    by_id: rustc_hash::FxHashMap<u64, u64>,
+    /// The sample type every attribute has, while they all have one.
+    uniform: Option<u64>,
+}
+
+impl SampleTypes {
+    /// Notes the sample type of the attribute with `id`.
+    pub fn insert(&mut self, id: u64, sample_type: u64) {
+        self.uniform = match self.by_id.is_empty() {
+            true => Some(sample_type),
+            false => self.uniform.filter(|&u| u == sample_type),
+        };
+        if self.by_id.insert(id, sample_type).is_some_and(|old| old != sample_type) {
+            self.uniform = None;
+        }
+    }
+
+    /// The sample type of the attribute with `id`: the common one when all have one.
+    pub fn get(&self, id: u64) -> Option<u64> {
+        self.uniform.or_else(|| self.by_id.get(&id).copied())
+    }
+}
+
 /// The time of a record of an event with `PERF_SAMPLE_IDENTIFIER` in its sample type (every
 /// event rperf opens), whose sample type `sample_type_of` gives by id: a sample's `TIME` field,
 /// else its `sample_id_all` trailer's. None without one.
@@ -143,6 +171,30 @@ pub fn trim_stack(record: &[u8], stack_at: usize, limit: Option<u64>) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_sample_type_for_every_attribute_is_given_for_any_id() {
+        let mut types = SampleTypes::default();
+        assert_eq!(types.get(1), None);
+        types.insert(1, sample::TIME);
+        types.insert(2, sample::TIME);
+        assert_eq!(
+            (types.get(1), types.get(2), types.get(3)),
+            (Some(sample::TIME), Some(sample::TIME), Some(sample::TIME))
+        );
+        // Attributes that differ are told apart by id; an unknown id has none.
+        types.insert(3, sample::TIME | sample::CPU);
+        assert_eq!(
+            (types.get(1), types.get(3), types.get(4)),
+            (Some(sample::TIME), Some(sample::TIME | sample::CPU), None)
+        );
+        // An id given another type differs from the rest too.
+        let mut types = SampleTypes::default();
+        types.insert(1, sample::TIME);
+        types.insert(1, sample::CPU);
+        types.insert(2, sample::TIME);
+        assert_eq!((types.get(1), types.get(2)), (Some(sample::CPU), Some(sample::TIME)));
+    }
 
     fn sample_with_stack(stack: &[u8], dyn_size: u64) -> Vec<u8> {
         let mut r = vec![9, 0, 0, 0, 2, 0, 0, 0];

@@ -26,8 +26,7 @@ const CUT_STACK_BYTES: u64 = 1024;
 /// Consumes records coming out of the ring buffers.
 pub(crate) struct Sink {
     pub(crate) writer: PerfDataWriter,
-    /// Each attribute id's sample type, looked up for every record.
-    pub(crate) sample_types: FxHashMap<u64, u64>,
+    pub(crate) sample_types: sample_fields::SampleTypes,
     pub(crate) regs_count: usize,
     pub(crate) samples: u64,
     pub(crate) lost: u64,
@@ -41,11 +40,10 @@ pub(crate) struct Sink {
     /// and go fast, most get none, and a /proc lookup for each (at its COMM record) had been
     /// most of a system-wide recording's cost.
     pub(crate) pids: BTreeMap<u32, Option<u32>>,
-    /// jitdump files the runtimes announced with their marker mmaps.
     /// jitdump files the recorded processes mapped, with the mapping process's owner.
     pub(crate) jitdumps: BTreeMap<String, Option<u32>>,
-    /// Every executable file mapped, with the build id its MMAP2 record gave.
-    pub(crate) dsos: FxHashMap<String, Option<Vec<u8>>>,
+    /// Every executable file mapped.
+    pub(crate) dsos: FxHashMap<String, Dso>,
     pub(crate) trim: bool,
     pub(crate) stacks: StackEnds,
     pub(crate) error: Option<Error>,
@@ -63,6 +61,14 @@ pub(crate) struct Sink {
     /// Processes whose EXIT record came in this pass over the rings: their samples, drained
     /// after the side-band, need no /proc lookup that would find nothing.
     pub(crate) exited: FxHashSet<u32>,
+}
+
+/// An executable file mapped by a recorded process.
+pub(crate) struct Dso {
+    /// The build id an MMAP2 record gave.
+    pub(crate) build_id: Option<Vec<u8>>,
+    /// Whether the JIT reader looks at its mappings (it may export the GDB JIT interface).
+    jit: bool,
 }
 
 /// Where each process's stacks end, so that stack copies can stop there. Read from
@@ -116,7 +122,7 @@ impl Sink {
         let dwarf = matches!(opts.call_graph, CallGraph::Dwarf { .. });
         let mut sink = Sink {
             writer,
-            sample_types: FxHashMap::default(),
+            sample_types: Default::default(),
             regs_count: regs_count(),
             samples: 0,
             lost: 0,
@@ -173,7 +179,7 @@ impl Sink {
             _ => {}
         }
         let out = trimmed.as_deref().unwrap_or(rec);
-        let time = sample_fields::time_of(out, |id| self.sample_types.get(&id).copied());
+        let time = sample_fields::time_of(out, |id| self.sample_types.get(id));
         if let Err(e) = self.writer.write_record_at(out, time) {
             self.error = Some(e);
         }
@@ -184,7 +190,7 @@ impl Sink {
     /// one that cannot be unwound).
     fn handle_sample(&mut self, rec: &[u8], misc_bits: u16) -> Option<Option<Vec<u8>>> {
         let id = u64_at(rec, 8).unwrap_or(0);
-        let st = self.sample_types.get(&id).copied().unwrap_or(0);
+        let st = self.sample_types.get(id).unwrap_or(0);
         let parsed = sample_fields::parse(rec, st, self.regs_count);
         let unwinding = st & sample::STACK_USER != 0 && self.post.is_some();
         let Some(v) = parsed else {
@@ -313,20 +319,17 @@ impl Sink {
                 self.jitdumps.entry(path.into_owned()).or_insert_with(|| procfs::uid_of(pid));
                 return;
             }
-            if let (Some(pid), Some(addr), Some(pgoff)) = (pid, addr, pgoff) {
-                self.jit.note_mapping(pid, addr, pgoff, &path);
-                self.sync_jit();
+            // Most mappings are of a binary met before: one lookup, a String only for a new one.
+            let dso = match self.dsos.get_mut(path.as_ref()) {
+                Some(dso) => dso,
+                None => self.dsos.entry(path.to_string()).or_insert(Dso { build_id: None, jit: true }),
+            };
+            if dso.build_id.is_none() {
+                dso.build_id = build_id.map(<[u8]>::to_vec);
             }
-            // Most mappings are of a binary met before: a String only for a new one.
-            match self.dsos.get_mut(path.as_ref()) {
-                Some(entry) => {
-                    if entry.is_none() {
-                        *entry = build_id.map(<[u8]>::to_vec);
-                    }
-                }
-                None => {
-                    self.dsos.insert(path.into_owned(), build_id.map(<[u8]>::to_vec));
-                }
+            if let (true, Some(pid), Some(addr), Some(pgoff)) = (dso.jit, pid, addr, pgoff) {
+                dso.jit = self.jit.note_mapping(pid, addr, pgoff, &path);
+                self.sync_jit();
             }
         }
     }

@@ -19,6 +19,8 @@ pub struct LoadSegment {
     pub offset: u64,
     /// p_filesz.
     pub filesz: u64,
+    /// Executable (PF_X).
+    pub exec: bool,
 }
 
 /// What rperf needs from one ELF binary.
@@ -275,22 +277,29 @@ impl LoadSegment {
         obj.segments()
             .filter_map(|s| {
                 let (offset, filesz) = s.file_range();
-                Some(LoadSegment { vaddr: s.address(), offset, filesz })
+                let exec = matches!(s.flags(), object::SegmentFlags::Elf { p_flags } if p_flags & object::elf::PF_X != 0);
+                Some(LoadSegment { vaddr: s.address(), offset, filesz, exec })
                     .filter(|_| filesz > 0 || s.size() > 0)
             })
             .collect()
     }
 }
 
-/// The virtual address where a mapping of the file from offset `pgoff` begins (mmap offsets
-/// are page-aligned: the page holding a segment's start may begin before the segment's own
-/// offset). A segment's file offsets and addresses differ by the same amount all through it, so
-/// `mapping start - this` is the binary's load bias. The sum wraps, as the bias does.
+/// The virtual address where an executable mapping of the file from offset `pgoff` begins
+/// (mmap offsets are page-aligned: the page holding a segment's start may begin before the
+/// segment's own offset). A segment's file offsets and addresses differ by the same amount all
+/// through it, so `mapping start - this` is the binary's load bias. The sum wraps, as the bias
+/// does.
+///
+/// Where segments share a page of the file (lld lays them out so: the code's first page also
+/// holds the end of the read-only data, at another address), the executable segment is the
+/// one mapped.
 pub fn mapping_vaddr(segments: &[LoadSegment], pgoff: u64) -> Option<u64> {
     let page = 4096u64;
-    let s = segments
-        .iter()
-        .find(|s| pgoff >= s.offset & !(page - 1) && pgoff < s.offset.saturating_add(s.filesz.max(1)))?;
+    let holds = |s: &&LoadSegment| {
+        pgoff >= s.offset & !(page - 1) && pgoff < s.offset.saturating_add(s.filesz.max(1))
+    };
+    let s = segments.iter().filter(holds).find(|s| s.exec).or_else(|| segments.iter().find(holds))?;
     Some(s.vaddr.wrapping_sub(s.offset).wrapping_add(pgoff))
 }
 
@@ -500,10 +509,27 @@ mod tests {
 
     #[test]
     fn segment_addresses_never_overflow() {
-        let segs = [LoadSegment { vaddr: u64::MAX - 0x10, offset: 0x1000, filesz: 0x1000 }];
+        let segs = [LoadSegment { vaddr: u64::MAX - 0x10, offset: 0x1000, filesz: 0x1000, exec: true }];
         assert_eq!(offset_to_vaddr(&segs, 0x1008), Some(u64::MAX - 8));
         assert_eq!(offset_to_vaddr(&segs, 0x1020), None);
         assert_eq!(offset_to_vaddr(&segs, 0x3000), None);
+    }
+
+    /// libLLVM.so's layout (lld): the code's first page of the file also holds the end of the
+    /// read-only data, which is mapped one page lower.
+    #[test]
+    fn an_executable_mapping_of_a_shared_page_is_the_code_segment() {
+        let seg = |vaddr, offset, filesz, exec| LoadSegment { vaddr, offset, filesz, exec };
+        let segs = [
+            seg(0, 0, 0x449a9a4, false),
+            seg(0x449b9a4, 0x449a9a4, 0x3ee331c, true),
+            seg(0x837fcc0, 0x837dcc0, 0x1c34a8, false),
+        ];
+        assert_eq!(mapping_vaddr(&segs, 0x449a000), Some(0x449b000));
+        assert_eq!(mapping_vaddr(&segs, 0x5000000), Some(0x5001000));
+        // A page only a data segment holds.
+        assert_eq!(mapping_vaddr(&segs, 0x1000), Some(0x1000));
+        assert_eq!(mapping_vaddr(&segs, 0x9000000), None);
     }
 
     /// KiB of `map` resident in this process (its mapping's Rss in /proc/self/smaps).

@@ -295,7 +295,9 @@ impl Resolver {
         let maps: Vec<_> = space.maps().iter().filter(|m| m.exec).copied().collect();
         for m in maps {
             let Some(b) = self.binaries.get(model, m.dso, &mut self.warnings) else { continue };
-            let (Some(sections), Some(svma)) = (&b.unwind, b.elf.offset_to_vaddr(m.pgoff)) else {
+            let (Some(sections), Some(svma)) =
+                (&b.unwind, rperf_symbols::mapping_vaddr(&b.elf.segments, m.pgoff))
+            else {
                 continue;
             };
             let bias = m.start.wrapping_sub(svma);
