@@ -3,7 +3,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::call_tree::CallTree;
+use super::call_tree::{CallTree, PathScratch};
 use super::common::pct;
 use crate::configs::TextConfig;
 use crate::options::{CallOrder, SortKey};
@@ -270,23 +270,33 @@ impl EventAggregate {
         let id: FxHashMap<EntryKey, u32> = keys.iter().zip(0..).map(|(k, i)| (*k, i)).collect();
         let is_selected =
             |f: FuncId| p.selected.as_deref().is_none_or(|s| s.get(f as usize).copied().unwrap_or(true));
-        // Where each shown entry first is on each stack, innermost first, as `add` counts it:
-        // (entry, stack count, frame).
-        let mut at: Vec<(u32, u32, u32)> = Vec::new();
+        // Where each shown entry first is on each stack, innermost first, as `add` counts it,
+        // as (stack count, frame) paths grouped by entry, each entry's in the section's order.
+        // Counted first, so that the list is made at its size and filled in order in place:
+        // it is the largest thing a call-graph report holds.
         let mut seen = FxHashSet::default();
-        each_sample(p, section, cfg, |n, s| {
-            seen.clear();
-            for i in (0..s.frames.len()).filter(|&i| is_selected(s.frames[i])) {
-                let key = cfg.key(s, i, &p.names.funcs);
-                if let Some(&e) = id.get(&key).filter(|_| seen.insert(key)) {
-                    at.push((e, n as u32, i as u32));
+        let mut each_path = |f: &mut dyn FnMut(u32, (u32, u32))| {
+            each_sample(p, section, cfg, |n, s| {
+                seen.clear();
+                for i in (0..s.frames.len()).filter(|&i| is_selected(s.frames[i])) {
+                    let key = cfg.key(s, i, &p.names.funcs);
+                    if let Some(&e) = id.get(&key).filter(|_| seen.insert(key)) {
+                        f(e, (n as u32, i as u32));
+                    }
                 }
-            }
+            })
+        };
+        let mut starts = vec![0u32; keys.len() + 1];
+        each_path(&mut |e, _| starts[e as usize + 1] += 1);
+        for e in 0..keys.len() {
+            starts[e + 1] += starts[e];
+        }
+        let mut paths = vec![(0u32, 0u32); starts[keys.len()] as usize];
+        let mut next = starts.clone();
+        each_path(&mut |e, path| {
+            paths[next[e as usize] as usize] = path;
+            next[e as usize] += 1;
         });
-        // Each entry's stacks in the section's order, as a single fold adds them (an entry is
-        // on a stack once): sorted in place, where a stable sort's scratch copy had doubled
-        // the list.
-        at.sort_unstable_by_key(|a| (a.0, a.1));
         let caller = cfg.call_graph == Some(CallOrder::Caller);
         // A path's `d`th function from the entry: towards the sampled one in caller order,
         // towards the root in callee order.
@@ -300,10 +310,14 @@ impl EventAggregate {
             }
         };
         let weight = |n: u32| section.stacks[n as usize].weight;
-        for group in at.chunk_by(|a, b| a.0 == b.0) {
-            let mut paths: Vec<(u32, u32)> = group.iter().map(|&(_, n, i)| (n, i)).collect();
-            let tree = CallTree::from_paths(&mut paths, step, weight, &shows);
-            if let Some(e) = self.entries.get_mut(&keys[group[0].0 as usize]) {
+        let mut scratch = PathScratch::default();
+        for (e, key) in keys.iter().enumerate() {
+            let these = &mut paths[starts[e] as usize..starts[e + 1] as usize];
+            if these.is_empty() {
+                continue;
+            }
+            let tree = CallTree::from_paths(these, step, weight, &shows, &mut scratch);
+            if let Some(e) = self.entries.get_mut(key) {
                 e.tree = tree;
             }
         }

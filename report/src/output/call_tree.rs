@@ -44,9 +44,11 @@ pub struct CallTree {
 /// The most children a node has before they are found through `CallTree::wide`.
 const LISTED: u32 = 8;
 
+/// An empty tree holds nothing, not even its root (most entries of a report never get a tree):
+/// the root is made with the first path.
 impl Default for CallTree {
     fn default() -> Self {
-        CallTree { nodes: vec![Node::new(u32::MAX)], wide: FxHashMap::default() }
+        CallTree { nodes: Vec::new(), wide: FxHashMap::default() }
     }
 }
 
@@ -54,7 +56,7 @@ impl CallTree {
     /// The children of `node`, in the order they were first reached.
     pub fn children(&self, node: usize) -> Vec<usize> {
         let mut kids = Vec::new();
-        let mut at = self.nodes[node].first_child;
+        let mut at = self.nodes.get(node).map_or(NO_NODE, |n| n.first_child);
         while at != NO_NODE {
             kids.push(at as usize);
             at = self.nodes[at as usize].next_sibling;
@@ -64,6 +66,9 @@ impl CallTree {
     }
 
     pub(super) fn add_path(&mut self, path: impl Iterator<Item = FuncId>, period: u64) {
+        if self.nodes.is_empty() {
+            self.nodes.push(Node::new(u32::MAX));
+        }
         let mut at = 0usize;
         self.nodes[0].period = self.nodes[0].period.saturating_add(period);
         for func in path {
@@ -115,40 +120,34 @@ impl CallTree {
     /// cutting the rest would make it. Built from the root down, a level at a time: the paths
     /// under a node refused are never walked further. A path is a (sample, frame) pair;
     /// `step(path, d)` gives its `d`th function, `weight` its sample's weight. Siblings keep
-    /// the order paths first reach them in.
+    /// the order paths first reach them in. `scratch` is reused from tree to tree.
     pub(super) fn from_paths(
         paths: &mut [(u32, u32)],
         step: impl Fn((u32, u32), usize) -> Option<FuncId>,
         weight: impl Fn(u32) -> u64,
         shows: impl Fn(u64) -> bool,
+        scratch: &mut PathScratch,
     ) -> CallTree {
-        let mut tree = CallTree::default();
-        tree.nodes[0].period = paths.iter().fold(0u64, |w, p| w.saturating_add(weight(p.0)));
+        let period = paths.iter().fold(0u64, |w, p| w.saturating_add(weight(p.0)));
+        let mut tree = CallTree { nodes: vec![Node { period, ..Node::new(u32::MAX) }], ..Default::default() };
         // (node, its paths, their depth below it)
         let mut work = vec![(0usize, 0..paths.len(), 0usize)];
+        let mut groups: Vec<(FuncId, u64, u32)> = Vec::new();
         while let Some((node, range, depth)) = work.pop() {
             let here = &mut paths[range.clone()];
-            // Stable: each function's paths stay in the order of their samples.
-            here.sort_by_key(|&p| step(p, depth).map_or(u64::MAX, u64::from));
-            let mut groups = Vec::new();
-            let mut at = 0;
-            while at < here.len() {
-                let Some(func) = step(here[at], depth) else { break };
-                let len = here[at..].iter().take_while(|&&p| step(p, depth) == Some(func)).count();
-                // Paths stay in their samples' order, so a group's first reached it first.
-                let first = here[at].0;
-                let w = here[at..at + len].iter().fold(0u64, |w, p| w.saturating_add(weight(p.0)));
+            scratch.split(here, depth, &step, &weight, &mut groups);
+            // Groups in the order their first paths come, which is the order of their
+            // samples: the order the functions were first reached in.
+            let mut at = range.start;
+            for &(func, w, len) in &groups {
+                let paths = at..at + len as usize;
+                at += len as usize;
                 if shows(w) {
-                    groups.push((first, func, w, range.start + at..range.start + at + len));
+                    let child = tree.nodes.len();
+                    tree.nodes.push(Node { period: w, ..Node::new(func) });
+                    tree.link(node, child as u32);
+                    work.push((child, paths, depth + 1));
                 }
-                at += len;
-            }
-            groups.sort_by_key(|g| g.0);
-            for (_, func, w, range) in groups {
-                let child = tree.nodes.len();
-                tree.nodes.push(Node { period: w, ..Node::new(func) });
-                tree.link(node, child as u32);
-                work.push((child, range, depth + 1));
             }
         }
         tree
@@ -178,6 +177,69 @@ impl CallTree {
         self.nodes[parent].first_child = at as u32;
         self.nodes[parent].kids += 1;
         at
+    }
+}
+
+/// What `CallTree::from_paths` reuses between levels and trees: each function's group at the
+/// level being split (by function id; a slot is this split's when the group it names is of
+/// that function, so that nothing is cleared between splits), each path's group, and room to
+/// regroup paths in.
+#[derive(Default)]
+pub(super) struct PathScratch {
+    slots: Vec<u32>,
+    group_of: Vec<u32>,
+    moved: Vec<(u32, u32)>,
+}
+
+impl PathScratch {
+    /// Groups `paths` by their `depth`th function, keeping each group's paths in their order
+    /// (a stable counting sort): `groups` gets (function, weight, paths) in the order of each
+    /// group's first path, and the paths that end above `depth` go last.
+    fn split(
+        &mut self,
+        paths: &mut [(u32, u32)],
+        depth: usize,
+        step: impl Fn((u32, u32), usize) -> Option<FuncId>,
+        weight: impl Fn(u32) -> u64,
+        groups: &mut Vec<(FuncId, u64, u32)>,
+    ) {
+        const ENDED: u32 = u32::MAX;
+        groups.clear();
+        self.group_of.clear();
+        for &p in paths.iter() {
+            let Some(func) = step(p, depth) else {
+                self.group_of.push(ENDED);
+                continue;
+            };
+            let f = func as usize;
+            if f >= self.slots.len() {
+                self.slots.resize(f + 1, ENDED);
+            }
+            let mut g = self.slots[f];
+            if groups.get(g as usize).is_none_or(|group| group.0 != func) {
+                g = groups.len() as u32;
+                self.slots[f] = g;
+                groups.push((func, 0, 0));
+            }
+            let group = &mut groups[g as usize];
+            (group.1, group.2) = (group.1.saturating_add(weight(p.0)), group.2 + 1);
+            self.group_of.push(g);
+        }
+        // Where each group's paths go, then the ended ones.
+        let mut next: Vec<u32> =
+            groups.iter().scan(0, |at, g| Some(std::mem::replace(at, *at + g.2))).collect();
+        let mut ended = groups.iter().map(|g| g.2).sum::<u32>();
+        self.moved.clear();
+        self.moved.resize(paths.len(), (0, 0));
+        for (&p, &g) in paths.iter().zip(&self.group_of) {
+            let to = match next.get_mut(g as usize) {
+                Some(to) => to,
+                None => &mut ended,
+            };
+            self.moved[*to as usize] = p;
+            *to += 1;
+        }
+        paths.copy_from_slice(&self.moved);
     }
 }
 
@@ -220,7 +282,8 @@ mod tests {
         }
         let mut paths: Vec<(u32, u32)> = (0..stacks.len() as u32).map(|n| (n, 0)).collect();
         let step = |(n, _): (u32, u32), d: usize| stacks[n as usize].0.get(d).copied();
-        let cut = CallTree::from_paths(&mut paths, step, |n| stacks[n as usize].1, |w| w >= 9);
+        let mut scratch = PathScratch::default();
+        let cut = CallTree::from_paths(&mut paths, step, |n| stacks[n as usize].1, |w| w >= 9, &mut scratch);
         // The same tree, less the light nodes: compared as `function:weight(children)`.
         fn shape(t: &CallTree, n: usize, keep: u64) -> String {
             let kids = t.children(n).into_iter().filter(|&k| t.nodes[k].period >= keep);
@@ -237,5 +300,42 @@ mod tests {
         let mut more = cut.clone();
         more.add_path([1, 100 + LISTED, 5].into_iter(), 1);
         assert_eq!(more.nodes.len(), cut.nodes.len());
+    }
+
+    #[test]
+    fn trees_of_many_paths_match_adding_each_path_at_every_cut() {
+        // Deep stacks over few functions, so that paths share prefixes, part, and end at
+        // every depth (a xorshift makes them the same on every run).
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        let stacks: Vec<(Vec<FuncId>, u64)> = (0..3000)
+            .map(|_| {
+                let depth = 1 + next(12) as usize;
+                ((0..depth).map(|d| (next(3 + d as u64) * 7 + d as u64) as FuncId).collect(), 1 + next(5))
+            })
+            .collect();
+        let mut whole = CallTree::default();
+        for (s, w) in &stacks {
+            whole.add_path(s.iter().copied(), *w);
+        }
+        fn shape(t: &CallTree, n: usize, keep: u64) -> String {
+            let kids = t.children(n).into_iter().filter(|&k| t.nodes[k].period >= keep);
+            kids.map(|k| format!("{}:{}({})", t.nodes[k].func, t.nodes[k].period, shape(t, k, keep)))
+                .collect()
+        }
+        let step = |(n, _): (u32, u32), d: usize| stacks[n as usize].0.get(d).copied();
+        let mut scratch = PathScratch::default();
+        for keep in [0, 1, 5, 40, 300, 2000] {
+            let mut paths: Vec<(u32, u32)> = (0..stacks.len() as u32).map(|n| (n, 0)).collect();
+            let cut =
+                CallTree::from_paths(&mut paths, step, |n| stacks[n as usize].1, |w| w >= keep, &mut scratch);
+            assert_eq!(shape(&cut, 0, 0), shape(&whole, 0, keep), "cut at {keep}");
+            assert!(cut.nodes[1..].iter().all(|n| n.period >= keep));
+        }
     }
 }

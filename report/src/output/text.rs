@@ -431,6 +431,9 @@ struct TreeStyle<'a> {
 fn write_tree(out: &mut dyn Write, tree: &CallTree, style: &TreeStyle<'_>) -> io::Result<()> {
     let indent = "       ".to_string();
     writeln!(out, "{indent}|")?;
+    if tree.nodes.is_empty() {
+        return Ok(());
+    }
     write_children(out, tree, 0, &indent, style, None)
 }
 
