@@ -11,16 +11,20 @@ end of the window. Rounds are interleaved (each round runs every recorder once, 
 order); the table shows medians and the median of each round's rperf/perf ratio.
 
 The machine's own load is what it is: a background load (`--load`, a shell loop forking `true`
-continually, so that processes come and go) shows the cost of following new processes.
+continually, so that processes come and go) shows the cost of following new processes;
+`--waiting-rustc N` keeps N rustc processes waiting on their input (each maps LLVM's library,
+whose GDB JIT descriptor the recorder reads), as on a machine where Rust is being built.
 
 Usage: scripts/bench_idle.py [--rounds 5] [--settle 3] [--window 10] [--rates 19,99]
-                             [--load] [--call-graph fp|dwarf] [--baseline OTHER_RPERF]
+                             [--load] [--waiting-rustc N] [--call-graph fp|dwarf]
+                             [--baseline OTHER_RPERF]
 
 `--baseline` adds another rperf build (`base`) to the rounds; rperf's line then also gives
 the median of its per-round CPU ratio to it.
 """
 import argparse
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -92,6 +96,9 @@ def main():
     ap.add_argument("--window", type=float, default=10.0)
     ap.add_argument("--rates", default="19,99")
     ap.add_argument("--load", action="store_true", help="fork `true` continually while measuring")
+    ap.add_argument("--waiting-rustc", type=int, default=0, metavar="N",
+                    help="N rustc processes waiting on their input while measuring (each maps "
+                         "LLVM's library, which exports the GDB JIT interface)")
     ap.add_argument("--call-graph", choices=["fp", "dwarf"])
     ap.add_argument("--baseline", help="another rperf build, measured in the same rounds as `base`")
     args = ap.parse_args()
@@ -100,11 +107,15 @@ def main():
     load = None
     if args.load:
         load = subprocess.Popen(["sh", "-c", "while :; do /bin/true; done"])
+    waiting = [subprocess.Popen("sleep 100000 | exec rustc - -o /dev/null", shell=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+               for _ in range(args.waiting_rustc)]
     try:
         with tempfile.TemporaryDirectory(prefix="rperf-bench-idle-") as work:
             print(f"system-wide, {args.window:g} s windows after {args.settle:g} s, "
                   f"{args.rounds} interleaved rounds, call graph: {args.call_graph or 'none'}, "
-                  f"load: {'forking' if args.load else 'none'}; CPU of the recorder only")
+                  f"load: {'forking' if args.load else 'none'}"
+                  f"{f', {args.waiting_rustc} rustc waiting' if waiting else ''}; CPU of the recorder only")
             print(f"{'rate':>5}  {'tool':<6} {'CPU ms/s':>9} {'peak RSS':>10}  {'CPU vs perf':>11}")
             for rate in [int(r) for r in args.rates.split(",")]:
                 results = {t: [] for t in tools}
@@ -129,6 +140,8 @@ def main():
     finally:
         if load:
             load.kill()
+        for w in waiting:
+            os.killpg(w.pid, signal.SIGKILL)
 
 
 if __name__ == "__main__":
