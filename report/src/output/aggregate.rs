@@ -273,7 +273,7 @@ impl EventAggregate {
         // Where each shown entry first is on each stack, innermost first, as `add` counts it,
         // as (stack count, frame) paths grouped by entry, each entry's in the section's order.
         // Counted first, so that the list is made at its size and filled in order in place:
-        // it is the largest thing a call-graph report holds.
+        // with the entries, it is the largest thing a call-graph report holds.
         let mut seen = FxHashSet::default();
         let mut each_path = |f: &mut dyn FnMut(u32, (u32, u32))| {
             each_sample(p, section, cfg, |n, s| {
