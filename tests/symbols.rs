@@ -370,3 +370,69 @@ fn split_dwarf_is_read_from_dwo_files_and_dwp_packages() {
     let syms = rows(&data, &["--sort", "symbol"]);
     assert!(share(&syms, "inner_kernel (inlined)") < 1.0, "no split DWARF left: {syms:?}");
 }
+
+/// A C program of `n` small functions, called in turn through a table for as many rounds as
+/// its argument says.
+fn many_functions_source(n: usize) -> String {
+    let mut c = String::from("#include <stdlib.h>\n");
+    for i in 0..n {
+        c += &format!(
+            "__attribute__((noinline)) unsigned f{i}(unsigned x) {{ x = x * {m}u + {i}u; x ^= x >> 7; \
+             x = x * 2654435761u + {i}u; x ^= x >> 13; x += {i}u * x; return x ^ (x >> 11); }}\n",
+            m = 2 * i + 3
+        );
+    }
+    let table: Vec<String> = (0..n).map(|i| format!("f{i}")).collect();
+    c += &format!("static unsigned (*table[])(unsigned) = {{{}}};\n", table.join(","));
+    c += "int main(int argc, char **argv) {\n  long rounds = argc > 1 ? atol(argv[1]) : 1;\n  \
+          volatile unsigned sink; unsigned x = 1;\n  for (long r = 0; r < rounds; r++)\n    \
+          for (unsigned i = 0; i < sizeof table / sizeof *table; i++) x = table[i](x);\n  \
+          sink = x;\n  return sink == 42;\n}\n";
+    c
+}
+
+#[test]
+fn thousands_of_distinct_addresses_are_each_named_for_their_function() {
+    // Addresses are named a batch at a time: samples on thousands of distinct addresses span
+    // several batches, and each is named for the function the binary's symbol table (nm) puts
+    // it in.
+    let dir = scratch("sym_many_addresses");
+    let src = dir.join("many.c");
+    std::fs::write(&src, many_functions_source(2000)).unwrap();
+    let prog = dir.join("many");
+    tool(Command::new("gcc").args(["-O1", "-o"]).arg(&prog).arg(&src));
+    let data = dir.join("perf.data");
+    // A sample per 50 µs of the program's CPU time, however busy the machine.
+    let o = run(rperf()
+        .args(["record", "-e", "cpu-clock", "-c", "50000", "-o"])
+        .arg(&data)
+        .arg(&prog)
+        .arg("80000"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let nm = stdout(&run(Command::new("nm").args(["-S", "--defined-only"]).arg(&prog)));
+    let mut functions: Vec<(u64, u64, String)> = nm
+        .lines()
+        .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            [start, size, "T" | "t", name] => {
+                Some((u64::from_str_radix(start, 16).ok()?, u64::from_str_radix(size, 16).ok()?, name.into()))
+            }
+            _ => None,
+        })
+        .collect();
+    functions.sort();
+    let function_at = |a: u64| {
+        let i = functions.partition_point(|f| f.0 <= a).checked_sub(1)?;
+        let (start, size, name) = &functions[i];
+        (a < start + size).then_some(name.as_str())
+    };
+    let script = stdout(&run(rperf().args(["report", "--format", "script", "-i"]).arg(&data)));
+    let suffix = format!(" ({})", prog.display());
+    let mut distinct = std::collections::HashSet::new();
+    for frame in script.lines().filter_map(|l| l.strip_prefix('\t')?.strip_suffix(&suffix)) {
+        let (addr, name) = frame.trim().split_once(' ').unwrap_or_else(|| panic!("{frame:?}"));
+        let addr = u64::from_str_radix(addr, 16).unwrap_or_else(|_| panic!("{frame:?}"));
+        assert_eq!(Some(name), function_at(addr), "the name of {addr:#x}");
+        distinct.insert(addr);
+    }
+    assert!(distinct.len() > 2 * 4096, "{} distinct addresses in the program", distinct.len());
+}

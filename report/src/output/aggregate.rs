@@ -57,14 +57,17 @@ pub struct EntryKey {
 
 /// Adds a sample's counter values to an entry's, at `at` (its self values at 0, with
 /// --children its accumulated ones after them); counts come from the file: sums saturate.
-fn add_counted(to: &mut Vec<u64>, at: usize, counted: &[u64]) {
+fn add_counted(to: &mut Box<[u64]>, at: usize, counted: &[u64]) {
     if to.len() < at + counted.len() {
-        to.resize(at + counted.len(), 0);
+        let mut grown = vec![0; at + counted.len()];
+        grown[..to.len()].copy_from_slice(to);
+        *to = grown.into_boxed_slice();
     }
     to[at..].iter_mut().zip(counted).for_each(|(a, v)| *a = a.saturating_add(*v));
 }
 
-/// One line of the report.
+/// One line of the report: a report holds one per distinct key (tens of thousands on a large
+/// compile's), so what most entries never use takes no room.
 #[derive(Clone, Debug, Default)]
 pub struct Entry {
     /// Samples whose innermost frame is this entry.
@@ -73,11 +76,11 @@ pub struct Entry {
     pub period: u64,
     /// What each counter of the section's counter group counted in them (self), then, with
     /// --children, in the samples with this entry anywhere in the stack (`counted_in`).
-    pub counted: Vec<u64>,
+    pub counted: Box<[u64]>,
     /// Event count of samples with this entry anywhere in the stack (with --children).
     pub children: u64,
-    /// The call graph under the entry.
-    pub tree: CallTree,
+    /// The call graph under the entry, when it has one.
+    pub tree: Option<Box<CallTree>>,
     /// The entries next to this one on the way from the call graphs' roots (its callers in
     /// caller order, its callees in callee order): when there is only one, this entry's call
     /// graph is part of that one's, and brief call graphs skip it.
@@ -90,6 +93,11 @@ impl Entry {
     pub fn counted_in(&self, i: usize, n: usize, accumulated: bool) -> u64 {
         self.counted.get(i + if accumulated { n } else { 0 }).copied().unwrap_or(0)
     }
+
+    /// The entry's call graph, made at its first path.
+    fn tree_mut(&mut self) -> &mut CallTree {
+        self.tree.get_or_insert_default()
+    }
 }
 
 /// The entries a call-graph entry is reached from.
@@ -99,13 +107,24 @@ pub enum Parent {
     #[default]
     None,
     /// Always from this one.
-    One(EntryKey),
+    One(Neighbour),
     /// From several, or it is itself where call graphs start.
     Many,
 }
 
+/// An entry next to another on a stack, by what can tell it from that one: both keys come
+/// from the same sample, so their thread and branch fields are the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Neighbour([u32; 5]);
+
+impl From<EntryKey> for Neighbour {
+    fn from(k: EntryKey) -> Neighbour {
+        Neighbour([k.dso, k.func, k.srcline, k.vaddr as u32, (k.vaddr >> 32) as u32])
+    }
+}
+
 impl Parent {
-    fn add(&mut self, p: Option<EntryKey>) {
+    fn add(&mut self, p: Option<Neighbour>) {
         *self = match (*self, p) {
             (_, None) | (Parent::Many, _) => Parent::Many,
             (Parent::None, Some(k)) => Parent::One(k),
@@ -318,7 +337,7 @@ impl EventAggregate {
             }
             let tree = CallTree::from_paths(these, step, weight, &shows, &mut scratch);
             if let Some(e) = self.entries.get_mut(key) {
-                e.tree = tree;
+                e.tree = Some(Box::new(tree));
             }
         }
     }
@@ -359,8 +378,8 @@ impl EventAggregate {
             let key = cfg.key(s, at, funcs);
             let e = self.entries.entry(key).or_default();
             match cfg.call_graph {
-                Some(CallOrder::Callee) => e.tree.add_path(s.frames.iter().copied(), s.period),
-                Some(CallOrder::Caller) => e.tree.add_path(s.frames.iter().rev().copied(), s.period),
+                Some(CallOrder::Callee) => e.tree_mut().add_path(s.frames.iter().copied(), s.period),
+                Some(CallOrder::Caller) => e.tree_mut().add_path(s.frames.iter().rev().copied(), s.period),
                 None => {}
             }
             return;
@@ -378,7 +397,8 @@ impl EventAggregate {
             // sampled function in caller order and the outermost caller in callee order end
             // the walk and count nothing; the root a walk starts from is reached from nowhere;
             // a neighbour the filters leave out is no entry.
-            let neighbour = |j: usize| is_selected(s.frames[j]).then(|| cfg.key(s, j, funcs));
+            let neighbour =
+                |j: usize| is_selected(s.frames[j]).then(|| Neighbour::from(cfg.key(s, j, funcs)));
             let from = match cfg.call_graph {
                 Some(CallOrder::Caller) if i > 0 => Some((i < last).then(|| neighbour(i + 1)).flatten()),
                 Some(CallOrder::Callee) if i < last => Some((i > 0).then(|| neighbour(i - 1)).flatten()),
@@ -395,9 +415,11 @@ impl EventAggregate {
             }
             match cfg.call_graph {
                 // The functions this entry called, down to the sampled one.
-                Some(CallOrder::Caller) => e.tree.add_path(s.frames[..=i].iter().rev().copied(), s.period),
+                Some(CallOrder::Caller) => {
+                    e.tree_mut().add_path(s.frames[..=i].iter().rev().copied(), s.period)
+                }
                 // The callers of this entry.
-                Some(CallOrder::Callee) => e.tree.add_path(s.frames[i..].iter().copied(), s.period),
+                Some(CallOrder::Callee) => e.tree_mut().add_path(s.frames[i..].iter().copied(), s.period),
                 None => {}
             }
         }
@@ -531,7 +553,8 @@ mod tests {
             None,
         );
         let e = agg.entries.values().next().unwrap();
-        let first = e.tree.children(0)[0];
-        assert_eq!(e.tree.nodes[first].func, 2);
+        let tree = e.tree.as_deref().expect("a call graph");
+        let first = tree.children(0)[0];
+        assert_eq!(tree.nodes[first].func, 2);
     }
 }

@@ -221,20 +221,21 @@ fn write_section(
     let total = section.weight;
     let entries = sorted_entries(agg, total, names, opts);
     let head = column_titles(opts, section);
-    let rows: Vec<Vec<String>> =
-        entries.iter().map(|(k, e)| row(k, e, section, names, total, opts)).collect();
+    // Rows are made as they are written (twice when padded: once to measure the columns),
+    // never all held: a large report has tens of thousands.
+    let row_of = |(k, e): &(&EntryKey, &Entry)| row(k, e, section, names, total, opts);
     if opts.csv {
         let sep = opts.csv_separator.as_str();
         writeln!(out, "{}", head.iter().map(|c| csv_field(c, sep)).collect::<Vec<_>>().join(sep))?;
-        for r in &rows {
+        for r in entries.iter().map(row_of) {
             writeln!(out, "{}", r.iter().map(|c| csv_field(c, sep)).collect::<Vec<_>>().join(sep))?;
         }
         writeln!(out)?;
         return Ok(());
     }
     let mut widths: Vec<usize> = head.iter().map(String::len).collect();
-    for r in &rows {
-        for (w, c) in widths.iter_mut().zip(r) {
+    for r in entries.iter().map(row_of) {
+        for (w, c) in widths.iter_mut().zip(&r) {
             *w = (*w).max(c.chars().count());
         }
     }
@@ -250,8 +251,10 @@ fn write_section(
         Ok(())
     };
     line(out, &head)?;
-    for (r, (_, e)) in rows.iter().zip(&entries) {
-        line(out, r)?;
+    let no_tree = super::call_tree::CallTree::default();
+    for entry in &entries {
+        line(out, &row_of(entry))?;
+        let e = entry.1;
         if opts.call_graph.is_some() {
             // A brief call graph leaves out what another entry's graph shows whole: the graph
             // of an entry reached from only one other entry is part of that one's.
@@ -261,7 +264,7 @@ fn write_section(
                 let limit = super::aggregate::tree_limit(opts);
                 let max_depth = opts.call_graph_depth.unwrap_or(usize::MAX);
                 let style = TreeStyle { names, total, limit, raw: opts.raw_period, max_depth };
-                write_tree(out, &e.tree, &style)?;
+                write_tree(out, e.tree.as_deref().unwrap_or(&no_tree), &style)?;
             }
             writeln!(out)?;
         }

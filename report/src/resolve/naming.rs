@@ -39,6 +39,9 @@ struct Named {
     range: Option<(u64, u64)>,
 }
 
+/// How many addresses are named at a time.
+const NAMING_BATCH: usize = 4096;
+
 impl Resolver {
     /// Names every frame seen, once per (binary, offset), loading binaries and looking up
     /// symbols in parallel, and hands over the tables: what each frame address was named, the
@@ -65,9 +68,27 @@ impl Resolver {
         use rayon::prelude::*;
         let cache_of = self.prepare(model);
         let model = &*model;
-        let this = &*self;
-        let names: Vec<Named> = this.addrs.par_iter().map(|a| this.name_of(model, a)).collect();
-        self.intern_names(model, names, &cache_of)
+        let addrs = std::mem::take(&mut self.addrs);
+        let mut out = Symbolized {
+            locations: addrs.iter().map(|a| (a.dso, a.key)).collect(),
+            spans: Vec::new(),
+            flat: Vec::new(),
+            places: Vec::new(),
+            srcline: Vec::new(),
+            vaddrs: Vec::with_capacity(addrs.len()),
+            ranges: Vec::with_capacity(addrs.len()),
+            unnamed: Default::default(),
+        };
+        // Named a batch at a time, side by side, and interned before the next: the names
+        // found for every address at once (a C++ compiler's run has tens of thousands, each
+        // with its demangled and stored names) had been the largest thing a report held.
+        for batch in addrs.chunks(NAMING_BATCH) {
+            let this = &*self;
+            let names: Vec<Named> = batch.par_iter().map(|a| this.name_of(model, a)).collect();
+            self.intern_names(model, batch, names, &cache_of, &mut out);
+        }
+        self.addrs = addrs;
+        out
     }
 
     /// Loads what naming reads (kernel symbols, binaries, their symbol tables and DWARF) and
@@ -153,24 +174,16 @@ impl Resolver {
         });
     }
 
-    /// The names found for each frame address, interned: what each address was named.
+    /// The names found for frame addresses `addrs`, interned into `out`: what each address
+    /// was named.
     fn intern_names(
         &mut self,
         model: &Model,
+        addrs: &[FrameAddr],
         names: Vec<Named>,
         cache_of: &HashMap<DsoId, DsoId>,
-    ) -> Symbolized {
-        let addrs = std::mem::take(&mut self.addrs);
-        let mut out = Symbolized {
-            locations: addrs.iter().map(|a| (a.dso, a.key)).collect(),
-            spans: Vec::new(),
-            flat: Vec::new(),
-            places: Vec::new(),
-            srcline: Vec::new(),
-            vaddrs: Vec::with_capacity(addrs.len()),
-            ranges: Vec::with_capacity(addrs.len()),
-            unnamed: Default::default(),
-        };
+        out: &mut Symbolized,
+    ) {
         for (a, named) in addrs.iter().zip(names) {
             let (dso, kind) = (a.dso, a.kind);
             let start = out.flat.len() as u32;
@@ -216,8 +229,6 @@ impl Resolver {
                 false => 0,
             });
         }
-        self.addrs = addrs;
-        out
     }
 
     /// The source frames of every address to name in a binary with DWARF, binaries side by
