@@ -119,6 +119,58 @@ fn kernel_symbols_are_kept_for_the_boot_and_read_back() {
     assert!(files(&open, "").is_empty());
 }
 
+/// The report of `data` sorted by dso and symbol, with rperf's cache in `cache` and `home` as
+/// the home folder (where perf keeps its build-id cache).
+fn report_at_home(data: &Path, cache: &Path, home: &Path) -> String {
+    let o = run(rperf()
+        .env("RPERF_CACHE_DIR", cache)
+        .env("HOME", home)
+        .args(["report", "--sort", "dso,symbol", "-i"])
+        .arg(data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    stdout(&o)
+}
+
+#[test]
+fn perfs_copy_of_the_kernel_symbols_serves_a_first_report() {
+    // `perf record` keeps a copy of /proc/kallsyms in its build-id cache; a first report of
+    // this boot keeps the core's symbols from it instead of having the kernel format them all.
+    let dir = scratch("cache_perf_copy");
+    let data = perf_record_dd(&dir, "300000");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let fresh = |n: &str| dir.join(format!("cache-{n}"));
+    let first = report_at_home(&data, &fresh("none"), &home);
+    let name = first
+        .lines()
+        .find(|l| l.contains("[kernel.kallsyms]") && !l.contains("[kernel.kallsyms][+"))
+        .and_then(|l| l.split_whitespace().last())
+        .unwrap_or_else(|| panic!("no named kernel symbol:\n{first}"))
+        .to_string();
+    let id = stdout(&run(Command::new("perf").args(["buildid-list", "-k"]))).trim().to_string();
+    let copy = home.join(".debug/[kernel.kallsyms]").join(&id).join("kallsyms");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    let kallsyms = std::fs::read_to_string("/proc/kallsyms").unwrap();
+    std::fs::write(&copy, &kallsyms).unwrap();
+    let planted: String = "q".repeat(name.len());
+    plant(&copy, &format!(" {name}\n"), &format!(" {planted}\n"));
+    // The copy names the kernel's code, and its core's symbols are kept for the boot.
+    let from_copy = report_at_home(&data, &fresh("copy"), &home);
+    assert_eq!(from_copy, first.replace(&format!(" {name}\n"), &format!(" {planted}\n")));
+    let kept = files(&fresh("copy"), "kallsyms-");
+    assert!(std::fs::read_to_string(&kept[0]).unwrap().contains(&format!(" {planted}\n")), "{kept:?}");
+    // Not a copy whose `_text` is not where the running kernel's is (another boot's, under
+    // KASLR), nor another user's.
+    let text_line = kallsyms.lines().find(|l| l.ends_with(" _text")).expect("_text in /proc/kallsyms");
+    let (addr, rest) = text_line.split_once(' ').unwrap();
+    let moved = format!("{:016x}", u64::from_str_radix(addr, 16).unwrap() + 0x20_0000);
+    plant(&copy, &format!("{text_line}\n"), &format!("{moved} {rest}\n"));
+    assert_eq!(report_at_home(&data, &fresh("moved"), &home), first);
+    plant(&copy, &format!("{moved} {rest}\n"), &format!("{text_line}\n"));
+    chown_nobody(&copy);
+    assert_eq!(report_at_home(&data, &fresh("other"), &home), first);
+}
+
 /// A cache folder whose path another user can change (a folder above it writable by others,
 /// without the sticky bit) is not used: swapping it between the check and a write would make
 /// root write where that user chose. The report says so once and runs without it.

@@ -41,8 +41,16 @@ impl RunningKernel {
             if let Some(kept) = read_kept(dir, &file_name(&boot.0), boot) {
                 return kept;
             }
-        }
-        if let (Some(dir), Some(boot)) = (&dir, &boot) {
+            // perf's copy of this kernel's symbols: its core's are kept from it (the rest, of
+            // the boot it was made in, is named from /proc/kallsyms when asked for).
+            let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+            let copy = (home.zip(crate::buildid::of_kernel()).zip(running_text()))
+                .and_then(|((home, id), text)| perf_copy(&home, &id, text));
+            if let Some(kept) =
+                copy.and_then(|c| keep(dir, boot, c)).and_then(|_| read_kept(dir, &file_name(&boot.0), boot))
+            {
+                return kept;
+            }
             let kallsyms = std::fs::File::open("/proc/kallsyms").ok();
             let read = kallsyms.map(|f| std::io::BufReader::with_capacity(64 << 10, f));
             if let Some(kept) = read.and_then(|r| keep(dir, boot, r)) {
@@ -94,6 +102,35 @@ impl RunningKernel {
     }
 }
 
+/// The most of perf's copy of /proc/kallsyms read.
+const PERF_COPY_LIMIT: u64 = 256 << 20;
+
+/// Where the running kernel's `_text` is, from the first lines of /proc/kallsyms (the kernel
+/// formats only the lines read); None where addresses are hidden from this user.
+fn running_text() -> Option<u64> {
+    use std::io::Read;
+    let mut head = Vec::new();
+    std::fs::File::open("/proc/kallsyms").ok()?.take(64 << 10).read_to_end(&mut head).ok()?;
+    let whole_lines = &head[..head.iter().rposition(|&b| b == b'\n')? + 1];
+    find_address(std::str::from_utf8(whole_lines).ok()?, "_text")
+}
+
+/// perf's copy of the running kernel's /proc/kallsyms (`perf record` keeps one in its build-id
+/// cache, `~/.debug/[kernel.kallsyms]/BUILD_ID/kallsyms`, under `home`) when it is a regular
+/// file of this user's or root's and its `_text` is at `text`, the running kernel's: a kernel
+/// of the same build id at the same address has the same core symbols. Module and BPF lines
+/// are of the boot the copy was made in, and `keep` does not keep them.
+fn perf_copy(home: &std::path::Path, build_id: &[u8], text: u64) -> Option<impl std::io::BufRead> {
+    use crate::trusted::{self, Owners};
+    use std::io::BufRead;
+    let path = home.join(".debug/[kernel.kallsyms]").join(crate::buildid::hex(build_id)).join("kallsyms");
+    let (file, _) = trusted::open(&path, PERF_COPY_LIMIT, Owners::Trusted(None), false).ok()?;
+    let mut copy = std::io::BufReader::with_capacity(64 << 10, std::io::Read::take(file, PERF_COPY_LIMIT));
+    let head = copy.fill_buf().ok()?;
+    let whole_lines = &head[..head.iter().rposition(|&b| b == b'\n')? + 1];
+    (find_address(std::str::from_utf8(whole_lines).ok()?, "_text")? == text).then_some(copy)
+}
+
 /// The boot's id and the kernel's release: the symbols kept for them hold while both last.
 struct BootKey(String, String);
 
@@ -129,7 +166,7 @@ fn read_kept(dir: &crate::cache::Dir, name: &str, boot: &BootKey) -> Option<Runn
 /// Whether `keep` keeps a line of /proc/kallsyms: module, BPF and trampoline symbols carry
 /// their module's name; they are not kept.
 fn is_kept(line: &str) -> bool {
-    line.split_whitespace().nth(3).is_none()
+    line.split_ascii_whitespace().nth(3).is_none()
 }
 
 /// The address of the line at `at` and where the next line starts.

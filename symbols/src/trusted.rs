@@ -29,6 +29,21 @@ pub enum Refusal {
 /// Reads the file at `path` when it is a regular file (symbolic links are followed only when
 /// `follow_links`), at most `limit` bytes long and owned by one of `owners`.
 pub fn read(path: &Path, limit: u64, owners: Owners, follow_links: bool) -> Result<Vec<u8>, Refusal> {
+    let (file, len) = open(path, limit, owners, follow_links)?;
+    let mut out = Vec::with_capacity(len as usize);
+    // The file may grow while it is read; the limit holds all the same.
+    file.take(limit).read_to_end(&mut out).map_err(|e| Refusal::Unsafe(format!("cannot be read: {e}")))?;
+    Ok(out)
+}
+
+/// Opens the file at `path` under the conditions of `read`, to be read a part at a time: the
+/// file and its length (read no more than `limit` of it: it may grow).
+pub fn open(
+    path: &Path,
+    limit: u64,
+    owners: Owners,
+    follow_links: bool,
+) -> Result<(std::fs::File, u64), Refusal> {
     let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
     if !follow_links {
         flags |= libc::O_NOFOLLOW;
@@ -54,10 +69,7 @@ pub fn read(path: &Path, limit: u64, owners: Owners, follow_links: bool) -> Resu
     if meta.len() > limit {
         return Err(Refusal::Unsafe(format!("is {} bytes, over the {limit}-byte limit", meta.len())));
     }
-    let mut out = Vec::with_capacity(meta.len() as usize);
-    // The file may grow while it is read; the limit holds all the same.
-    file.take(limit).read_to_end(&mut out).map_err(|e| Refusal::Unsafe(format!("cannot be read: {e}")))?;
-    Ok(out)
+    Ok((file, meta.len()))
 }
 
 fn kind(meta: &std::fs::Metadata) -> &'static str {
