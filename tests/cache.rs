@@ -76,6 +76,16 @@ fn perf_record_dd(dir: &Path, count: &str) -> PathBuf {
     data
 }
 
+/// The name of the first named kernel symbol of a `dso,symbol` report.
+fn top_kernel_symbol(report: &str) -> String {
+    report
+        .lines()
+        .find(|l| l.contains("[kernel.kallsyms]") && !l.contains("[kernel.kallsyms][+"))
+        .and_then(|l| l.split_whitespace().last())
+        .unwrap_or_else(|| panic!("no named kernel symbol:\n{report}"))
+        .to_string()
+}
+
 #[test]
 fn kernel_symbols_are_kept_for_the_boot_and_read_back() {
     let dir = scratch("cache_kallsyms");
@@ -83,13 +93,7 @@ fn kernel_symbols_are_kept_for_the_boot_and_read_back() {
     let data = perf_record_dd(&dir, "300000");
     let cache = dir.join("cache");
     let first = report(&data, &cache, "dso,symbol");
-    let kernel_row = |text: &str| {
-        text.lines()
-            .find(|l| l.contains("[kernel.kallsyms]") && !l.contains("[kernel.kallsyms][+"))
-            .map(str::to_string)
-    };
-    let top = kernel_row(&first).unwrap_or_else(|| panic!("no named kernel symbol:\n{first}"));
-    let name = top.split_whitespace().last().unwrap().to_string();
+    let name = top_kernel_symbol(&first);
     let kept = files(&cache, "kallsyms-");
     assert_eq!(kept.len(), 1, "{kept:?}");
     assert_eq!((mode(&cache), mode(&kept[0])), (0o700, 0o600));
@@ -141,12 +145,7 @@ fn perfs_copy_of_the_kernel_symbols_serves_a_first_report() {
     std::fs::create_dir_all(&home).unwrap();
     let fresh = |n: &str| dir.join(format!("cache-{n}"));
     let first = report_at_home(&data, &fresh("none"), &home);
-    let name = first
-        .lines()
-        .find(|l| l.contains("[kernel.kallsyms]") && !l.contains("[kernel.kallsyms][+"))
-        .and_then(|l| l.split_whitespace().last())
-        .unwrap_or_else(|| panic!("no named kernel symbol:\n{first}"))
-        .to_string();
+    let name = top_kernel_symbol(&first);
     let id = stdout(&run(Command::new("perf").args(["buildid-list", "-k"]))).trim().to_string();
     let copy = home.join(".debug/[kernel.kallsyms]").join(&id).join("kallsyms");
     std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
