@@ -169,6 +169,13 @@ fn is_kept(line: &str) -> bool {
     line.split_ascii_whitespace().nth(3).is_none()
 }
 
+/// A kallsyms line (ending in a newline) as text, with its address, when it names a text
+/// symbol (`text_symbol`).
+fn text_line(bytes: &[u8]) -> Option<(u64, &str)> {
+    let line = std::str::from_utf8(bytes).ok()?;
+    Some((text_symbol(line)?.0, line))
+}
+
 /// The address of the line at `at` and where the next line starts.
 fn line_at(text: &[u8], at: usize) -> Option<(u64, usize)> {
     let rest = &text[at..];
@@ -232,28 +239,31 @@ fn keep(dir: &crate::cache::Dir, boot: &BootKey, mut lines: impl std::io::BufRea
     let mut file = dir.create(&name).ok()?;
     file.write_all(header(boot).as_bytes()).ok()?;
     let (mut rest, mut index) = (String::new(), Vec::new());
-    let (mut line, mut last, mut kept) = (String::new(), 0, 0usize);
+    let (mut bytes, mut last, mut kept) = (Vec::new(), 0, 0usize);
+    // Lines are read as bytes, each checked as text only for what it is parsed for: a hundred
+    // thousand lines or more, on the path of a first report.
     for read in 0usize.. {
-        line.clear();
-        if lines.read_line(&mut line).ok()? == 0 {
+        bytes.clear();
+        if lines.read_until(b'\n', &mut bytes).ok()? == 0 {
             break;
         }
-        let Some((addr, _)) = text_symbol(&line) else {
+        if bytes.last() != Some(&b'\n') {
+            bytes.push(b'\n');
+        }
+        let Some((addr, line)) = text_line(&bytes) else {
             // Hidden addresses read as zeros, which name nothing.
             if kept == 0 && index.is_empty() && read >= 1000 {
                 return None;
             }
             continue;
         };
-        if !is_kept(&line) {
+        if !is_kept(line) {
             index.push((addr, rest.len()));
-            rest.push_str(line.trim_end_matches('\n'));
-            rest.push('\n');
+            rest.push_str(line);
         } else if addr < last {
             return None;
         } else {
-            file.write_all(line.trim_end_matches('\n').as_bytes()).ok()?;
-            file.write_all(b"\n").ok()?;
+            file.write_all(&bytes).ok()?;
             (last, kept) = (addr, kept + 1);
         }
     }
