@@ -44,10 +44,11 @@ impl RunningKernel {
             // perf's copy of this kernel's symbols: its core's are kept from it (the rest, of
             // the boot it was made in, is named from /proc/kallsyms when asked for).
             let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-            let copy = (home.zip(crate::buildid::of_kernel()).zip(running_text()))
-                .and_then(|((home, id), text)| perf_copy(&home, &id, text));
-            if let Some(kept) =
-                copy.and_then(|c| keep(dir, boot, c)).and_then(|_| read_kept(dir, &file_name(&boot.0), boot))
+            let copy = home.zip(crate::buildid::of_kernel()).and_then(|(home, id)| perf_copy(&home, &id));
+            let copy = copy.filter(|(_, text)| Some(*text) == running_text());
+            if let Some(kept) = copy
+                .and_then(|(c, _)| keep(dir, boot, c))
+                .and_then(|_| read_kept(dir, &file_name(&boot.0), boot))
             {
                 return kept;
             }
@@ -111,24 +112,28 @@ fn running_text() -> Option<u64> {
     use std::io::Read;
     let mut head = Vec::new();
     std::fs::File::open("/proc/kallsyms").ok()?.take(64 << 10).read_to_end(&mut head).ok()?;
+    text_address(&head)
+}
+
+/// The address of `_text` in the whole lines of `head`, the start of a kallsyms text.
+fn text_address(head: &[u8]) -> Option<u64> {
     let whole_lines = &head[..head.iter().rposition(|&b| b == b'\n')? + 1];
     find_address(std::str::from_utf8(whole_lines).ok()?, "_text")
 }
 
 /// perf's copy of the running kernel's /proc/kallsyms (`perf record` keeps one in its build-id
 /// cache, `~/.debug/[kernel.kallsyms]/BUILD_ID/kallsyms`, under `home`) when it is a regular
-/// file of this user's or root's and its `_text` is at `text`, the running kernel's: a kernel
-/// of the same build id at the same address has the same core symbols. Module and BPF lines
-/// are of the boot the copy was made in, and `keep` does not keep them.
-fn perf_copy(home: &std::path::Path, build_id: &[u8], text: u64) -> Option<impl std::io::BufRead> {
+/// file of this user's or root's, with the address of its `_text`: a kernel of the same build
+/// id at the same address has the same core symbols. Module and BPF lines are of the boot the
+/// copy was made in, and `keep` does not keep them.
+fn perf_copy(home: &std::path::Path, build_id: &[u8]) -> Option<(impl std::io::BufRead, u64)> {
     use crate::trusted::{self, Owners};
     use std::io::BufRead;
     let path = home.join(".debug/[kernel.kallsyms]").join(crate::buildid::hex(build_id)).join("kallsyms");
     let (file, _) = trusted::open(&path, PERF_COPY_LIMIT, Owners::Trusted(None), false).ok()?;
     let mut copy = std::io::BufReader::with_capacity(64 << 10, std::io::Read::take(file, PERF_COPY_LIMIT));
-    let head = copy.fill_buf().ok()?;
-    let whole_lines = &head[..head.iter().rposition(|&b| b == b'\n')? + 1];
-    (find_address(std::str::from_utf8(whole_lines).ok()?, "_text")? == text).then_some(copy)
+    let text = text_address(copy.fill_buf().ok()?)?;
+    Some((copy, text))
 }
 
 /// The boot's id and the kernel's release: the symbols kept for them hold while both last.
