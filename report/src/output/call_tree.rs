@@ -247,6 +247,12 @@ impl PathScratch {
 mod tests {
     use super::*;
 
+    /// The tree under `n`, less the nodes lighter than `keep`, as `function:weight(children)`.
+    fn shape(t: &CallTree, n: usize, keep: u64) -> String {
+        let kids = t.children(n).into_iter().filter(|&k| t.nodes[k].period >= keep);
+        kids.map(|k| format!("{}:{}({})", t.nodes[k].func, t.nodes[k].period, shape(t, k, keep))).collect()
+    }
+
     #[test]
     fn wide_nodes_find_their_children_through_the_index() {
         let mut tree = CallTree::default();
@@ -285,11 +291,6 @@ mod tests {
         let mut scratch = PathScratch::default();
         let cut = CallTree::from_paths(&mut paths, step, |n| stacks[n as usize].1, |w| w >= 9, &mut scratch);
         // The same tree, less the light nodes: compared as `function:weight(children)`.
-        fn shape(t: &CallTree, n: usize, keep: u64) -> String {
-            let kids = t.children(n).into_iter().filter(|&k| t.nodes[k].period >= keep);
-            kids.map(|k| format!("{}:{}({})", t.nodes[k].func, t.nodes[k].period, shape(t, k, keep)))
-                .collect()
-        }
         let main = cut.children(0)[0];
         assert_eq!(shape(&cut, main, 0), shape(&whole, whole.children(0)[0], 9));
         assert_eq!(cut.nodes[0].period, whole.nodes[0].period);
@@ -322,11 +323,6 @@ mod tests {
         let mut whole = CallTree::default();
         for (s, w) in &stacks {
             whole.add_path(s.iter().copied(), *w);
-        }
-        fn shape(t: &CallTree, n: usize, keep: u64) -> String {
-            let kids = t.children(n).into_iter().filter(|&k| t.nodes[k].period >= keep);
-            kids.map(|k| format!("{}:{}({})", t.nodes[k].func, t.nodes[k].period, shape(t, k, keep)))
-                .collect()
         }
         let step = |(n, _): (u32, u32), d: usize| stacks[n as usize].0.get(d).copied();
         let mut scratch = PathScratch::default();
