@@ -11,9 +11,12 @@ use common::*;
 
 /// The report of `data` sorted by `sort`, with rperf's cache in `cache`.
 fn report(data: &Path, cache: &Path, sort: &str) -> String {
-    // Inlined functions as entries of their own: the tests look for their names.
+    // Inlined functions as entries of their own: the tests look for their names. A home
+    // without perf's build-id cache, whose copy of the kernel's symbols would be read instead
+    // of kept ones.
     let o = run(rperf()
         .env("RPERF_CACHE_DIR", cache)
+        .env("HOME", cache.with_file_name("home-without-perf"))
         .args(["report", "--inline", "--sort", sort, "-i"])
         .arg(data));
     assert!(o.status.success(), "{}", stderr(&o));
@@ -137,8 +140,8 @@ fn report_at_home(data: &Path, cache: &Path, home: &Path) -> String {
 
 #[test]
 fn perfs_copy_of_the_kernel_symbols_serves_a_first_report() {
-    // `perf record` keeps a copy of /proc/kallsyms in its build-id cache; a first report of
-    // this boot keeps the core's symbols from it instead of having the kernel format them all.
+    // `perf record` keeps a copy of /proc/kallsyms in its build-id cache; reports search the
+    // core's symbols in it instead of having the kernel format them all, and keep nothing.
     let dir = scratch("cache_perf_copy");
     let data = perf_record_dd(&dir, "300000");
     let home = dir.join("home");
@@ -153,11 +156,12 @@ fn perfs_copy_of_the_kernel_symbols_serves_a_first_report() {
     std::fs::write(&copy, &kallsyms).unwrap();
     let planted: String = "q".repeat(name.len());
     plant(&copy, &format!(" {name}\n"), &format!(" {planted}\n"));
-    // The copy names the kernel's code, and its core's symbols are kept for the boot.
+    // The copy names the kernel's code, in every report.
     let from_copy = report_at_home(&data, &fresh("copy"), &home);
     assert_eq!(from_copy, first.replace(&format!(" {name}\n"), &format!(" {planted}\n")));
-    let kept = files(&fresh("copy"), "kallsyms-");
-    assert!(std::fs::read_to_string(&kept[0]).unwrap().contains(&format!(" {planted}\n")), "{kept:?}");
+    assert!(files(&fresh("copy"), "kallsyms-").is_empty());
+    assert_eq!(report_at_home(&data, &fresh("copy"), &home), from_copy);
+    assert_eq!(files(&fresh("none"), "kallsyms-").len(), 1, "kept from /proc/kallsyms without the copy");
     // Not a copy whose `_text` is not where the running kernel's is (another boot's, under
     // KASLR), nor another user's.
     let text_line = kallsyms.lines().find(|l| l.ends_with(" _text")).expect("_text in /proc/kallsyms");
@@ -184,9 +188,14 @@ fn a_cache_folder_under_a_folder_others_can_write_is_not_used() {
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
     let cache = shared.join("cache");
     std::fs::create_dir(&cache).unwrap();
+    // Without perf's copy of the kernel's symbols, they are kept in the cache folder.
+    let home = dir.join("home");
     std::fs::set_permissions(&cache, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let o =
-        run(rperf().env("RPERF_CACHE_DIR", &cache).args(["report", "--sort", "dso,symbol", "-i"]).arg(&data));
+    let o = run(rperf()
+        .env("RPERF_CACHE_DIR", &cache)
+        .env("HOME", &home)
+        .args(["report", "--sort", "dso,symbol", "-i"])
+        .arg(&data));
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
     assert_eq!(err.matches("is not used").count(), 1, "{err}");
@@ -194,8 +203,11 @@ fn a_cache_folder_under_a_folder_others_can_write_is_not_used() {
     assert!(files(&cache, "").is_empty(), "{:?}", files(&cache, ""));
     // With the sticky bit (as /tmp has), this user's folder there is used.
     std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
-    let o =
-        run(rperf().env("RPERF_CACHE_DIR", &cache).args(["report", "--sort", "dso,symbol", "-i"]).arg(&data));
+    let o = run(rperf()
+        .env("RPERF_CACHE_DIR", &cache)
+        .env("HOME", &home)
+        .args(["report", "--sort", "dso,symbol", "-i"])
+        .arg(&data));
     assert!(!stderr(&o).contains("is not used"), "{}", stderr(&o));
     assert!(!files(&cache, "kallsyms-").is_empty());
 }

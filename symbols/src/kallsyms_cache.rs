@@ -21,9 +21,12 @@ pub struct RunningKernel {
     text: String,
     /// `kallsyms::text_symbol_index` of `text`.
     index: Vec<(u64, usize)>,
-    /// The kept symbols: lines in address order after a header line, searched in place (only
-    /// the lines lookups need are read).
+    /// The kept symbols (or perf's copy of them): lines in address order, searched in place
+    /// (only the lines lookups need are read).
     kept: Option<std::sync::Arc<memmap2::Mmap>>,
+    /// Where those lines are in `kept`: after the header line of rperf's file, before the
+    /// module lines of perf's copy.
+    lines: std::ops::Range<usize>,
     /// The addresses `text` names as /proc/kallsyms would; None: every address (it is
     /// /proc/kallsyms).
     covered: Option<(u64, u64)>,
@@ -41,16 +44,15 @@ impl RunningKernel {
             if let Some(kept) = read_kept(dir, &file_name(&boot.0), boot) {
                 return kept;
             }
-            // perf's copy of this kernel's symbols: its core's are kept from it (the rest, of
-            // the boot it was made in, is named from /proc/kallsyms when asked for).
+            // perf's copy of this kernel's symbols, searched in place as kept symbols are:
+            // nothing to read through or to keep (its other lines, of the boot it was made in,
+            // are named from /proc/kallsyms when asked for).
             let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
             let copy = home.zip(crate::buildid::of_kernel()).and_then(|(home, id)| perf_copy(&home, &id));
-            let copy = copy.filter(|(_, text)| Some(*text) == running_text());
-            if let Some(kept) = copy
-                .and_then(|(c, _)| keep(dir, boot, c))
-                .and_then(|_| read_kept(dir, &file_name(&boot.0), boot))
+            if let Some(copy) =
+                copy.filter(|c| c.covered.is_some_and(|(text, _)| Some(text) == running_text()))
             {
-                return kept;
+                return copy;
             }
             let kallsyms = std::fs::File::open("/proc/kallsyms").ok();
             let read = kallsyms.map(|f| std::io::BufReader::with_capacity(64 << 10, f));
@@ -66,7 +68,7 @@ impl RunningKernel {
     pub fn live() -> RunningKernel {
         let text = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
         let index = text_symbol_index(&text);
-        RunningKernel { text, index, kept: None, covered: None, cached: false }
+        RunningKernel { text, index, ..Default::default() }
     }
 
     /// The symbols that hold `addrs`, as `KernelSymbols::from_kallsyms_for` makes them.
@@ -76,7 +78,7 @@ impl RunningKernel {
         };
         // The lines lookups read, as text of their own, and the lines not kept (if any).
         let (mut text, mut index) = (self.text.clone(), self.index.clone());
-        for (addr, at) in sorted_index_for(kept, addrs) {
+        for (addr, at) in sorted_index_for(&kept[..self.lines.end], self.lines.start, addrs) {
             let line = kept[at..].split(|&b| b == b'\n').next().unwrap_or_default();
             index.push((addr, text.len()));
             text.push_str(&String::from_utf8_lossy(line));
@@ -107,12 +109,23 @@ impl RunningKernel {
 const PERF_COPY_LIMIT: u64 = 256 << 20;
 
 /// Where the running kernel's `_text` is, from the first lines of /proc/kallsyms (the kernel
-/// formats only the lines read); None where addresses are hidden from this user.
+/// formats only the lines read: a page at a time, up to 64 KiB, until `_text`); None where
+/// addresses are hidden from this user.
 fn running_text() -> Option<u64> {
     use std::io::Read;
-    let mut head = Vec::new();
-    std::fs::File::open("/proc/kallsyms").ok()?.take(64 << 10).read_to_end(&mut head).ok()?;
-    text_address(&head)
+    let mut file = std::fs::File::open("/proc/kallsyms").ok()?;
+    let (mut head, mut page) = (Vec::new(), [0u8; 4096]);
+    while head.len() < 64 << 10 {
+        let n = file.read(&mut page).ok()?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&page[..n]);
+        if let Some(text) = text_address(&head) {
+            return Some(text);
+        }
+    }
+    None
 }
 
 /// The address of `_text` in the whole lines of `head`, the start of a kallsyms text.
@@ -123,17 +136,53 @@ fn text_address(head: &[u8]) -> Option<u64> {
 
 /// perf's copy of the running kernel's /proc/kallsyms (`perf record` keeps one in its build-id
 /// cache, `~/.debug/[kernel.kallsyms]/BUILD_ID/kallsyms`, under `home`) when it is a regular
-/// file of this user's or root's, with the address of its `_text`: a kernel of the same build
-/// id at the same address has the same core symbols. Module and BPF lines are of the boot the
-/// copy was made in, and `keep` does not keep them.
-fn perf_copy(home: &std::path::Path, build_id: &[u8]) -> Option<(impl std::io::BufRead, u64)> {
+/// file of this user's or root's, mapped: its core's lines, which /proc/kallsyms lists first,
+/// in address order, covering from `_text` (where the copy's core starts; the caller checks it
+/// against the running kernel's: a kernel of the same build id at the same address has the
+/// same core symbols). Module and BPF lines are of the boot the copy was made in: not used.
+fn perf_copy(home: &std::path::Path, build_id: &[u8]) -> Option<RunningKernel> {
     use crate::trusted::{self, Owners};
-    use std::io::BufRead;
     let path = home.join(".debug/[kernel.kallsyms]").join(crate::buildid::hex(build_id)).join("kallsyms");
     let (file, _) = trusted::open(&path, PERF_COPY_LIMIT, Owners::Trusted(None), false).ok()?;
-    let mut copy = std::io::BufReader::with_capacity(64 << 10, std::io::Read::take(file, PERF_COPY_LIMIT));
-    let text = text_address(copy.fill_buf().ok()?)?;
-    Some((copy, text))
+    let map = rperf_perfdata::mapped::map(&file).ok()?;
+    in_place(std::sync::Arc::new(map))
+}
+
+/// Kallsyms lines (`map`), core first, searched in place: the core's lines, covering from its
+/// `_text` to its last line. None when `_text` is not among the first 64 KiB of lines.
+fn in_place(map: std::sync::Arc<memmap2::Mmap>) -> Option<RunningKernel> {
+    let end = core_end(&map);
+    let core = &map[..end];
+    let text = text_address(&core[..end.min(64 << 10)])?;
+    // The last text symbol's line.
+    let mut at = end;
+    let last = loop {
+        at = core[..at.checked_sub(1)?].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        if let Some(addr) = text_symbol_at(core, at) {
+            break addr;
+        }
+    };
+    let covered = Some((text, last)).filter(|(text, last)| text < last);
+    Some(RunningKernel { kept: Some(map), lines: 0..end, covered, cached: true, ..Default::default() })
+}
+
+/// Where the lines of kallsyms `text` that name a module (`\t[ext4]`, `\t[bpf]`) start: the
+/// kernel lists them after the core's.
+fn core_end(text: &[u8]) -> usize {
+    let line_start = |at: usize| text[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let line_end = |at: usize| text[at..].iter().position(|&b| b == b'\n').map_or(text.len(), |i| at + i + 1);
+    // Lines before `lo` are the core's; the line at `hi`, when there is one, names a module.
+    let (mut lo, mut hi) = (0, text.len());
+    while lo < hi {
+        let mid = line_start(lo + (hi - lo) / 2).max(lo);
+        let end = line_end(mid);
+        if text[mid..end].contains(&b'\t') {
+            hi = mid;
+        } else {
+            lo = end;
+        }
+    }
+    lo
 }
 
 /// The boot's id and the kernel's release: the symbols kept for them hold while both last.
@@ -165,7 +214,14 @@ fn read_kept(dir: &crate::cache::Dir, name: &str, boot: &BootKey) -> Option<Runn
     }
     let first = line_at(&map, start)?.0;
     let last = line_at(&map, map[..map.len() - 1].iter().rposition(|&b| b == b'\n')? + 1)?.0;
-    Some(RunningKernel { kept: Some(map), covered: Some((first, last)), cached: true, ..Default::default() })
+    let lines = start..map.len();
+    Some(RunningKernel {
+        kept: Some(map),
+        lines,
+        covered: Some((first, last)),
+        cached: true,
+        ..Default::default()
+    })
 }
 
 /// Whether `keep` keeps a line of /proc/kallsyms: module, BPF and trampoline symbols carry
@@ -181,6 +237,13 @@ fn text_line(bytes: &[u8]) -> Option<(u64, &str)> {
     Some((text_symbol(line)?.0, line))
 }
 
+/// The address of the line at `at` when it names a text symbol (as `text_symbol` does).
+fn text_symbol_at(text: &[u8], at: usize) -> Option<u64> {
+    let (addr, next) = line_at(text, at)?;
+    let kind = text[at..next].split(|&b| b == b' ').nth(1)?;
+    (addr != 0 && matches!(kind.first(), Some(b't' | b'T' | b'w' | b'W'))).then_some(addr)
+}
+
 /// The address of the line at `at` and where the next line starts.
 fn line_at(text: &[u8], at: usize) -> Option<(u64, usize)> {
     let rest = &text[at..];
@@ -191,12 +254,13 @@ fn line_at(text: &[u8], at: usize) -> Option<(u64, usize)> {
 }
 
 /// The part of `text_symbol_index` that lookups of `addrs` read, found by binary search in
-/// kept symbols (lines in address order after a header line): for each address, the lines of
-/// the symbol holding it and the first line of the next symbol.
-fn sorted_index_for(text: &[u8], addrs: &[u64]) -> Vec<(u64, usize)> {
-    let Some(first) = text.iter().position(|&b| b == b'\n').map(|i| i + 1) else { return Vec::new() };
+/// kept symbols (`text`: lines in address order from `first`; only text symbols count, as in
+/// `text_symbol_index`): for each address, the lines of the symbol holding it and the first
+/// line of the next symbol.
+fn sorted_index_for(text: &[u8], first: usize, addrs: &[u64]) -> Vec<(u64, usize)> {
     // The start of the line that holds byte `at`.
     let line_start = |at: usize| text[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1).max(first);
+    let text_at = |at: usize| text_symbol_at(text, at);
     let mut out = Vec::new();
     for &addr in addrs {
         // The first line whose address is over `addr`.
@@ -208,21 +272,33 @@ fn sorted_index_for(text: &[u8], addrs: &[u64]) -> Vec<(u64, usize)> {
                 _ => hi = mid,
             }
         }
-        let Some(before) = (lo > first).then(|| line_start(lo - 1)) else { continue };
-        let Some((start, _)) = line_at(text, before) else { continue };
-        // Every line at the symbol's address, then the next symbol's first line.
+        // The last text symbol's line at or before `addr`.
+        let mut before = lo;
+        let start = loop {
+            if before <= first {
+                break None;
+            }
+            before = line_start(before - 1);
+            if let Some(a) = text_at(before) {
+                break Some(a);
+            }
+        };
+        let Some(start) = start else { continue };
+        // Every text line at the symbol's address, then the next text symbol's first line.
         let mut at = before;
         while at > first {
             let prev = line_start(at - 1);
-            if line_at(text, prev).map(|l| l.0) != Some(start) {
-                break;
+            match line_at(text, prev) {
+                Some((a, _)) if a == start => at = prev,
+                _ => break,
             }
-            at = prev;
         }
         while let Some((a, next)) = (at < text.len()).then(|| line_at(text, at)).flatten() {
-            out.push((a, at));
-            if a != start {
-                break;
+            if text_at(at).is_some() {
+                out.push((a, at));
+                if a != start {
+                    break;
+                }
             }
             at = next;
         }
@@ -299,6 +375,44 @@ mod tests {
     const TEXT: &str = "ffffffff81000000 T _text\nffffffff81000100 D data\nffffffff81000200 t work\n\
                         ffffffff81000300 T _etext\nffffffffc0002000 t bpf_prog_1_x\t[bpf]\n\
                         ffffffffc0001000 t ext4_read\t[ext4]\n";
+
+    #[test]
+    fn perfs_copy_is_searched_in_place_as_its_text_names_it() {
+        // As /proc/kallsyms lists them: per-CPU symbols at zero, the core (data lines among
+        // its text), then modules and BPF programs.
+        let copy = "0000000000000000 A fixed_percpu_data\n0000000000001000 A cpu_number\n\
+                    ffffffff81000000 T _stext\nffffffff81000000 T _text\nffffffff81000100 t first\n\
+                    ffffffff81000180 D in_text_data\nffffffff81000200 T second\nffffffff81000200 W second_alias\n\
+                    ffffffff81000300 T _etext\nffffffff82000000 D data_after\n\
+                    ffffffffc0001000 t ext4_read\t[ext4]\nffffffffc0002000 t bpf_prog_1_x\t[bpf]\n";
+        let map = rperf_perfdata::mapped::map_bytes(copy.as_bytes()).unwrap();
+        let k = in_place(map.clone()).expect("a core with `_text`");
+        assert_eq!(&copy[..k.lines.end], &copy[..copy.find("ffffffffc0001000").unwrap()]);
+        assert_eq!(k.covered, Some((0xffffffff81000000, 0xffffffff81000300)));
+        assert!(k.covers(&[0xffffffff81000250]) && !k.covers(&[0xffffffffc0001010]));
+        // Named as a table of the core's text symbols names them.
+        let core_text: String =
+            copy.lines().filter(|l| l.starts_with("ffffffff81")).map(|l| format!("{l}\n")).collect();
+        let addrs = [
+            0xffffffff81000000,
+            0xffffffff81000150,
+            0xffffffff81000180,
+            0xffffffff81000250,
+            0xffffffff810002ff,
+        ];
+        let names = |k: &crate::KernelSymbols| {
+            addrs.iter().map(|&a| k.table.lookup(a).map(|s| (s.name, s.start, s.end))).collect::<Vec<_>>()
+        };
+        let (a, b) = (k.symbols_for(&addrs), kernel(&core_text).symbols_for(&addrs));
+        assert_eq!(names(&a), names(&b));
+        assert_eq!(a.table.lookup(0xffffffff81000180).unwrap().name, "first");
+        assert_eq!(a.table.lookup(0xffffffff81000150).unwrap().end, 0xffffffff81000200);
+        // No core, or no `_text` in it: nothing to search.
+        for bad in ["ffffffffc0001000 t ext4_read\t[ext4]\n", "", "ffffffff81000100 t first\n"] {
+            let map = rperf_perfdata::mapped::map_bytes(bad.as_bytes()).unwrap();
+            assert!(in_place(map).is_none(), "{bad}");
+        }
+    }
 
     #[test]
     fn only_core_text_symbols_are_kept_and_they_cover_the_core_only() {
