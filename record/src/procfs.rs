@@ -53,6 +53,14 @@ pub fn uid_of(pid: i32) -> Option<u32> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The owner of process `pid` as /proc shows it: its effective uid, or root's where it is not
+/// dumpable (setuid programs). One stat, where `uid_of` has the kernel format the whole status
+/// file: recording a busy machine, it is asked at the first sample of every process.
+pub fn owner_of(pid: i32) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(format!("/proc/{pid}")).ok().map(|m| m.uid())
+}
+
 /// True while `pid` (a process or thread id) runs: it exists and is not a zombie waiting to be
 /// reaped (whose event fds the kernel has already hung up).
 pub fn is_alive(pid: i32) -> bool {
@@ -133,6 +141,14 @@ pub fn maps_of(pid: i32) -> Vec<MapLine> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_process_owner_is_its_effective_uid() {
+        let me = std::process::id() as i32;
+        assert_eq!(owner_of(me), uid_of(me));
+        assert_eq!(owner_of(1), Some(0));
+        assert_eq!(owner_of(i32::MAX), None);
+    }
 
     #[test]
     fn map_lines() {

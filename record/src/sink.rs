@@ -202,7 +202,7 @@ impl Sink {
         }
         self.samples += 1;
         let gone = self.exited.contains(&v.pid);
-        self.pids.entry(v.pid).or_insert_with(|| if gone { None } else { procfs::uid_of(v.pid as i32) });
+        self.pids.entry(v.pid).or_insert_with(|| if gone { None } else { procfs::owner_of(v.pid as i32) });
         self.note_kernel_addresses(misc_bits, &v);
         // Code no binary or symbol file describes may be JIT code registered since the
         // interface was last read.
@@ -316,7 +316,7 @@ impl Sink {
         }
         if let Some((path, build_id)) = exec {
             if let Some(pid) = rperf_perfdata::jitdump_pid(&path) {
-                self.jitdumps.entry(path.into_owned()).or_insert_with(|| procfs::uid_of(pid));
+                self.jitdumps.entry(path.into_owned()).or_insert_with(|| procfs::owner_of(pid));
                 return;
             }
             // Most mappings are of a binary met before: one lookup, a String only for a new one.
