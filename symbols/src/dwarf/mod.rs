@@ -224,8 +224,11 @@ mod tests {
     /// refers from the unit of the optimized code to the units of the sources by section
     /// offset) and a third, `c.c`, built without, is added: a unit to leave out.
     fn built_program(compressed: bool, lto: bool) -> (PathBuf, Arc<memmap2::Mmap>) {
-        let dir =
-            std::env::temp_dir().join(format!("rperf-dwarf-focus-{}-{compressed}-{lto}", std::process::id()));
+        // A folder of each call's own: tests building the same program run side by side.
+        static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir()
+            .join(format!("rperf-dwarf-focus-{}-{call}-{compressed}-{lto}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let a = "static inline __attribute__((always_inline)) int twice(int x) { return x * 2 + x / 3; }\n\
                  int helper(int);\n\
