@@ -2,6 +2,8 @@
 //! slowly (tens of milliseconds of system time for 100,000+ lines, more than reading a large
 //! recording), yet the core kernel's symbols never change while it runs: they are kept, one
 //! file per boot, in rperf's cache folder, and read from there while the same boot lasts.
+//! Where `perf record` has kept its copy of them for this kernel, that copy is searched in
+//! place instead, and nothing is kept.
 //!
 //! Symbols of modules, BPF programs and ftrace trampolines come and go: they are never kept,
 //! and an address outside the core kernel's text is named from /proc/kallsyms itself.
@@ -35,8 +37,9 @@ pub struct RunningKernel {
 }
 
 impl RunningKernel {
-    /// The kept symbols of this boot when there are, else /proc/kallsyms's (keeping its core
-    /// kernel symbols for the next report).
+    /// The kept symbols of this boot when there are, else perf's copy of this kernel's when it
+    /// fits the running kernel, else /proc/kallsyms's (keeping its core kernel symbols for the
+    /// next report).
     pub fn load() -> RunningKernel {
         let boot = boot_key();
         let dir = boot.as_ref().and_then(|_| crate::cache::dir(""));
@@ -237,11 +240,10 @@ fn text_line(bytes: &[u8]) -> Option<(u64, &str)> {
     Some((text_symbol(line)?.0, line))
 }
 
-/// The address of the line at `at` when it names a text symbol (as `text_symbol` does).
+/// The address of the line at `at` when it names a text symbol (`text_symbol`).
 fn text_symbol_at(text: &[u8], at: usize) -> Option<u64> {
-    let (addr, next) = line_at(text, at)?;
-    let kind = text[at..next].split(|&b| b == b' ').nth(1)?;
-    (addr != 0 && matches!(kind.first(), Some(b't' | b'T' | b'w' | b'W'))).then_some(addr)
+    let (_, next) = line_at(text, at)?;
+    Some(text_line(&text[at..next])?.0)
 }
 
 /// The address of the line at `at` and where the next line starts.
