@@ -32,7 +32,8 @@ pub struct RunningKernel {
     /// The addresses `text` names as /proc/kallsyms would; None: every address (it is
     /// /proc/kallsyms).
     covered: Option<(u64, u64)>,
-    /// Whether it came from the cache.
+    /// Whether it was read from symbols kept earlier (rperf's file or perf's copy), not from
+    /// /proc/kallsyms now.
     pub cached: bool,
 }
 
