@@ -8,7 +8,11 @@ Each recorder runs system-wide into a file of the benchmark's work folder. After
 (all its threads, from /proc/PID/task/*/schedstat) is read twice, a measured window apart:
 CPU milliseconds per second of recording, at steady state. Its peak RSS (VmHWM) is read at the
 end of the window. Rounds are interleaved (each round runs every recorder once, in a rotating
-order); the table shows medians and the median of each round's rperf/perf ratio.
+order); the table shows medians and the median of each round's rperf/perf ratio. A second
+pair of columns gives the recorder's CPU over the whole recording (start-up and the work after
+the stop included, from the kernel's accounting of the reaped process) per second recorded:
+perf reads its whole file again after the stop to find the binaries its samples hit, work
+that rperf does as the records come and that the steady-state window sees only in rperf.
 
 The machine's own load is what it is: a background load (`--load`, a shell loop forking `true`
 continually, so that processes come and go) shows the cost of following new processes;
@@ -31,6 +35,7 @@ the median of its per-round CPU ratio to it.
 """
 import argparse
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -76,8 +81,17 @@ def command(tool, rate, out, call_graph, baseline=None):
 
 
 def measure(tool, rate, work, args):
-    """(CPU ms per second at steady state, peak RSS KiB) of one system-wide recording."""
+    """(CPU ms per second at steady state, peak RSS KiB, CPU ms per second of the whole
+    recording) of one system-wide recording.
+
+    The whole recording's CPU is the recorder's, from its start to its exit (the kernel's
+    accounting of the reaped child): its start-up and what it does after the stop count too,
+    per second recorded (from its start to the stop signal). perf reads its file again after
+    the stop to find the binaries its samples hit (build ids), where rperf notes them as the
+    records come: the steady-state window sees only rperf's part of that work."""
     out = os.path.join(work, f"{tool}.data")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
     p = subprocess.Popen(command(tool, rate, out, args.call_graph, args.baseline), stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True)
     try:
@@ -89,11 +103,14 @@ def measure(tool, rate, work, args):
         t1, c1 = time.monotonic(), cpu_seconds(p.pid)
         rss = peak_rss_kib(p.pid)
     finally:
+        stop = time.monotonic()
         p.send_signal(2)
         _, err = p.communicate(timeout=120)
     if p.returncode not in (0, 130, -2):
         sys.exit(f"{tool} record failed ({p.returncode}): {err[-2000:]}")
-    return 1000 * (c1 - c0) / (t1 - t0), rss
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    whole = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return 1000 * (c1 - c0) / (t1 - t0), rss, 1000 * whole / (stop - start)
 
 
 def main():
@@ -131,7 +148,8 @@ def main():
                   f"{args.rounds} interleaved rounds, call graph: {args.call_graph or 'none'}, "
                   f"load: {'forking' if args.load else 'none'}"
                   f"{f', {args.waiting_rustc} rustc waiting' if waiting else ''}; CPU of the recorder only")
-            print(f"{'rate':>5}  {'tool':<6} {'CPU ms/s':>9} {'peak RSS':>10}  {'CPU vs perf':>11}")
+            print(f"{'rate':>5}  {'tool':<6} {'CPU ms/s':>9} {'peak RSS':>10}  {'CPU vs perf':>11}  "
+                  f"{'whole, ms/s':>11} {'vs perf':>8}")
             for rate in [int(r) for r in args.rates.split(",")]:
                 results = {t: [] for t in tools}
                 for r in range(args.rounds):
@@ -150,8 +168,15 @@ def main():
                             base = statistics.median(a[0] / max(b[0], 1e-9)
                                                      for a, b in zip(results["rperf"], results["base"]))
                             ratio += f" ({base:.2f}× base)"
+                    whole = statistics.median(x[2] for x in results[t])
+                    whole_ratio = ""
+                    if t == "rperf":
+                        whole_ratio = statistics.median(a[2] / max(b[2], 1e-9)
+                                                        for a, b in zip(results["rperf"], results["perf"]))
+                        whole_ratio = f"{whole_ratio:.2f}×"
                     spread = ", ".join(f"{x[0]:.2f}" for x in results[t])
-                    print(f"{rate:>5}  {t:<6} {cpu:>9.2f} {rss:>8.1f} MiB  {ratio:>11}   ({spread})")
+                    print(f"{rate:>5}  {t:<6} {cpu:>9.2f} {rss:>8.1f} MiB  {ratio:>11}  {whole:>11.2f} "
+                          f"{whole_ratio:>8}   ({spread})")
     finally:
         with open(mlock, "w") as f:
             f.write(mlock_before)

@@ -37,6 +37,7 @@ pub mod procfs;
 mod recorder;
 pub mod records;
 pub mod ring;
+mod round;
 pub mod sample;
 mod session;
 mod sink;

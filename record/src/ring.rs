@@ -13,7 +13,6 @@ pub struct RingBuffer {
     map_len: usize,
     data_offset: usize,
     data_size: usize,
-    scratch: Vec<u8>,
 }
 
 // SAFETY: the mapping is owned by this value alone; the kernel writes to it concurrently, which
@@ -42,7 +41,7 @@ impl RingBuffer {
             return Err(io::Error::last_os_error());
         }
         let base = NonNull::new(ptr as *mut u8).expect("mmap returned null on success");
-        Ok(RingBuffer { base, map_len, data_offset: page, data_size: data_pages * page, scratch: Vec::new() })
+        Ok(RingBuffer { base, map_len, data_offset: page, data_size: data_pages * page })
     }
 
     fn meta(&self) -> *mut perf_event_mmap_page {
@@ -67,17 +66,23 @@ impl RingBuffer {
         head.load(Ordering::Acquire).wrapping_sub(tail.load(Ordering::Relaxed))
     }
 
-    /// Calls `f` with each complete record (header included) now in the buffer, then frees
-    /// their space for the kernel. Records that wrap around the end are passed as one
-    /// contiguous copy.
-    pub fn drain(&mut self, mut f: impl FnMut(&[u8])) {
-        let mut scratch = std::mem::take(&mut self.scratch);
+    /// The data pages, where `peek` says each record lies.
+    pub fn data(&self) -> &[u8] {
+        // SAFETY: [data_offset, data_offset + data_size) lies inside our mapping, which lives as
+        // long as `self`. The kernel writes only past the tail it was last given, so bytes
+        // before `peek`'s end stay as they are until `release`.
+        unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(self.data_offset), self.data_size) }
+    }
+
+    /// Calls `f` with each complete record (header included) now in the buffer, and where it
+    /// lies in `data()`: None for a record that wraps around the end, passed as a copy (made
+    /// in `scratch`). Returns where the records end: their space stays the reader's, and
+    /// they stay where `data()` has them, until `release` is given it.
+    pub fn peek(&self, scratch: &mut Vec<u8>, mut f: impl FnMut(Option<usize>, &[u8])) -> u64 {
         let (head_a, tail_a) = self.head_tail();
         let head = head_a.load(Ordering::Acquire);
         let mut tail = tail_a.load(Ordering::Relaxed);
-        // SAFETY: [data_offset, data_offset + data_size) lies inside our mapping.
-        let data =
-            unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(self.data_offset), self.data_size) };
+        let data = self.data();
         let mask = self.data_size as u64 - 1;
         while head.wrapping_sub(tail) >= 8 {
             let start = (tail & mask) as usize;
@@ -96,17 +101,23 @@ impl RingBuffer {
             }
             let size = size as usize;
             if start + size <= data.len() {
-                f(&data[start..start + size]);
+                f(Some(start), &data[start..start + size]);
             } else {
                 scratch.resize(size, 0);
-                copy_wrapped(data, start, &mut scratch);
-                f(&scratch);
+                copy_wrapped(data, start, scratch);
+                f(None, scratch);
             }
             tail = tail.wrapping_add(size as u64);
         }
+        tail
+    }
+
+    /// Gives the kernel back the space of the records `peek` handed out, up to `end`, which
+    /// it returned.
+    pub fn release(&self, end: u64) {
+        let (_, tail_a) = self.head_tail();
         fence(Ordering::SeqCst);
-        tail_a.store(tail, Ordering::Release);
-        self.scratch = scratch;
+        tail_a.store(end, Ordering::Release);
     }
 }
 
@@ -129,7 +140,61 @@ impl Drop for RingBuffer {
 
 #[cfg(test)]
 mod tests {
-    use super::copy_wrapped;
+    use super::*;
+
+    /// A ring of `data_pages` pages of anonymous memory, written as the kernel writes one.
+    fn anonymous(data_pages: usize) -> RingBuffer {
+        let page = page_size();
+        let map_len = (data_pages + 1) * page;
+        // SAFETY: a fresh anonymous mapping, unmapped by the ring's Drop.
+        let ptr = unsafe {
+            let flags = libc::MAP_SHARED | libc::MAP_ANONYMOUS;
+            libc::mmap(std::ptr::null_mut(), map_len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0)
+        };
+        assert_ne!(ptr, libc::MAP_FAILED);
+        let base = NonNull::new(ptr as *mut u8).unwrap();
+        RingBuffer { base, map_len, data_offset: page, data_size: data_pages * page }
+    }
+
+    /// Writes records of `sizes` bytes from `head` on, tagged with their number, as the kernel
+    /// would; the new head.
+    fn produce(ring: &RingBuffer, mut head: u64, sizes: &[usize]) -> u64 {
+        let mask = ring.data_size as u64 - 1;
+        for (n, &size) in sizes.iter().enumerate() {
+            let mut rec = vec![n as u8; size];
+            rec[6..8].copy_from_slice(&(size as u16).to_le_bytes());
+            for (i, b) in rec.iter().enumerate() {
+                let at = ring.data_offset + ((head + i as u64) & mask) as usize;
+                // SAFETY: `at` lies in the ring's data pages.
+                unsafe { *ring.base.as_ptr().add(at) = *b };
+            }
+            head += size as u64;
+        }
+        ring.head_tail().0.store(head, Ordering::Release);
+        head
+    }
+
+    #[test]
+    fn peeked_records_stay_where_they_are_until_released() {
+        let ring = anonymous(1);
+        let size = ring.data_size;
+        // Start near the end, so that the third record wraps around it.
+        let start = (size - 48) as u64;
+        ring.release(start);
+        let head = produce(&ring, start, &[16, 24, 32, 8]);
+        let mut seen = Vec::new();
+        let end = ring.peek(&mut Vec::new(), |at, rec| seen.push((at, rec[0], rec.len())));
+        assert_eq!(end, head);
+        assert_eq!(
+            seen,
+            [(Some(size - 48), 0, 16), (Some(size - 32), 1, 24), (None, 2, 32), (Some(24), 3, 8)]
+        );
+        // Nothing is handed back until release: the kernel sees all of it pending.
+        assert_eq!(ring.pending(), 80);
+        assert_eq!(&ring.data()[size - 32..size - 31], &[1]);
+        ring.release(end);
+        assert_eq!(ring.pending(), 0);
+    }
 
     #[test]
     fn wrapped_copy() {

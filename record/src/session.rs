@@ -413,15 +413,33 @@ impl Session {
 
     /// Drains the side-band rings first, so that a sample's mappings are written before it,
     /// then the sample rings, cutting stack copies of rings that are at least half full.
+    /// Records written as they came are left in their rings until the pass is written, in
+    /// time order, at its end; then the kernel gets their space back.
     pub(crate) fn drain(&mut self) {
         let Session { buffers, sideband, sink, data_pages, .. } = self;
-        for b in sideband.iter_mut() {
-            b.ring.drain(|rec| sink.handle_sideband(rec));
-        }
+        let rings: Vec<&CpuBuffer> = sideband.iter().chain(buffers.iter()).collect();
+        let data: Vec<&[u8]> = rings.iter().map(|b| b.ring.data()).collect();
         let half = (*data_pages * sys::page_size() / 2) as u64;
-        for b in buffers.iter_mut() {
-            sink.pressure = b.ring.pending() >= half;
-            b.ring.drain(|rec| sink.handle(rec));
+        let mut scratch = Vec::new();
+        let mut ends = Vec::with_capacity(rings.len());
+        for (i, b) in rings.iter().enumerate() {
+            let side = i < sideband.len();
+            sink.pressure = !side && b.ring.pending() >= half;
+            let end = b.ring.peek(&mut scratch, |at, rec| {
+                let place = at.map(|at| (i as u32, at));
+                match side {
+                    true => sink.handle_sideband(rec, place),
+                    false => sink.handle_placed(rec, place),
+                }
+                if sink.writer.round_full() {
+                    sink.write_drained(&data);
+                }
+            });
+            ends.push(end);
+        }
+        sink.write_drained(&data);
+        for (b, end) in rings.iter().zip(ends) {
+            b.ring.release(end);
         }
         sink.pressure = false;
         sink.exited.clear();

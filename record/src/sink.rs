@@ -150,15 +150,23 @@ impl Sink {
         Ok(sink)
     }
 
-    /// Handles a record from a side-band ring buffer.
-    pub(crate) fn handle_sideband(&mut self, rec: &[u8]) {
+    /// Handles a record from a side-band ring buffer (see `handle_placed`).
+    pub(crate) fn handle_sideband(&mut self, rec: &[u8], place: Option<(u32, usize)>) {
         if u32_at(rec, 0) == Some(record_type::LOST) {
             self.lost_sideband += u64_at(rec, 16).unwrap_or(0);
         }
-        self.handle(rec);
+        self.handle_placed(rec, place);
     }
 
+    /// Handles a record the writer copies.
     pub(crate) fn handle(&mut self, rec: &[u8]) {
+        self.handle_placed(rec, None);
+    }
+
+    /// Handles a record that lies at `place` (a ring buffer's number, an offset in its data)
+    /// until the round is written, where the writer leaves it if it is written as it is; None
+    /// for a record the writer copies.
+    pub(crate) fn handle_placed(&mut self, rec: &[u8], place: Option<(u32, usize)>) {
         if self.error.is_some() {
             return;
         }
@@ -180,8 +188,13 @@ impl Sink {
         }
         let out = trimmed.as_deref().unwrap_or(rec);
         let time = sample_fields::time_of(out, |id| self.sample_types.get(id));
-        if let Err(e) = self.writer.write_record_at(out, time) {
-            self.error = Some(e);
+        match place.filter(|_| trimmed.is_none()) {
+            Some((ring, at)) => self.writer.place_record(ring, at, rec, time),
+            None => {
+                if let Err(e) = self.writer.write_record_at(out, time) {
+                    self.error = Some(e);
+                }
+            }
         }
     }
 
@@ -271,6 +284,13 @@ impl Sink {
                     }
                 }
             }
+        }
+    }
+
+    /// Writes the round, whose records may lie in the ring buffers whose data is `rings`.
+    pub(crate) fn write_drained(&mut self, rings: &[&[u8]]) {
+        if let Err(e) = self.writer.write_round_from(rings) {
+            self.error.get_or_insert(e);
         }
     }
 

@@ -14,6 +14,7 @@ use rperf_perfdata::encode::{event_desc_feature, put_header, put_u64, EventDesc}
 use rperf_perfdata::feature;
 use rperf_perfdata::header::{FileHeader, HEADER_SIZE};
 
+use crate::round::Round;
 use crate::Error;
 
 /// Room for attributes and ids at the front of the file; ids beyond it move the attribute
@@ -24,8 +25,6 @@ const FLUSH_AT: usize = 1 << 20;
 /// parts of this size, sorted, so that what the writer holds stays bounded however busy the
 /// machine. Readers sort a round's records.
 const ROUND_PART: usize = FLUSH_AT;
-/// `PERF_RECORD_SAMPLE`.
-const PERF_RECORD_SAMPLE: u32 = 9;
 
 /// One event attribute as stored in the file.
 #[derive(Clone, Debug)]
@@ -76,13 +75,8 @@ pub struct PerfDataWriter {
     attrs_at_front: Option<(u64, u64)>,
     /// Records were written since the last round marker.
     in_round: bool,
-    /// The records of this round, and their times, start and length in it: written in time
-    /// order when the round ends, so that readers that do not sort (simpleperf) see a
-    /// process's mappings before its samples and its exit after them.
-    round: Vec<u8>,
-    round_index: Vec<(u64, usize, usize)>,
-    /// The time of the round's latest record, given to records without one.
-    round_time: u64,
+    /// The records of this round, written in time order when it ends.
+    round: Round,
     /// The times of the first and the last sample written.
     sample_times: Option<(u64, u64)>,
 }
@@ -151,9 +145,7 @@ impl PerfDataWriter {
             buf: Vec::with_capacity(FLUSH_AT * 2),
             attrs_at_front: None,
             in_round: false,
-            round: Vec::new(),
-            round_index: Vec::new(),
-            round_time: 0,
+            round: Round::default(),
             sample_times: None,
         };
         w.write_front_attrs(attrs)?;
@@ -233,55 +225,61 @@ impl PerfDataWriter {
     /// Appends one record (header included) taken at `time`: written in time order with the
     /// rest of its round.
     pub fn write_record_at(&mut self, record: &[u8], time: Option<u64>) -> Result<(), Error> {
-        self.in_round = true;
-        if let (Some(t), Some(PERF_RECORD_SAMPLE)) =
-            (time, record.first_chunk().map(|b| u32::from_ne_bytes(*b)))
-        {
-            let (first, last) = self.sample_times.get_or_insert((t, t));
-            (*first, *last) = ((*first).min(t), (*last).max(t));
-        }
-        let time = time.unwrap_or(self.round_time);
-        self.round_time = self.round_time.max(time);
-        self.round_index.push((time, self.round.len(), record.len()));
-        self.round.extend_from_slice(record);
-        if self.round.len() >= ROUND_PART {
+        self.note_record(record, time);
+        self.round.copy(record, time);
+        if self.round.copied_len() >= ROUND_PART && !self.round.holds_ring_records() {
             self.write_round()?;
         }
         Ok(())
     }
 
-    /// Moves the round's records, sorted by time (records of one time in the order they
-    /// came), into the output buffer.
+    /// Adds to the round the record `record`, which lies at `at` in the data of ring buffer
+    /// `ring` and stays there until the round is written (`write_round_from`, given that
+    /// data).
+    pub(crate) fn place_record(&mut self, ring: u32, at: usize, record: &[u8], time: Option<u64>) {
+        self.note_record(record, time);
+        self.round.place(ring, at, record.len(), time);
+    }
+
+    /// Whether the round has copied as much as it holds at once: it is to be written
+    /// (`write_round_from`).
+    pub(crate) fn round_full(&self) -> bool {
+        self.round.copied_len() >= ROUND_PART
+    }
+
+    fn note_record(&mut self, record: &[u8], time: Option<u64>) {
+        self.in_round = true;
+        if let (Some(t), true) = (time, is_sample(record)) {
+            let (first, last) = self.sample_times.get_or_insert((t, t));
+            (*first, *last) = ((*first).min(t), (*last).max(t));
+        }
+    }
+
     fn write_round(&mut self) -> Result<(), Error> {
-        if self.round_index.is_empty() {
+        debug_assert!(!self.round.holds_ring_records(), "ring records are written with their rings");
+        self.write_round_from(&[])
+    }
+
+    /// Moves the round's records, sorted by time (records of one time in the order they
+    /// came), into the output buffer; `rings` is the data of the ring buffers records were
+    /// placed in.
+    pub(crate) fn write_round_from(&mut self, rings: &[&[u8]]) -> Result<(), Error> {
+        if self.round.is_empty() {
             return Ok(());
         }
         let mut round = std::mem::take(&mut self.round);
-        let mut index = std::mem::take(&mut self.round_index);
-        if self.buf.is_empty() && index.is_sorted_by_key(|r| r.0) {
-            // In order already (one ring's records, as side-band records mostly are): the
-            // buffers trade places instead of the records being copied.
-            let samples = index.iter().filter(|&&(_, at, _)| is_sample(&round[at..])).count();
-            self.buffered_samples += samples as u64;
-            std::mem::swap(&mut self.buf, &mut round);
-            index.clear();
+        if let Some(samples) = round.swap_if_in_order(&mut self.buf, is_sample) {
+            self.buffered_samples += samples;
         }
-        index.sort_by_key(|r| r.0);
-        let mut result = Ok(());
-        for &(_, at, len) in &index {
-            let rec = &round[at..at + len];
+        let result = round.write(rings, |rec| {
             self.buf.extend_from_slice(rec);
             self.buffered_samples += u64::from(is_sample(rec));
             if self.buf.len() >= FLUSH_AT {
-                result = self.write_buf();
-                if result.is_err() {
-                    break;
-                }
+                self.write_buf()?;
             }
-        }
-        (self.round, self.round_index) = (round, index);
-        self.round.clear();
-        self.round_index.clear();
+            Ok(())
+        });
+        self.round = round;
         result
     }
 

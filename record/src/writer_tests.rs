@@ -83,7 +83,7 @@ fn a_large_round_is_written_in_parts_and_the_writer_holds_little() {
     let held = 4 << 20;
     for t in (0..n).map(|i| 2 * i).chain((0..n).map(|i| 2 * i + 1)) {
         w.write_record_at(&sample(t), Some(t)).unwrap();
-        assert!(w.round.len() < held, "a round of {} bytes held", w.round.len());
+        assert!(w.round.copied_len() < held, "a round of {} bytes held", w.round.copied_len());
     }
     w.finish_round().unwrap();
     assert!(w.round.capacity() <= 2 * held && w.buf.capacity() <= 2 * held);
@@ -97,5 +97,38 @@ fn a_large_round_is_written_in_parts_and_the_writer_holds_little() {
     assert!(times.windows(2).filter(|p| p[1] < p[0]).count() < 8);
     times.sort_unstable();
     assert_eq!(times, (0..2 * n).collect::<Vec<_>>());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn records_left_in_their_rings_are_written_in_time_order_with_the_copied_ones() {
+    let (dir, path, mut w) = writer("placed");
+    // Two rings' data, as a pass drains them: each in time order, their times interleaved.
+    let rings: Vec<Vec<u8>> = [[1u64, 4, 6], [2, 3, 7]]
+        .iter()
+        .map(|times| times.iter().flat_map(|&t| record(record_type::SAMPLE, t)).collect())
+        .collect();
+    for (ring, data) in rings.iter().enumerate() {
+        for at in (0..data.len()).step_by(16) {
+            let rec = &data[at..at + 16];
+            let t = u64::from_le_bytes(rec[8..16].try_into().unwrap());
+            w.place_record(ring as u32, at, rec, Some(t));
+        }
+    }
+    // A record rewritten on the way (an unwound sample) is copied.
+    w.write_record_at(&record(record_type::COMM, 5), Some(5)).unwrap();
+    assert_eq!(w.round.copied_len(), 16, "records left in their rings are not copied");
+    let data: Vec<&[u8]> = rings.iter().map(Vec::as_slice).collect();
+    w.write_round_from(&data).unwrap();
+    assert!(w.round.is_empty());
+    w.finish_round().unwrap();
+    assert_eq!(w.samples_written(), 6);
+    assert_eq!(w.sample_times(), Some((1, 7)));
+    w.finish(&[], Vec::new()).unwrap();
+    w.publish().unwrap();
+    let (sample, comm) = (record_type::SAMPLE, record_type::COMM);
+    let expected = [(sample, 1), (sample, 2), (sample, 3), (sample, 4), (comm, 5), (sample, 6), (sample, 7)];
+    let written = data_records(&path);
+    assert_eq!(written[..7], expected);
     std::fs::remove_dir_all(&dir).ok();
 }
