@@ -28,7 +28,7 @@ it for its run (`--mlock-kb`, the kernel's default unless given) and puts it bac
 
 Usage: scripts/bench_idle.py [--rounds 5] [--settle 3] [--window 10] [--rates 19,99]
                              [--load] [--waiting-rustc N] [--call-graph fp|dwarf]
-                             [--baseline OTHER_RPERF] [--mlock-kb 516]
+                             [--baseline OTHER_RPERF] [--mlock-kb 516] [--perf-no-buildid]
 
 `--baseline` adds another rperf build (`base`) to the rounds; rperf's line then also gives
 the median of its per-round CPU ratio to it.
@@ -75,6 +75,8 @@ def command(tool, rate, out, call_graph, baseline=None):
             cmd += ["--call-graph", call_graph]
     else:
         cmd = ["perf", "record", "-a", "-F", str(rate), "-o", out, "--quiet"]
+        if tool == "perf-B":
+            cmd.append("--no-buildid")
         if call_graph:
             cmd += ["--call-graph", call_graph]
     return cmd
@@ -125,11 +127,14 @@ def main():
                          "LLVM's library, which exports the GDB JIT interface)")
     ap.add_argument("--call-graph", choices=["fp", "dwarf"])
     ap.add_argument("--baseline", help="another rperf build, measured in the same rounds as `base`")
+    ap.add_argument("--perf-no-buildid", action="store_true",
+                    help="also measure `perf record --no-buildid` (perf-B), which skips the pass "
+                         "over its file after the stop, and records no build ids")
     ap.add_argument("--mlock-kb", type=int, default=516,
                     help="kernel.perf_event_mlock_kb for the run (perf's ring size as root)")
     args = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
-    tools = ["rperf", "perf"] + (["base"] if args.baseline else [])
+    tools = ["rperf", "perf"] + (["base"] if args.baseline else []) + (["perf-B"] if args.perf_no_buildid else [])
     load = None
     if args.load:
         load = subprocess.Popen(["sh", "-c", "while :; do /bin/true; done"])

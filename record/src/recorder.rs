@@ -187,10 +187,11 @@ impl Session {
             // (see follow_threads).
             let listed: Vec<i32> =
                 std::mem::take(&mut self.just_attached).into_iter().flat_map(procfs::threads_of).collect();
+            self.sink.forked_tids = (!listed.is_empty()).then(Default::default);
             self.drain();
             self.follow_threads(listed, note);
             // The forks that drain read were all the threads just listed needed.
-            self.sink.forked_tids.clear();
+            self.sink.forked_tids = None;
             self.sink.jit.poll();
             self.sink.sync_jit();
             for n in std::mem::take(&mut self.sink.jit.notes) {

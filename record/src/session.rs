@@ -219,7 +219,8 @@ impl Session {
     /// after that inherit the events.
     pub(crate) fn follow_threads(&mut self, listed: Vec<i32>, note: &mut dyn FnMut(&str)) {
         for tid in listed {
-            if self.opened_tids.contains(&tid) || self.sink.forked_tids.contains(&(tid as u32)) {
+            let forked = self.sink.forked_tids.as_ref().is_some_and(|f| f.contains(&(tid as u32)));
+            if self.opened_tids.contains(&tid) || forked {
                 continue;
             }
             self.opened_tids.insert(tid);

@@ -54,8 +54,9 @@ pub(crate) struct Sink {
     /// Unwinds DWARF samples as they come (`--post-unwind`).
     pub(crate) post: Option<PostUnwinder>,
     /// Threads created by threads with events, which inherited them (from the kernel's FORK
-    /// records), since the recording loop last followed threads (it empties the set then).
-    pub(crate) forked_tids: FxHashSet<u32>,
+    /// records), kept while threads listed from /proc wait to be followed (see
+    /// `Session::follow_threads`): None while none wait.
+    pub(crate) forked_tids: Option<FxHashSet<u32>>,
     /// Set while handling records made from /proc, which are no sign of inherited events.
     pub(crate) synthesizing: bool,
     /// Processes whose EXIT record came in this pass over the rings: their samples, drained
@@ -139,7 +140,7 @@ impl Sink {
             stacks: StackEnds::default(),
             error: None,
             exclude_pid: opts.exclude_perf.then(std::process::id),
-            forked_tids: Default::default(),
+            forked_tids: None,
             exited: Default::default(),
             synthesizing: false,
         };
@@ -253,8 +254,10 @@ impl Sink {
         let pid = u32_at(rec, 8);
         match type_ {
             record_type::FORK => {
-                if let Some(tid) = u32_at(rec, 16).filter(|_| !self.synthesizing) {
-                    self.forked_tids.insert(tid);
+                if let (Some(tid), Some(forked)) =
+                    (u32_at(rec, 16).filter(|_| !self.synthesizing), self.forked_tids.as_mut())
+                {
+                    forked.insert(tid);
                 }
                 // A pid used again.
                 if let Some(pid) = pid.filter(|_| !self.exited.is_empty()) {
