@@ -21,8 +21,9 @@ use crate::Error;
 /// section behind the features at finish time.
 const ATTR_RESERVE: u64 = 64 * 1024;
 const FLUSH_AT: usize = 1 << 20;
-/// A round (one pass over the rings: 2 s of side-band records system-wide) is written in
-/// parts of this size, sorted, so that what the writer holds stays bounded however busy the
+/// A round (one pass over the rings: 2 s of side-band records system-wide) is written, in
+/// time order, in parts: one each time it has copied this many bytes (records left in their
+/// rings are not copied), so that what the writer holds stays bounded however busy the
 /// machine. Readers sort a round's records.
 const ROUND_PART: usize = FLUSH_AT;
 
