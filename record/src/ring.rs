@@ -69,8 +69,8 @@ impl RingBuffer {
     /// The data pages, where `peek` says each record lies.
     pub fn data(&self) -> &[u8] {
         // SAFETY: [data_offset, data_offset + data_size) lies inside our mapping, which lives as
-        // long as `self`. The kernel writes only past the tail it was last given, so bytes
-        // before `peek`'s end stay as they are until `release`.
+        // long as `self`. The kernel never writes between the tail it was last given and its
+        // head, so the records `peek` hands out stay as they are until `release`.
         unsafe { std::slice::from_raw_parts(self.base.as_ptr().add(self.data_offset), self.data_size) }
     }
 

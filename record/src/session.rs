@@ -414,32 +414,41 @@ impl Session {
 
     /// Drains the side-band rings first, so that a sample's mappings are written before it,
     /// then the sample rings, cutting stack copies of rings that are at least half full.
+    ///
     /// Records written as they came are left in their rings until the pass is written, in
-    /// time order, at its end; then the kernel gets their space back.
+    /// time order, at its end; then the kernel gets their space back. A ring at least half full
+    /// is handed back as soon as it is read, its records copied, and so are all rings where
+    /// samples carry stack copies: unwinding them takes long enough for a held ring to fill.
     pub(crate) fn drain(&mut self) {
-        let Session { buffers, sideband, sink, data_pages, .. } = self;
+        let Session { buffers, sideband, sink, .. } = self;
         let rings: Vec<&CpuBuffer> = sideband.iter().chain(buffers.iter()).collect();
         let data: Vec<&[u8]> = rings.iter().map(|b| b.ring.data()).collect();
-        let half = (*data_pages * sys::page_size() / 2) as u64;
         let mut scratch = Vec::new();
-        let mut ends = Vec::with_capacity(rings.len());
+        let mut held = Vec::with_capacity(rings.len());
         for (i, b) in rings.iter().enumerate() {
             let side = i < sideband.len();
-            sink.pressure = !side && b.ring.pending() >= half;
+            let half_full = b.ring.pending() >= data[i].len() as u64 / 2;
+            sink.pressure = !side && half_full;
+            let hold = !half_full && !sink.trim;
             let end = b.ring.peek(&mut scratch, |at, rec| {
-                let place = at.map(|at| (i as u32, at));
-                match side {
-                    true => sink.handle_sideband(rec, place),
-                    false => sink.handle_placed(rec, place),
+                let place = at.filter(|_| hold).map(|at| (i as u32, at));
+                if side {
+                    sink.handle_sideband(rec, place);
+                } else {
+                    sink.handle_placed(rec, place);
                 }
                 if sink.writer.round_full() {
                     sink.write_drained(&data);
                 }
             });
-            ends.push(end);
+            if hold {
+                held.push((b, end));
+            } else {
+                b.ring.release(end);
+            }
         }
         sink.write_drained(&data);
-        for (b, end) in rings.iter().zip(ends) {
+        for (b, end) in held {
             b.ring.release(end);
         }
         sink.pressure = false;

@@ -44,6 +44,8 @@ pub(crate) struct Sink {
     pub(crate) jitdumps: BTreeMap<String, Option<u32>>,
     /// Every executable file mapped.
     pub(crate) dsos: FxHashMap<String, Dso>,
+    /// Samples carry stack copies (DWARF call graphs), cut or unwound here: their records are
+    /// rewritten, at a cost per sample.
     pub(crate) trim: bool,
     pub(crate) stacks: StackEnds,
     pub(crate) error: Option<Error>,
