@@ -204,3 +204,67 @@ fn callers_in_no_mapping_end_the_stack_as_in_simpleperf() {
     let flat = stdout(&run(rperf().args(["report", "--symfs"]).arg(&dir).arg("-i").arg(&file)));
     assert_eq!(line(&flat), None, "said without call chains");
 }
+
+/// The kernel writes a thread's EXIT record early in its exit, and samples of the rest of the
+/// exit follow it. rperf gives them to the thread, as perf does; simpleperf forgets the thread
+/// at the record and calls them `unknown` (README: where rperf differs on purpose).
+#[test]
+fn samples_after_a_threads_exit_record_stay_its_own() {
+    let data = scratch("after_exit").join("exits.data");
+    let churn = "i=0; while [ $i -lt 2000 ]; do /bin/true; i=$((i+1)); done";
+    let o =
+        run(rperf().args(["record", "-a", "-F", "4000", "-o"]).arg(&data).args(["--", "sh", "-c", churn]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Samples of `true` that come after their thread's EXIT record, in time order (perf's).
+    let o = run(Command::new("perf")
+        .args(["script", "--show-task-events", "-F", "comm,pid,tid,event", "-i"])
+        .arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut exited = std::collections::HashSet::new();
+    let (mut after_exit, mut samples) = (0, 0);
+    for line in stdout(&o).lines() {
+        let toks: Vec<&str> = line.split_whitespace().collect();
+        let Some(tid) =
+            toks.iter().find_map(|t| t.split_once('/').and_then(|(_, tid)| tid.parse::<u32>().ok()))
+        else {
+            continue;
+        };
+        if line.contains("PERF_RECORD_EXIT") {
+            exited.insert(tid);
+        } else if line.contains("PERF_RECORD_") {
+            exited.remove(&tid);
+        } else {
+            samples += 1;
+            after_exit += usize::from(exited.contains(&tid) && toks.first() == Some(&"true"));
+        }
+    }
+    assert!(after_exit >= 10, "only {after_exit} samples of `true` after an EXIT record: nothing to check");
+    // Their share, in percent. Threads no record names at all are `unknown` to every reader.
+    let after_exit_pct = 100.0 * after_exit as f64 / samples as f64;
+    let shares = |text: &str| -> Vec<(String, f64)> {
+        text.lines()
+            .filter_map(|l| {
+                let (share, comm) = l.split_once('%')?;
+                Some((comm.trim().to_string(), share.trim().parse().ok()?))
+            })
+            .collect()
+    };
+    let o = run(rperf().args(["report", "--sort", "comm", "-i"]).arg(&data));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let ours = shares(&stdout(&o));
+    let unknown = |rows: &[(String, f64)]| rows.iter().find(|(c, _)| c == "unknown").map_or(0.0, |r| r.1);
+    assert!(
+        unknown(&ours) < after_exit_pct / 2.0,
+        "{after_exit_pct:.2}% of samples after EXIT records: {ours:?}"
+    );
+    let perfs = run(Command::new("perf").args(["report", "--stdio", "--sort", "comm", "-i"]).arg(&data));
+    let theirs = shares(&stdout(&perfs));
+    let true_share = |rows: &[(String, f64)]| rows.iter().find(|(c, _)| c == "true").map_or(0.0, |r| r.1);
+    assert!((true_share(&ours) - true_share(&theirs)).abs() < 0.05, "rperf {ours:?}\nperf {theirs:?}");
+    let o = run(Command::new(simpleperf()).args(["report", "--sort", "comm", "-i"]).arg(&data));
+    let simpleperfs = shares(&stdout(&o));
+    assert!(
+        unknown(&simpleperfs) >= after_exit_pct / 2.0,
+        "simpleperf gave the samples after EXIT records ({after_exit_pct:.2}%) to their threads: {simpleperfs:?}"
+    );
+}
