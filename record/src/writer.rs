@@ -228,7 +228,7 @@ impl PerfDataWriter {
     pub fn write_record_at(&mut self, record: &[u8], time: Option<u64>) -> Result<(), Error> {
         self.note_record(record, time);
         self.round.copy(record, time);
-        if self.round.copied_len() >= ROUND_PART && !self.round.holds_ring_records() {
+        if self.round_full() && !self.round.holds_ring_records() {
             self.write_round()?;
         }
         Ok(())
