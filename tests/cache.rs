@@ -270,6 +270,69 @@ fn inflated_debug_sections_are_kept_by_build_id() {
     assert_eq!(from_dwarf(&data), first);
 }
 
+/// A first report inflates the compressed debug sections of the binaries it names while it
+/// still reads samples, binaries it unwinds through included: each section is kept whole, the
+/// report names what a report without a cache folder names, and nothing is inflated for a
+/// debug file whose frames are kept.
+#[test]
+fn debug_sections_inflated_beside_the_samples_are_kept_whole() {
+    let dir = scratch("cache_ahead");
+    let exe = build_inline(&dir.join("inline_gz"), "-gz=zlib");
+    // perf's DWARF recording: the report unwinds it, loading the binary before naming starts.
+    let data = dir.join("perf.data");
+    let st = Command::new("perf")
+        .args(["record", "-q", "--call-graph", "dwarf", "-F", "1000", "-o"])
+        .arg(&data)
+        .arg("--")
+        .arg(&exe)
+        .arg("0.5")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let report_g = |cache: &Path| {
+        let o = run(rperf()
+            .env("RPERF_CACHE_DIR", cache)
+            .env("HOME", cache.with_file_name("home-without-perf"))
+            .args(["report", "-g", "--inline", "--sort", "symbol,srcline", "-i"])
+            .arg(&data));
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let cache = dir.join("cache");
+    let first = report_g(&cache);
+    assert!(first.contains("inner_kernel (inlined)") && first.contains("inline.cpp:"), "{first}");
+    // A cache folder that is not a folder: nothing kept, the sections inflated in memory.
+    let no_cache = dir.join("not-a-folder");
+    std::fs::write(&no_cache, "").unwrap();
+    assert_eq!(report_g(&no_cache), first);
+    // Each section kept is the whole section, as objcopy inflates it.
+    let plain = dir.join("plain");
+    let st =
+        Command::new("objcopy").arg("--decompress-debug-sections").arg(&exe).arg(&plain).status().unwrap();
+    assert!(st.success());
+    let kept = files(&cache.join("debug"), &build_id_hex(&exe));
+    let names: Vec<String> =
+        kept.iter().map(|p| p.to_string_lossy().rsplit('.').next().unwrap().to_string()).collect();
+    for wanted in ["debug_info", "debug_abbrev", "debug_line", "debug_str"] {
+        assert!(names.iter().any(|n| n == wanted), "{wanted}: {kept:?}");
+    }
+    for (path, name) in kept.iter().zip(&names) {
+        let out = dir.join(format!("{name}.objcopy"));
+        let st = Command::new("objcopy")
+            .arg(format!("--dump-section=.{name}={}", out.display()))
+            .arg(&plain)
+            .arg(dir.join("discard"))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        assert!(std::fs::read(path).unwrap() == std::fs::read(&out).unwrap(), "{name} differs");
+    }
+    // The frames are kept now: a report reads no DWARF, and inflates nothing.
+    std::fs::remove_dir_all(cache.join("debug")).unwrap();
+    assert_eq!(report_g(&cache), first);
+    assert!(files(&cache.join("debug"), &build_id_hex(&exe)).is_empty());
+}
+
 /// What the DWARF says of the addresses a report named is kept by debug file, and read back
 /// by the next report instead of loading the DWARF.
 #[test]

@@ -219,6 +219,18 @@ impl ElfInfo {
         })
     }
 
+    /// Inflates this binary's compressed DWARF sections into rperf's cache folder, where
+    /// naming then maps them (`source_frames`); nothing when they are kept already, or when
+    /// frames are kept for its debug file (a report naming the same addresses reads no DWARF).
+    /// For a report to call while it still reads samples.
+    pub fn inflate_dwarf_ahead(&self) {
+        let Some((path, map)) = self.dwarf_file() else { return };
+        if self.build_id.as_deref().is_none_or(|id| crate::kept_frames::KeptFrames::exist(id, &path)) {
+            return;
+        }
+        crate::dwarf::inflate_ahead(&path, &map);
+    }
+
     /// The source frames at each of `svmas` (SVMAs), as `DebugInfo::frames` gives them (none
     /// for an address the DWARF does not cover; an empty map without DWARF). Frames an
     /// earlier report kept in rperf's cache folder for the same debug file are read back;

@@ -33,19 +33,18 @@ impl KeptFrames {
     /// The frames kept for the debug file `file` of build id `build_id` (empty when none
     /// are, or the file can't be identified); None without a cache folder.
     pub fn open(build_id: &[u8], file: &Path) -> Option<KeptFrames> {
-        let origin = crate::dwarf::origin_of(file)?;
-        let id = crate::buildid::hex(build_id);
-        if id.is_empty() {
-            return None;
-        }
-        let dir = crate::cache::dir("frames")?;
-        let name = format!("{id}-{origin}");
+        let (dir, name) = place(build_id, file)?;
         let frames = dir
             .map(&name, None)
             .filter(|m| m.len() as u64 <= LARGEST)
             .and_then(|m| decode(&m))
             .unwrap_or_default();
         Some(KeptFrames { dir, name, frames, added: false })
+    }
+
+    /// Whether a file of frames is kept for the debug file `file` of build id `build_id`.
+    pub fn exist(build_id: &[u8], file: &Path) -> bool {
+        place(build_id, file).is_some_and(|(dir, name)| dir.stat(&name).is_some())
     }
 
     /// The frames kept for `svma`.
@@ -75,6 +74,16 @@ impl KeptFrames {
     pub fn into_frames(self) -> HashMap<u64, Vec<SourceFrame>> {
         self.frames
     }
+}
+
+/// The cache folder and the name of the file of frames kept for the debug file `file`.
+fn place(build_id: &[u8], file: &Path) -> Option<(crate::cache::Dir, String)> {
+    let origin = crate::dwarf::origin_of(file)?;
+    let id = crate::buildid::hex(build_id);
+    if id.is_empty() {
+        return None;
+    }
+    Some((crate::cache::dir("frames")?, format!("{id}-{origin}")))
 }
 
 /// The first line of a file: its format and the rperf that wrote it, by version and by the

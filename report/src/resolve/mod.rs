@@ -116,7 +116,7 @@ impl Resolver {
         jit.trust_any_owner = config.trust_any_owner;
         Resolver {
             config,
-            prefetch: prefetch::Prefetch::new(&finder),
+            prefetch: prefetch::Prefetch::new(&finder, config.reads_dwarf()),
             binaries: Binaries::new(finder, kernel, stored),
             jit,
             names: Interner::default(),

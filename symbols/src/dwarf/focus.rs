@@ -7,7 +7,7 @@ use std::sync::Arc;
 use object::{Object, ObjectSection};
 
 use super::inflated::Inflated;
-use super::sections::{endian_of, load_section, unused, Bytes, Reader};
+use super::sections::{endian_of, load_section, unused, Bytes, Reader, BESIDE_INFO};
 
 /// The DWARF of `obj` with only the compile units that `.debug_aranges` says hold `addrs`, and
 /// the address ranges of those left out. `.debug_info` is read through once (inflated as a
@@ -81,11 +81,7 @@ fn other_sections(
     endian: gimli::RunTimeEndian,
     origin: Option<&str>,
 ) -> Vec<(gimli::SectionId, Reader)> {
-    use gimli::SectionId::*;
-    [DebugAbbrev, DebugLine, DebugStr, DebugLineStr, DebugRngLists, DebugRanges, DebugAddr, DebugStrOffsets]
-        .into_iter()
-        .map(|id| (id, load_section(obj, map, endian, id.name(), origin)))
-        .collect()
+    BESIDE_INFO.into_iter().map(|id| (id, load_section(obj, map, endian, id.name(), origin))).collect()
 }
 
 /// The units of `.debug_info` that `keep` accepts, read in one pass (inflating the section as

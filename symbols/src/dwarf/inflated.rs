@@ -1,6 +1,7 @@
 //! Compressed debug sections kept inflated in the cache folder, by build id and file, so that
 //! later reports map them instead of inflating them again.
 
+use std::io::{Read, Write};
 use std::sync::Arc;
 
 use object::{Object, ObjectSection};
@@ -55,7 +56,6 @@ impl Inflated {
             return;
         }
         if let Some(mut f) = self.new_file() {
-            use std::io::Write;
             if f.write_all(bytes).is_ok() && f.finish().is_ok() {
                 self.dir.prune(KEEP_INFLATED);
             }
@@ -65,5 +65,86 @@ impl Inflated {
     /// Removes the oldest kept sections beyond the cache's budget.
     pub(super) fn keep_within_budget(&self) {
         self.dir.prune(KEEP_INFLATED);
+    }
+}
+
+/// Inflates `section` of `obj` (a file mapped as `map`, of identity `origin`) into the cache,
+/// unless it is kept already, as a stream (bounded memory).
+pub(super) fn inflate_section(
+    obj: &object::File<'_>,
+    section: &object::Section<'_, '_>,
+    origin: &str,
+    map: &memmap2::Mmap,
+) {
+    let Some(inflated) = Inflated::of(obj, section, Some(origin)) else { return };
+    // A section larger than the cache keeps is left to naming, as one kept already.
+    if inflated.len > KEEP_INFLATED || inflated.map().is_some() {
+        return;
+    }
+    let (Ok(compressed), Some(mut file)) = (section.compressed_data(), inflated.new_file()) else { return };
+    let whole = match compressed.format {
+        object::CompressionFormat::Zlib => {
+            let read = Spent { map, data: compressed.data, read: 0, gone: 0 };
+            copy_inflated(flate2::read::ZlibDecoder::new(read), &mut file, inflated.len)
+        }
+        _ => match section.uncompressed_data() {
+            Ok(bytes) => file.write_all(&bytes).is_ok(),
+            Err(_) => false,
+        },
+    };
+    if whole && file.written() == inflated.len && file.finish().is_ok() {
+        inflated.keep_within_budget();
+    }
+    // The compressed bytes are not read again.
+    if let Some((offset, size)) = section.file_range() {
+        rperf_perfdata::mapped::let_go(map, offset, size);
+    }
+}
+
+/// Compressed bytes lying in `map`, read once: those read are let go of a megabyte at a time,
+/// so that inflating a large section holds little of it.
+struct Spent<'a> {
+    map: &'a memmap2::Mmap,
+    data: &'a [u8],
+    read: usize,
+    /// How many of the bytes read were let go of.
+    gone: usize,
+}
+
+impl Read for Spent<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = (&self.data[self.read..]).read(buf)?;
+        self.read += n;
+        if self.read - self.gone >= 1 << 20 {
+            // let_go checks that the range lies in the mapping.
+            if let Some(at) = (self.data.as_ptr() as usize).checked_sub(self.map.as_ptr() as usize) {
+                rperf_perfdata::mapped::let_go(
+                    self.map,
+                    (at + self.gone) as u64,
+                    (self.read - self.gone) as u64,
+                );
+            }
+            self.gone = self.read;
+        }
+        Ok(n)
+    }
+}
+
+/// Copies what `inflate` gives into `to`, 1 MiB at a time (in small pieces, inflating costs
+/// several times more); false on an error, or past `len` bytes.
+fn copy_inflated(mut inflate: impl Read, to: &mut crate::cache::NewFile, len: u64) -> bool {
+    let mut buf = vec![0; 1 << 20];
+    loop {
+        match inflate.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(n) if to.written() + n as u64 <= len => {
+                if to.write_all(&buf[..n]).is_err() {
+                    return false;
+                }
+            }
+            Ok(_) => return false,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
     }
 }

@@ -12,7 +12,7 @@ use addr2line::{LookupContinuation, LookupResult};
 use object::{Object, ObjectSection};
 
 use focus::{focused_dwarf, AddressRanges};
-use sections::{dwarf_of, endian_of, load_section, Bytes, Reader};
+use sections::{dwarf_of, endian_of, load_section, Bytes, Reader, BESIDE_INFO};
 
 /// One frame at an address: a function, and where in its source the address (or the call into
 /// the next inner frame) is.
@@ -154,6 +154,25 @@ impl DebugInfo {
 
 /// The identity of the file at `path` (device, inode, size, modification time), as a name; None
 /// for what is not a file.
+/// Inflates the compressed sections that naming reads in the ELF file mapped as `map` (at
+/// `path`), and keeps them in the cache folder, each one not kept already. A report calls it
+/// while it still reads samples, on the core the reading leaves free; naming then maps what
+/// was kept instead of inflating it (most of a first report's naming, with a distribution's
+/// debug files). `.debug_info`, the largest, is inflated beside the others, as naming does.
+pub(crate) fn inflate_ahead(path: &Path, map: &memmap2::Mmap) {
+    let Ok(obj) = object::File::parse(&map[..]) else { return };
+    let Some(origin) = origin_of(path) else { return };
+    let inflate = |id: gimli::SectionId| {
+        if let Some(section) = obj.section_by_name(id.name()) {
+            inflated::inflate_section(&obj, &section, &origin, map);
+        }
+    };
+    rayon::join(
+        || inflate(gimli::SectionId::DebugInfo),
+        || [gimli::SectionId::DebugAranges].into_iter().chain(BESIDE_INFO).for_each(inflate),
+    );
+}
+
 pub(crate) fn origin_of(path: &Path) -> Option<String> {
     use std::hash::{Hash, Hasher};
     use std::os::unix::fs::MetadataExt;

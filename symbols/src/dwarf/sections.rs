@@ -60,6 +60,13 @@ pub(super) fn endian_of(obj: &object::File<'_>) -> gimli::RunTimeEndian {
     }
 }
 
+/// The sections naming reads beside `.debug_info` and `.debug_aranges`, when it narrows the
+/// DWARF to the compile units holding its addresses (`focus`).
+pub(super) const BESIDE_INFO: [gimli::SectionId; 8] = {
+    use gimli::SectionId::*;
+    [DebugAbbrev, DebugLine, DebugStr, DebugLineStr, DebugRngLists, DebugRanges, DebugAddr, DebugStrOffsets]
+};
+
 /// Sections that names and lines never read: variable locations and macros, often the largest
 /// part of a debug file. They are left empty rather than inflated.
 pub(super) fn unused(id: gimli::SectionId) -> bool {
