@@ -243,9 +243,10 @@ impl ElfInfo {
             svmas.iter().copied().filter(|&a| kept.as_ref().is_none_or(|k| k.get(a).is_none())).collect();
         // DWARF loaded for other addresses (a live report names new ones at each look) would
         // look these up in every unit, parsing them all (tens of MB for a distribution's debug
-        // file): DWARF prepared for these is made for this call instead. So is DWARF whose
-        // frames are kept, and read from there: held through naming, libc6-dbg's had raised a
-        // first report's peak by 5.7 MiB (perf's g++ recording, `report -g`).
+        // file): DWARF prepared for these is made for this call instead. So is DWARF loaded to
+        // find frames that are then kept: naming reads the kept frames, and held through
+        // naming, libc6-dbg's had raised a first report's peak by 5.7 MiB (perf's g++
+        // recording, `report -g`).
         let fresh;
         let debug = match self.debug.get() {
             _ if missing.is_empty() => None,

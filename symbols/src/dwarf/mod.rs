@@ -152,8 +152,6 @@ impl DebugInfo {
     }
 }
 
-/// The identity of the file at `path` (device, inode, size, modification time), as a name; None
-/// for what is not a file.
 /// Inflates the compressed sections that naming reads in the ELF file mapped as `map` (at
 /// `path`), and keeps them in the cache folder, each one not kept already. A report calls it
 /// while it still reads samples, on the core the reading leaves free; naming then maps what
@@ -173,6 +171,8 @@ pub(crate) fn inflate_ahead(path: &Path, map: &memmap2::Mmap) {
     );
 }
 
+/// The identity of the file at `path` (device, inode, size, modification time), as a name; None
+/// for what is not a file.
 pub(crate) fn origin_of(path: &Path) -> Option<String> {
     use std::hash::{Hash, Hasher};
     use std::os::unix::fs::MetadataExt;
