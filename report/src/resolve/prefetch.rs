@@ -73,7 +73,7 @@ impl Prefetch {
     ) {
         let Some(finder) = &self.finder else { return };
         for a in addrs.get(self.scanned..).unwrap_or_default() {
-            if a.kind != AddrKind::File {
+            if a.kind != AddrKind::File || !self.asked.insert(a.dso) {
                 continue;
             }
             let held = match loaded.get(&a.dso) {
@@ -84,9 +84,6 @@ impl Prefetch {
                 Some(_) => continue,
                 None => None,
             };
-            if !self.asked.insert(a.dso) {
-                continue;
-            }
             let (finder, sender, dso, id) =
                 (finder.clone(), self.sender.clone(), model.dsos[a.dso as usize].clone(), a.dso);
             self.pending += 1;
