@@ -1,10 +1,13 @@
 //! The text report's view of a section: its counted stacks folded into entries (by the sort
 //! keys) with self and children counts and call trees.
 
+use std::ops::Range;
+
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::call_tree::{CallTree, PathScratch};
 use super::common::pct;
+use super::first_on_stack::FirstOnStack;
 use crate::configs::TextConfig;
 use crate::options::{CallOrder, SortKey};
 use crate::profile::{Profile, Section};
@@ -124,6 +127,15 @@ impl From<EntryKey> for Neighbour {
 }
 
 impl Parent {
+    /// With `other`, what the stacks each was seen on say together.
+    fn merge(&mut self, other: Parent) {
+        match other {
+            Parent::None => {}
+            Parent::One(k) => self.add(Some(k)),
+            Parent::Many => *self = Parent::Many,
+        }
+    }
+
     fn add(&mut self, p: Option<Neighbour>) {
         *self = match (*self, p) {
             (_, None) | (Parent::Many, _) => Parent::Many,
@@ -145,10 +157,8 @@ pub struct EventAggregate {
     pub entries: FxHashMap<EntryKey, Entry>,
     /// Entries are counted without call trees (`grow_trees` builds those shown).
     counts_only: bool,
-    /// The entries met so far on the stack being added (kept for its allocation): a list is
-    /// searched in time quadratic in the stack's depth, which deep recursions made a large
-    /// part of `-g` reports.
-    seen: FxHashSet<EntryKey>,
+    /// The entries met so far on the stack being added.
+    met: FirstOnStack<EntryKey>,
 }
 
 /// What aggregation needs to know of the options.
@@ -163,6 +173,8 @@ pub struct AggregateConfig {
     /// function they were inlined into (`--inline`); by default a sample's self time is the
     /// containing function's, as simpleperf and perf count it.
     split_inline: bool,
+    /// Sections of at least this many stack counts are folded by two threads.
+    parallel_from: usize,
 }
 
 impl AggregateConfig {
@@ -185,6 +197,7 @@ impl AggregateConfig {
             branches: opts.branches,
             call_graph: opts.call_graph,
             split_inline: opts.inline_entries,
+            parallel_from: PARALLEL_STACKS,
         }
     }
 
@@ -216,6 +229,13 @@ impl AggregateConfig {
         self.keys[6]
     }
 
+    /// Whether the frames of one stack that hold one function are all one entry and those of
+    /// two functions two: the sort keys hold the symbol, but neither source line (only the
+    /// sampled frame has one) nor address.
+    fn entry_per_func(&self) -> bool {
+        self.keys[4] && !self.keys[5] && !self.keys[6] && !self.branches
+    }
+
     fn key(&self, s: &ResolvedSample<'_>, i: usize, funcs: &[Func]) -> EntryKey {
         let func = s.frames[i];
         let [c, p, t, d, f, l, v, df, sf] = self.keys;
@@ -236,6 +256,9 @@ impl AggregateConfig {
     }
 }
 
+/// Sections of fewer stack counts are folded on one thread.
+const PARALLEL_STACKS: usize = 4096;
+
 /// The least share of the section's weight a call-tree node has to be shown (percent): the
 /// `--percent-limit`, and in brief call graphs at least 0.5%.
 pub(super) fn tree_limit(opts: &TextConfig) -> f64 {
@@ -249,73 +272,79 @@ pub(super) fn tree_limit(opts: &TextConfig) -> f64 {
 impl EventAggregate {
     /// The entries of one section of a profile.
     pub fn of_section(p: &Profile, section: &Section, opts: &TextConfig) -> EventAggregate {
-        let cfg = AggregateConfig::new(opts);
+        Self::of_section_with(p, section, opts, &AggregateConfig::new(opts))
+    }
+
+    /// `of_section` with `cfg`, made from `opts`.
+    fn of_section_with(
+        p: &Profile,
+        section: &Section,
+        opts: &TextConfig,
+        cfg: &AggregateConfig,
+    ) -> EventAggregate {
         if cfg.children && cfg.call_graph.is_some() && !opts.full_callgraph && !cfg.branches {
             // A brief call graph shows no tree for an entry always reached from one other
             // (its graph is part of that one's), nor for one under the least share a node
             // shows (a node's share is at most its entry's): found first, so that only the
             // trees shown are built, and each then cut to the nodes shown.
-            let mut agg = Self::fold(p, section, &cfg, true);
+            let mut agg = Self::fold(p, section, cfg, true);
             let limit = tree_limit(opts);
             let shows = |weight: u64| pct(weight, section.weight) >= limit;
             let shown =
                 agg.entries.iter().filter(|(_, e)| !matches!(e.parent, Parent::One(_)) && shows(e.children));
             let shown: FxHashSet<EntryKey> = shown.map(|(k, _)| *k).collect();
-            agg.grow_trees(p, section, &cfg, &shown, shows);
+            agg.grow_trees(p, section, cfg, &shown, shows);
             return agg;
         }
-        Self::fold(p, section, &cfg, false)
+        Self::fold(p, section, cfg, false)
     }
 
-    /// Folds a section's stacks in, with every entry's call tree unless `counts_only`.
+    /// Folds a section's stacks in, with every entry's call tree unless `counts_only`. Counts
+    /// alone are folded in two halves at once, then merged.
     fn fold(p: &Profile, section: &Section, cfg: &AggregateConfig, counts_only: bool) -> EventAggregate {
-        let mut agg = EventAggregate { counts_only, ..Default::default() };
-        each_sample(p, section, cfg, |_, sample| agg.add(cfg, sample, &p.names.funcs, p.selected.as_deref()));
+        let fold = |stacks: Range<usize>| {
+            let mut agg = EventAggregate { counts_only, ..Default::default() };
+            let (funcs, selected) = (&p.names.funcs, p.selected.as_deref());
+            each_sample(p, section, cfg, stacks, |_, sample| agg.add(cfg, sample, funcs, selected));
+            agg
+        };
+        let n = section.stacks.len();
+        if !counts_only || n < cfg.parallel_from {
+            return fold(0..n);
+        }
+        let (mut agg, other) = rayon::join(|| fold(0..n / 2), || fold(n / 2..n));
+        agg.merge(other);
         agg
     }
 
-    /// Builds the call trees of the entries `shown`, one entry at a time, each cut to the
-    /// nodes whose weight `shows` keeps: only one whole tree is held at once.
+    /// Adds the counts of `other`, folded without trees from other stacks of the section.
+    fn merge(&mut self, other: EventAggregate) {
+        self.samples = self.samples.saturating_add(other.samples);
+        self.period = self.period.saturating_add(other.period);
+        for (key, o) in other.entries {
+            let e = self.entries.entry(key).or_default();
+            e.samples = e.samples.saturating_add(o.samples);
+            e.period = e.period.saturating_add(o.period);
+            e.children = e.children.saturating_add(o.children);
+            add_counted(&mut e.counted, 0, &o.counted);
+            e.parent.merge(o.parent);
+        }
+    }
+
+    /// Builds the call trees of the entries `shown`, each cut to the nodes whose weight `shows`
+    /// keeps, the entries shared out between threads.
     fn grow_trees(
         &mut self,
         p: &Profile,
         section: &Section,
         cfg: &AggregateConfig,
         shown: &FxHashSet<EntryKey>,
-        shows: impl Fn(u64) -> bool,
+        shows: impl Fn(u64) -> bool + Sync,
     ) {
+        use rayon::prelude::*;
         let mut keys: Vec<EntryKey> = shown.iter().copied().collect();
         keys.sort_unstable();
-        let id: FxHashMap<EntryKey, u32> = keys.iter().zip(0..).map(|(k, i)| (*k, i)).collect();
-        let is_selected =
-            |f: FuncId| p.selected.as_deref().is_none_or(|s| s.get(f as usize).copied().unwrap_or(true));
-        // Where each shown entry first is on each stack, innermost first, as `add` counts it,
-        // as (stack count, frame) paths grouped by entry, each entry's in the section's order.
-        // Counted first, so that the list is made at its size and filled in order in place:
-        // with the entries, it is the largest thing a call-graph report holds.
-        let mut seen = FxHashSet::default();
-        let mut each_path = |f: &mut dyn FnMut(u32, (u32, u32))| {
-            each_sample(p, section, cfg, |n, s| {
-                seen.clear();
-                for i in (0..s.frames.len()).filter(|&i| is_selected(s.frames[i])) {
-                    let key = cfg.key(s, i, &p.names.funcs);
-                    if let Some(&e) = id.get(&key).filter(|_| seen.insert(key)) {
-                        f(e, (n as u32, i as u32));
-                    }
-                }
-            })
-        };
-        let mut starts = vec![0u32; keys.len() + 1];
-        each_path(&mut |e, _| starts[e as usize + 1] += 1);
-        for e in 0..keys.len() {
-            starts[e + 1] += starts[e];
-        }
-        let mut paths = vec![(0u32, 0u32); starts[keys.len()] as usize];
-        let mut next = starts.clone();
-        each_path(&mut |e, path| {
-            paths[next[e as usize] as usize] = path;
-            next[e as usize] += 1;
-        });
+        let (starts, mut paths) = shown_paths(p, section, cfg, &keys);
         let caller = cfg.call_graph == Some(CallOrder::Caller);
         // A path's `d`th function from the entry: towards the sampled one in caller order,
         // towards the root in callee order.
@@ -329,13 +358,22 @@ impl EventAggregate {
             }
         };
         let weight = |n: u32| section.stacks[n as usize].weight;
-        let mut scratch = PathScratch::default();
+        let mut rest = &mut paths[..];
+        let mut each = Vec::with_capacity(keys.len());
         for (e, key) in keys.iter().enumerate() {
-            let these = &mut paths[starts[e] as usize..starts[e + 1] as usize];
-            if these.is_empty() {
-                continue;
+            let (these, after) = rest.split_at_mut((starts[e + 1] - starts[e]) as usize);
+            rest = after;
+            if !these.is_empty() {
+                each.push((key, these));
             }
-            let tree = CallTree::from_paths(these, step, weight, &shows, &mut scratch);
+        }
+        let trees: Vec<(&EntryKey, CallTree)> = each
+            .into_par_iter()
+            .map_init(PathScratch::default, |scratch, (key, these)| {
+                (key, CallTree::from_paths(these, step, weight, &shows, scratch))
+            })
+            .collect();
+        for (key, tree) in trees {
             if let Some(e) = self.entries.get_mut(key) {
                 e.tree = Some(Box::new(tree));
             }
@@ -385,12 +423,12 @@ impl EventAggregate {
             return;
         }
         // Inclusive counts: every distinct entry on the stack gets the sample once.
-        let mut seen = std::mem::take(&mut self.seen);
-        seen.clear();
+        let mut met = std::mem::take(&mut self.met);
+        met.start(funcs.len());
         let last = s.frames.len() - 1;
         for (i, _) in s.frames.iter().enumerate().filter(|(_, &f)| is_selected(f)) {
             let key = cfg.key(s, i, funcs);
-            if !seen.insert(key) {
+            if !met.first(cfg.entry_per_func().then(|| s.frames[i]), key) {
                 continue;
             }
             // The entry this one is reached from in this stack, as simpleperf counts it: the
@@ -423,8 +461,69 @@ impl EventAggregate {
                 None => {}
             }
         }
-        self.seen = seen;
+        self.met = met;
     }
+}
+
+/// Where each of the entries `keys` first is on each stack, innermost first, as `add` counts
+/// it, as (stack count, frame) paths grouped by entry, each entry's in the section's order,
+/// and where each entry's begin (with the end after the last). Counted first (both halves of
+/// the stacks at once), so that the list is made at its size and filled in order in place:
+/// with the entries, it is the largest thing a call-graph report holds.
+fn shown_paths(
+    p: &Profile,
+    section: &Section,
+    cfg: &AggregateConfig,
+    keys: &[EntryKey],
+) -> (Vec<u32>, Vec<(u32, u32)>) {
+    let id: FxHashMap<EntryKey, u32> = keys.iter().zip(0..).map(|(k, i)| (*k, i)).collect();
+    let funcs = &p.names.funcs;
+    let is_selected =
+        |f: FuncId| p.selected.as_deref().is_none_or(|s| s.get(f as usize).copied().unwrap_or(true));
+    // Most frames are of functions no shown entry is of: passed over without a key.
+    let mut of_shown = vec![!cfg.keys[4]; funcs.len()];
+    for k in keys.iter().filter(|_| cfg.keys[4]) {
+        if let Some(f) = of_shown.get_mut(k.func as usize) {
+            *f = true;
+        }
+    }
+    let may_be_shown = |f: FuncId| of_shown.get(f as usize).is_none_or(|&s| s) && is_selected(f);
+    let each_path = |stacks: Range<usize>, f: &mut dyn FnMut(u32, (u32, u32))| {
+        let mut met = FirstOnStack::default();
+        each_sample(p, section, cfg, stacks, |n, s| {
+            met.start(funcs.len());
+            for i in (0..s.frames.len()).filter(|&i| may_be_shown(s.frames[i])) {
+                let key = cfg.key(s, i, funcs);
+                if let Some(&e) =
+                    id.get(&key).filter(|_| met.first(cfg.entry_per_func().then(|| s.frames[i]), key))
+                {
+                    f(e, (n as u32, i as u32));
+                }
+            }
+        })
+    };
+    let count = |stacks: Range<usize>| {
+        let mut starts = vec![0u32; keys.len() + 1];
+        each_path(stacks, &mut |e, _| starts[e as usize + 1] += 1);
+        starts
+    };
+    let n = section.stacks.len();
+    let mut starts = if n < cfg.parallel_from {
+        count(0..n)
+    } else {
+        let (a, b) = rayon::join(|| count(0..n / 2), || count(n / 2..n));
+        a.iter().zip(&b).map(|(a, b)| a + b).collect()
+    };
+    for e in 0..keys.len() {
+        starts[e + 1] += starts[e];
+    }
+    let mut paths = vec![(0u32, 0u32); starts[keys.len()] as usize];
+    let mut next = starts.clone();
+    each_path(0..n, &mut |e, path| {
+        paths[next[e as usize] as usize] = path;
+        next[e as usize] += 1;
+    });
+    (starts, paths)
 }
 
 /// Each stack count of a section as a sample, with its index: its frames (a branch's target
@@ -434,10 +533,11 @@ fn each_sample(
     p: &Profile,
     section: &Section,
     cfg: &AggregateConfig,
+    stacks: Range<usize>,
     mut f: impl FnMut(usize, &ResolvedSample<'_>),
 ) {
     let mut vaddrs = Vec::new();
-    for (i, c) in section.stacks.iter().enumerate() {
+    for (i, c) in section.stacks.iter().enumerate().take(stacks.end).skip(stacks.start) {
         let branch;
         let frames = if cfg.branches {
             let Some(ends) = cfg.branch_ends(p, c.stack) else { continue };
@@ -471,90 +571,5 @@ fn each_sample(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ReportOptions;
-
-    fn funcs() -> Vec<Func> {
-        ["leaf", "mid", "main"]
-            .iter()
-            .map(|n| Func { dso: 0, name: n.to_string(), inlined: false, system: None })
-            .collect()
-    }
-
-    #[test]
-    fn self_and_children() {
-        let opts = ReportOptions { children: true, sort: vec![SortKey::Symbol], ..Default::default() };
-        let cfg = AggregateConfig::new(&opts.text_config());
-        let mut agg = EventAggregate::default();
-        let f = funcs();
-        agg.add(
-            &cfg,
-            &ResolvedSample {
-                comm: 0,
-                pid: 1,
-                tid: 1,
-                srcline: 0,
-                period: 10,
-                samples: 1,
-                frames: &[0, 1, 2],
-                vaddrs: &[],
-                counted: &[],
-            },
-            &f,
-            None,
-        );
-        agg.add(
-            &cfg,
-            &ResolvedSample {
-                comm: 0,
-                pid: 1,
-                tid: 1,
-                srcline: 0,
-                period: 5,
-                samples: 1,
-                frames: &[1, 2],
-                vaddrs: &[],
-                counted: &[],
-            },
-            &f,
-            None,
-        );
-        let get = |func| agg.entries.get(&EntryKey { func, ..Default::default() }).unwrap().clone();
-        assert_eq!((get(0).period, get(0).children), (10, 10));
-        assert_eq!((get(1).period, get(1).children), (5, 15));
-        assert_eq!((get(2).period, get(2).children), (0, 15));
-        assert_eq!(agg.period, 15);
-    }
-
-    #[test]
-    fn caller_tree_runs_root_to_leaf() {
-        let opts = ReportOptions {
-            call_graph: Some(CallOrder::Caller),
-            sort: vec![SortKey::Symbol],
-            ..Default::default()
-        };
-        let cfg = AggregateConfig::new(&opts.text_config());
-        let mut agg = EventAggregate::default();
-        agg.add(
-            &cfg,
-            &ResolvedSample {
-                comm: 0,
-                pid: 1,
-                tid: 1,
-                srcline: 0,
-                period: 1,
-                samples: 1,
-                frames: &[0, 1, 2],
-                vaddrs: &[],
-                counted: &[],
-            },
-            &funcs(),
-            None,
-        );
-        let e = agg.entries.values().next().unwrap();
-        let tree = e.tree.as_deref().expect("a call graph");
-        let first = tree.children(0)[0];
-        assert_eq!(tree.nodes[first].func, 2);
-    }
-}
+#[path = "aggregate_tests.rs"]
+mod tests;

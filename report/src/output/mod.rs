@@ -4,6 +4,7 @@
 mod aggregate;
 mod call_tree;
 mod common;
+mod first_on_stack;
 mod flame;
 mod gecko;
 mod html;
