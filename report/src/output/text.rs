@@ -4,12 +4,18 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 
+use rayon::prelude::*;
+
 use super::aggregate::{Entry, EntryKey, EventAggregate};
 use super::call_tree::CallTree;
 use super::common::pct;
 use crate::configs::TextConfig;
 use crate::options::SortKey;
 use crate::profile::{Names, Profile};
+
+/// About how many rows and call-graph nodes are rendered at once, on every thread, before they
+/// are written; an entry's tree of more nodes is written straight out.
+const RENDERED_NODES: usize = 16384;
 
 /// A report column for an entry, printable.
 fn column(names: &Names, key: SortKey, k: &EntryKey) -> String {
@@ -221,8 +227,8 @@ fn write_section(
     let total = section.weight;
     let entries = sorted_entries(agg, total, names, opts);
     let head = column_titles(opts, section);
-    // Rows are made as they are written (twice when padded: once to measure the columns),
-    // never all held: a large report has tens of thousands.
+    // Rows are made as they are written, a few at a time (twice when padded: once to measure
+    // the columns), never all held: a large report has tens of thousands.
     let row_of = |(k, e): &(&EntryKey, &Entry)| row(k, e, section, names, total, opts);
     if opts.csv {
         let sep = opts.csv_separator.as_str();
@@ -233,13 +239,11 @@ fn write_section(
         writeln!(out)?;
         return Ok(());
     }
-    let mut widths: Vec<usize> = head.iter().map(String::len).collect();
-    for r in entries.iter().map(row_of) {
-        for (w, c) in widths.iter_mut().zip(&r) {
-            *w = (*w).max(c.chars().count());
-        }
-    }
-    // Each cell padded to its column's width, but the last; straight into the output.
+    // Rows are measured and rendered on every thread where call graphs follow them; the flat
+    // table's measured no faster so (waking the threads cost what they saved).
+    let parallel = opts.call_graph.is_some();
+    let widths = column_widths(&entries, &head, row_of, parallel);
+    // Each cell padded to its column's width, but the last.
     let line = |out: &mut dyn Write, cells: &[String]| -> io::Result<()> {
         let last = cells.len() - 1;
         for (i, c) in cells.iter().enumerate() {
@@ -252,24 +256,91 @@ fn write_section(
     };
     line(out, &head)?;
     let no_tree = super::call_tree::CallTree::default();
-    for entry in &entries {
-        line(out, &row_of(entry))?;
-        let e = entry.1;
-        if opts.call_graph.is_some() {
-            // A brief call graph leaves out what another entry's graph shows whole: the graph
-            // of an entry reached from only one other entry is part of that one's.
-            if !opts.full_callgraph && matches!(e.parent, super::aggregate::Parent::One(_)) {
-                writeln!(out, "       [skipped in brief callgraph mode]")?;
-            } else {
-                let limit = super::aggregate::tree_limit(opts);
-                let max_depth = opts.call_graph_depth.unwrap_or(usize::MAX);
-                let style = TreeStyle { names, total, limit, raw: opts.raw_period, max_depth };
-                write_tree(out, e.tree.as_deref().unwrap_or(&no_tree), &style)?;
-            }
-            writeln!(out)?;
+    let graph = |out: &mut dyn Write, e: &Entry| -> io::Result<()> {
+        // A brief call graph leaves out what another entry's graph shows whole: the graph of
+        // an entry reached from only one other entry is part of that one's.
+        if !opts.full_callgraph && matches!(e.parent, super::aggregate::Parent::One(_)) {
+            writeln!(out, "       [skipped in brief callgraph mode]")?;
+        } else {
+            let limit = super::aggregate::tree_limit(opts);
+            let max_depth = opts.call_graph_depth.unwrap_or(usize::MAX);
+            let style = TreeStyle { names, total, limit, raw: opts.raw_period, max_depth };
+            write_tree(out, e.tree.as_deref().unwrap_or(&no_tree), &style)?;
+        }
+        writeln!(out)
+    };
+    // Entries are rendered a few at a time, then written in order; a large tree is written
+    // straight out, never held as text.
+    let nodes = |e: &Entry| e.tree.as_ref().map_or(0, |t| t.nodes.len());
+    let held = |e: &Entry| opts.call_graph.is_some() && nodes(e) <= RENDERED_NODES;
+    let render = |e: &(&EntryKey, &Entry)| -> io::Result<Vec<u8>> {
+        let mut text = Vec::new();
+        line(&mut text, &row_of(e))?;
+        if held(e.1) {
+            graph(&mut text, e.1)?;
+        }
+        Ok(text)
+    };
+    let graph_after = |out: &mut dyn Write, e: &Entry| match opts.call_graph.is_some() && !held(e) {
+        true => graph(out, e),
+        false => Ok(()),
+    };
+    write_entries(out, &entries, parallel, |e| 1 + if held(e) { nodes(e) } else { 0 }, render, graph_after)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+type Row<'a> = (&'a EntryKey, &'a Entry);
+
+/// The widest cell of each column, the titles `head` included, of the rows `row_of` makes.
+fn column_widths(
+    entries: &[Row<'_>],
+    head: &[String],
+    row_of: impl Fn(&Row<'_>) -> Vec<String> + Sync,
+    parallel: bool,
+) -> Vec<usize> {
+    let widest = |mut a: Vec<usize>, b: Vec<usize>| {
+        a.iter_mut().zip(b).for_each(|(a, b)| *a = (*a).max(b));
+        a
+    };
+    let cell_widths = |e| row_of(e).iter().map(|c| c.chars().count()).collect::<Vec<usize>>();
+    let head_widths = || head.iter().map(String::len).collect::<Vec<usize>>();
+    match parallel {
+        true => entries.par_iter().map(cell_widths).reduce(head_widths, widest),
+        false => entries.iter().map(cell_widths).fold(head_widths(), widest),
+    }
+}
+
+/// Writes the entries in order, each as `render` makes its text and then what `after` writes
+/// straight out: rendered a few at a time (about `RENDERED_NODES` of what `cost` counts), on
+/// every thread when `parallel`.
+fn write_entries(
+    out: &mut dyn Write,
+    entries: &[Row<'_>],
+    parallel: bool,
+    cost: impl Fn(&Entry) -> usize,
+    render: impl Fn(&Row<'_>) -> io::Result<Vec<u8>> + Sync,
+    after: impl Fn(&mut dyn Write, &Entry) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut rest = entries;
+    while !rest.is_empty() {
+        let mut held = 0;
+        let fits = |e: &&Row<'_>| {
+            let fits = held < RENDERED_NODES;
+            held += cost(e.1);
+            fits
+        };
+        let (these, after_these) = rest.split_at(rest.iter().take_while(fits).count().max(1));
+        rest = after_these;
+        let texts: Vec<io::Result<Vec<u8>>> = match parallel {
+            true => these.par_iter().map(&render).collect(),
+            false => these.iter().map(&render).collect(),
+        };
+        for (e, text) in these.iter().zip(texts) {
+            out.write_all(&text?)?;
+            after(out, e.1)?;
         }
     }
-    writeln!(out)?;
     Ok(())
 }
 
@@ -484,4 +555,28 @@ fn write_children(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Entries are written in their order, each followed by what is written after it, however
+    /// they are shared into rounds and threads, an entry heavier than a round included.
+    #[test]
+    fn entries_are_written_in_order_across_rounds() {
+        let keys: Vec<EntryKey> = (0..40).map(|func| EntryKey { func, ..Default::default() }).collect();
+        let heavy = |k: &EntryKey| if k.func == 7 { 2 * RENDERED_NODES } else { k.func as usize * 500 };
+        let entries: Vec<Entry> =
+            keys.iter().map(|k| Entry { samples: heavy(k) as u64, ..Default::default() }).collect();
+        let rows: Vec<Row<'_>> = keys.iter().zip(&entries).collect();
+        let expected: String = keys.iter().map(|k| format!("row {}\nafter {}\n", k.func, heavy(k))).collect();
+        for parallel in [false, true] {
+            let mut out = Vec::new();
+            let render = |(k, _): &Row<'_>| Ok(format!("row {}\n", k.func).into_bytes());
+            let after = |out: &mut dyn Write, e: &Entry| writeln!(out, "after {}", e.samples);
+            write_entries(&mut out, &rows, parallel, |e| e.samples as usize, render, after).unwrap();
+            assert_eq!(String::from_utf8(out).unwrap(), expected, "parallel: {parallel}");
+        }
+    }
 }
