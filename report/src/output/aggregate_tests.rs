@@ -10,44 +10,29 @@ fn funcs() -> Vec<Func> {
         .collect()
 }
 
+/// A sample of thread 1 with `frames`, innermost first.
+fn sample(period: u64, frames: &[FuncId]) -> ResolvedSample<'_> {
+    ResolvedSample {
+        comm: 0,
+        pid: 1,
+        tid: 1,
+        srcline: 0,
+        period,
+        samples: 1,
+        frames,
+        vaddrs: &[],
+        counted: &[],
+    }
+}
+
 #[test]
 fn self_and_children() {
     let opts = ReportOptions { children: true, sort: vec![SortKey::Symbol], ..Default::default() };
     let cfg = AggregateConfig::new(&opts.text_config());
     let mut agg = EventAggregate::default();
     let f = funcs();
-    agg.add(
-        &cfg,
-        &ResolvedSample {
-            comm: 0,
-            pid: 1,
-            tid: 1,
-            srcline: 0,
-            period: 10,
-            samples: 1,
-            frames: &[0, 1, 2],
-            vaddrs: &[],
-            counted: &[],
-        },
-        &f,
-        None,
-    );
-    agg.add(
-        &cfg,
-        &ResolvedSample {
-            comm: 0,
-            pid: 1,
-            tid: 1,
-            srcline: 0,
-            period: 5,
-            samples: 1,
-            frames: &[1, 2],
-            vaddrs: &[],
-            counted: &[],
-        },
-        &f,
-        None,
-    );
+    agg.add(&cfg, &sample(10, &[0, 1, 2]), &f, None);
+    agg.add(&cfg, &sample(5, &[1, 2]), &f, None);
     let get = |func| agg.entries.get(&EntryKey { func, ..Default::default() }).unwrap().clone();
     assert_eq!((get(0).period, get(0).children), (10, 10));
     assert_eq!((get(1).period, get(1).children), (5, 15));
@@ -64,22 +49,7 @@ fn caller_tree_runs_root_to_leaf() {
     };
     let cfg = AggregateConfig::new(&opts.text_config());
     let mut agg = EventAggregate::default();
-    agg.add(
-        &cfg,
-        &ResolvedSample {
-            comm: 0,
-            pid: 1,
-            tid: 1,
-            srcline: 0,
-            period: 1,
-            samples: 1,
-            frames: &[0, 1, 2],
-            vaddrs: &[],
-            counted: &[],
-        },
-        &funcs(),
-        None,
-    );
+    agg.add(&cfg, &sample(1, &[0, 1, 2]), &funcs(), None);
     let e = agg.entries.values().next().unwrap();
     let tree = e.tree.as_deref().expect("a call graph");
     let first = tree.children(0)[0];
@@ -155,17 +125,7 @@ fn stacks_folded_by_two_threads_give_what_one_thread_gives() {
 
 #[test]
 fn a_recursive_function_counts_once_per_entry_it_is_on_the_stack() {
-    let sample = ResolvedSample {
-        comm: 0,
-        pid: 1,
-        tid: 1,
-        srcline: 4,
-        period: 10,
-        samples: 1,
-        frames: &[0, 1, 0, 2, 1],
-        vaddrs: &[],
-        counted: &[],
-    };
+    let sample = ResolvedSample { srcline: 4, ..sample(10, &[0, 1, 0, 2, 1]) };
     let children = |sort: Vec<SortKey>| {
         let opts = ReportOptions { children: true, sort, ..Default::default() };
         let cfg = AggregateConfig::new(&opts.text_config());
