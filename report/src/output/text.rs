@@ -312,8 +312,8 @@ fn column_widths(
 }
 
 /// Writes the entries in order, each as `render` makes its text and then what `after` writes
-/// straight out: rendered a few at a time (about `RENDERED_NODES` of what `cost` counts), on
-/// every thread when `parallel`.
+/// straight out. With `parallel`, rendered on every thread a few at a time (about
+/// `RENDERED_NODES` of what `cost` counts); else each written as soon as it is rendered.
 fn write_entries(
     out: &mut dyn Write,
     entries: &[Row<'_>],
@@ -322,6 +322,13 @@ fn write_entries(
     render: impl Fn(&Row<'_>) -> io::Result<Vec<u8>> + Sync,
     after: impl Fn(&mut dyn Write, &Entry) -> io::Result<()>,
 ) -> io::Result<()> {
+    if !parallel {
+        for e in entries {
+            out.write_all(&render(e)?)?;
+            after(out, e.1)?;
+        }
+        return Ok(());
+    }
     let mut rest = entries;
     while !rest.is_empty() {
         let mut held = 0;
@@ -332,10 +339,7 @@ fn write_entries(
         };
         let (these, after_these) = rest.split_at(rest.iter().take_while(fits).count().max(1));
         rest = after_these;
-        let texts: Vec<io::Result<Vec<u8>>> = match parallel {
-            true => these.par_iter().map(&render).collect(),
-            false => these.iter().map(&render).collect(),
-        };
+        let texts: Vec<io::Result<Vec<u8>>> = these.par_iter().map(&render).collect();
         for (e, text) in these.iter().zip(texts) {
             out.write_all(&text?)?;
             after(out, e.1)?;
