@@ -362,14 +362,19 @@ fn sorted_entries<'a>(
     let weight = |e: &Entry| if opts.children { e.children } else { e.period };
     let skipped =
         |e: &Entry| opts.call_graph.is_some() && matches!(e.parent, super::aggregate::Parent::One(_));
-    entries.sort_by(|a, b| {
+    entries.retain(|(_, e)| weight(e) > 0 && pct(weight(e), total) >= opts.percent_limit);
+    let order = |a: &(&EntryKey, &Entry), b: &(&EntryKey, &Entry)| {
         weight(b.1)
             .cmp(&weight(a.1))
             .then_with(|| skipped(a.1).cmp(&skipped(b.1)))
             .then_with(|| b.1.period.cmp(&a.1.period))
             .then_with(|| by_names(names, &dsos, a.0, b.0))
-    });
-    entries.retain(|(_, e)| weight(e) > 0 && pct(weight(e), total) >= opts.percent_limit);
+    };
+    // On every thread where call graphs follow, as the rows are rendered (see write_section).
+    match opts.call_graph.is_some() {
+        true => entries.par_sort_by(order),
+        false => entries.sort_by(order),
+    }
     entries
 }
 
