@@ -428,7 +428,7 @@ impl EventAggregate {
         let last = s.frames.len() - 1;
         for (i, _) in s.frames.iter().enumerate().filter(|(_, &f)| is_selected(f)) {
             let key = cfg.key(s, i, funcs);
-            if !met.first(cfg.entry_per_func().then(|| s.frames[i]), key) {
+            if !met.first(cfg.entry_per_func().then_some(s.frames[i]), key) {
                 continue;
             }
             // The entry this one is reached from in this stack, as simpleperf counts it: the
@@ -488,15 +488,14 @@ fn shown_paths(
         }
     }
     let may_be_shown = |f: FuncId| of_shown.get(f as usize).is_none_or(|&s| s) && is_selected(f);
+    let by_func = cfg.entry_per_func();
     let each_path = |stacks: Range<usize>, f: &mut dyn FnMut(u32, (u32, u32))| {
         let mut met = FirstOnStack::default();
         each_sample(p, section, cfg, stacks, |n, s| {
             met.start(funcs.len());
             for i in (0..s.frames.len()).filter(|&i| may_be_shown(s.frames[i])) {
                 let key = cfg.key(s, i, funcs);
-                if let Some(&e) =
-                    id.get(&key).filter(|_| met.first(cfg.entry_per_func().then(|| s.frames[i]), key))
-                {
+                if let Some(&e) = id.get(&key).filter(|_| met.first(by_func.then_some(s.frames[i]), key)) {
                     f(e, (n as u32, i as u32));
                 }
             }
