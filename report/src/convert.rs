@@ -77,16 +77,8 @@ pub fn convert_with(
     // debug info.
     let Converter { model, mut resolver, profile, .. } = c;
     resolver.finish_unwinding();
-    let (profile, samples) = profile.finish(
-        model,
-        |model| {
-            let tables = resolver.finish_symbols(model);
-            warnings.append(&mut resolver.warnings);
-            tables
-        },
-        info,
-        Vec::new(),
-    );
+    let (profile, samples) =
+        profile.finish(model, |model| resolver.finish_symbols(model, &mut warnings), info, Vec::new());
     progress.finish();
     warnings.extend(profile.unnamed_warning());
     warnings.extend(rperf_symbols::cache::take_warning().map(crate::Warning::Symbols));

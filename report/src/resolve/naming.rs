@@ -45,14 +45,20 @@ const NAMING_BATCH: usize = 4096;
 impl Resolver {
     /// Names every frame seen, once per (binary, offset), loading binaries and looking up
     /// symbols in parallel, and hands over the tables: what each frame address was named, the
-    /// functions, source lines and source files.
-    pub fn finish_symbols(&mut self, model: &mut Model) -> (Symbolized, Vec<Func>, Vec<String>, Vec<String>) {
+    /// functions, source lines and source files; its warnings go to `warnings`. What naming
+    /// held (symbol tables, debug info, mapped binaries) is let go on return, before the
+    /// profile is made from the tables.
+    pub fn finish_symbols(
+        mut self,
+        model: &mut Model,
+        warnings: &mut Vec<crate::Warning>,
+    ) -> (Symbolized, Vec<Func>, Vec<String>, Vec<String>) {
         let mut symbolized = self.symbolize(model);
-        symbolized.unnamed = self.names.unnamed.clone();
-        self.warnings
-            .extend(self.binaries.take_debuginfod_summary().into_iter().map(crate::Warning::Symbols));
-        let funcs = std::mem::take(&mut self.names.funcs);
-        (symbolized, funcs, std::mem::take(&mut self.names.srclines), std::mem::take(&mut self.names.files))
+        warnings.append(&mut self.warnings);
+        warnings.extend(self.binaries.take_debuginfod_summary().into_iter().map(crate::Warning::Symbols));
+        let names = std::mem::take(&mut self.names);
+        symbolized.unnamed = names.unnamed;
+        (symbolized, names.funcs, names.srclines, names.files)
     }
 
     /// The names of the addresses met so far, for a profile of part of a recording: the
