@@ -447,7 +447,7 @@ fn table_and_depth(
     };
     let p = profile.unwrap_or_else(|e| panic!("{}: {e}", data.display()));
     let rows = p.table(&opts, usize::MAX).rows.into_iter().map(|r| r.cells).collect();
-    (rows, p.stacks.iter().map(Vec::len).max().unwrap_or(0))
+    (rows, p.stacks.iter().map(<[_]>::len).max().unwrap_or(0))
 }
 
 /// The text table names only sampled frames: without call graphs it neither unwinds nor names

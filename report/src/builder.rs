@@ -5,9 +5,11 @@
 //! (`ProfileBuilder::finish`).
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 
 use crate::configs::ProfileConfig;
 use crate::error::Error;
+use crate::lists::Lists;
 use crate::model::{DsoKind, ExecType, Model};
 use crate::options::OffCpuMode;
 use crate::profile::{
@@ -60,8 +62,9 @@ pub struct ProfileBuilder {
     timing: Option<TimeRouting>,
     pending: HashMap<i32, Pending>,
     time_range: (u64, u64),
-    stacks: Vec<Vec<AddrId>>,
-    stack_index: rustc_hash::FxHashMap<Vec<AddrId>, StackId>,
+    /// Distinct stacks, by id, and the ids by the stacks' hashes (each stack is stored once).
+    stacks: Lists<AddrId>,
+    stack_index: hashbrown::HashTable<StackId>,
     filters: crate::options::Filters,
     max_stack: usize,
     keep_rows: bool,
@@ -126,7 +129,7 @@ impl ProfileBuilder {
             timing,
             pending: HashMap::new(),
             time_range: (u64::MAX, 0),
-            stacks: Vec::new(),
+            stacks: Lists::default(),
             stack_index: Default::default(),
             filters: opts.filters.clone(),
             offered: crate::unmatched::OfferedIds::new(&opts.filters),
@@ -231,12 +234,15 @@ impl ProfileBuilder {
     }
 
     fn intern_stack(&mut self, addrs: &[AddrId]) -> StackId {
-        if let Some(&id) = self.stack_index.get(addrs) {
+        let hash_of = |stack: &[AddrId]| rustc_hash::FxBuildHasher.hash_one(stack);
+        let (stacks, hash) = (&self.stacks, hash_of(addrs));
+        if let Some(&id) = self.stack_index.find(hash, |&id| &stacks[id as usize] == addrs) {
             return id;
         }
         let id = self.stacks.len() as StackId;
-        self.stacks.push(addrs.to_vec());
-        self.stack_index.insert(addrs.to_vec(), id);
+        self.stacks.push(addrs.iter().copied());
+        let stacks = &self.stacks;
+        self.stack_index.insert_unique(hash, id, |&id| hash_of(&stacks[id as usize]));
         id
     }
 
@@ -294,26 +300,28 @@ impl ProfileBuilder {
 
     /// The recorded stacks as reports show them (`java::Shaper`), with each frame's execution
     /// type and, when places are kept, its index in the recorded stack.
-    #[allow(clippy::type_complexity)]
     fn shape_stacks(
         &mut self,
         names: &Names,
         symbols: &Symbolized,
         java_dex: &std::collections::HashMap<AddrId, crate::profile::DexMethod>,
-    ) -> (Vec<Vec<AddrId>>, Vec<Vec<ExecType>>, Vec<Vec<u32>>) {
+    ) -> (Lists<AddrId>, Lists<ExecType>, Lists<u32>) {
         let merged = self.merge_java.then_some(java_dex);
         let shaper = crate::java::Shaper::new(names, symbols, self.show_art_frames, merged);
-        let mut stacks = Vec::with_capacity(self.stacks.len());
-        let mut stack_exec = Vec::with_capacity(self.stacks.len());
-        let mut stack_origin = Vec::new();
-        for addrs in std::mem::take(&mut self.stacks) {
-            let (addrs, exec, origin) = shaper.shape(addrs);
+        let frames = self.stacks.items().len();
+        let mut stacks = Lists::with_capacity(self.stacks.len(), frames);
+        let mut stack_exec = Lists::with_capacity(self.stacks.len(), frames);
+        let mut stack_origin = Lists::default();
+        for addrs in std::mem::take(&mut self.stacks).iter() {
+            let (addrs, exec, origin) = shaper.shape(addrs.to_vec());
             stacks.push(addrs);
             stack_exec.push(exec);
             if self.log.0.is_some() {
                 stack_origin.push(origin);
             }
         }
+        stacks.shrink_to_fit();
+        stack_exec.shrink_to_fit();
         (stacks, stack_exec, stack_origin)
     }
 
@@ -360,10 +368,11 @@ impl ProfileBuilder {
             false => Default::default(),
         };
         let (stacks, stack_exec, stack_origin) = self.shape_stacks(&names, &symbols, &java_dex);
-        let stack_funcs: Vec<Vec<FuncId>> = stacks
-            .iter()
-            .map(|addrs| addrs.iter().flat_map(|a| symbols.funcs(*a).iter().copied()).collect())
-            .collect();
+        let count: usize = stacks.items().iter().map(|a| symbols.funcs(*a).len()).sum();
+        let mut stack_funcs = Lists::with_capacity(stacks.len(), count);
+        for addrs in stacks.iter() {
+            stack_funcs.push(addrs.iter().flat_map(|a| symbols.funcs(*a).iter().copied()));
+        }
         // Without --children the filters select samples by their sampled function; with it,
         // by any function of the call chain (simpleperf's semantics).
         let selected = self.filters.select(&names);

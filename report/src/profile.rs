@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+use crate::lists::Lists;
 use crate::model::{Dso, ExecType};
 use crate::resolve::{AddrId, Func, FuncId, Symbolized};
 
@@ -206,11 +207,11 @@ pub struct Profile {
     /// What each frame address was named.
     pub symbols: Symbolized,
     /// Distinct address stacks, innermost frame first.
-    pub stacks: Vec<Vec<AddrId>>,
+    pub stacks: Lists<AddrId>,
     /// The functions of each distinct stack, innermost first (inline frames expanded).
-    pub stack_funcs: Vec<Vec<FuncId>>,
+    pub stack_funcs: Lists<FuncId>,
     /// How the code of each frame address of each stack runs (parallel to `stacks`).
-    pub stack_exec: Vec<Vec<ExecType>>,
+    pub stack_exec: Lists<ExecType>,
     /// The functions `--dsos` and `--symbols` select, by id; None without those filters. With
     /// `--children` they select call-chain entries: a stack counts when any of its functions
     /// is selected, and only selected functions are entries of the text report.
@@ -224,7 +225,7 @@ pub struct Profile {
     pub warnings: Vec<crate::Warning>,
     /// For each distinct stack, the index in its recorded stack of each frame shown (empty
     /// unless places were kept).
-    pub stack_origin: Vec<Vec<u32>>,
+    pub stack_origin: Lists<u32>,
     /// The layouts of the recorded tracepoints' raw data, from the recording's tracing data.
     pub tracepoint_formats: Vec<rperf_perfdata::tracing::EventFormat>,
     /// Java methods compiled at run time, by frame address, as the dex methods they were

@@ -218,7 +218,7 @@ impl AggregateConfig {
             let holder = funcs.iter().find(|&&f| !p.names.funcs.get(f as usize).is_some_and(|f| f.inlined));
             if self.split_inline { funcs.first() } else { holder.or(funcs.first()) }.copied()
         };
-        match p.stacks.get(stack as usize)?.as_slice() {
+        match p.stacks.get(stack as usize)? {
             [to, from] => Some([end(to)?, end(from)?]),
             _ => None,
         }
