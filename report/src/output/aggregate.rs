@@ -318,9 +318,16 @@ impl EventAggregate {
     }
 
     /// Adds the counts of `other`, folded without trees from other stacks of the section.
-    fn merge(&mut self, other: EventAggregate) {
+    /// The smaller table is added to the larger, grown once to the size of both together:
+    /// each table that growing step by step makes is held beside both halves.
+    fn merge(&mut self, mut other: EventAggregate) {
         self.samples = self.samples.saturating_add(other.samples);
         self.period = self.period.saturating_add(other.period);
+        if other.entries.len() > self.entries.len() {
+            std::mem::swap(&mut self.entries, &mut other.entries);
+        }
+        let new = other.entries.keys().filter(|k| !self.entries.contains_key(k)).count();
+        self.entries.reserve(new);
         for (key, o) in other.entries {
             let e = self.entries.entry(key).or_default();
             e.samples = e.samples.saturating_add(o.samples);

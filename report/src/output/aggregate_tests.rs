@@ -145,3 +145,25 @@ fn a_recursive_function_counts_once_per_entry_it_is_on_the_stack() {
         [(0, 0, 10), (0, 5, 10), (1, 0, 20), (1, 5, 10), (2, 0, 20)]
     );
 }
+
+#[test]
+fn halves_merge_the_same_whichever_is_larger() {
+    let opts = ReportOptions { children: true, sort: vec![SortKey::Symbol], ..Default::default() };
+    let cfg = AggregateConfig::new(&opts.text_config());
+    let fold = |stacks: &[&[FuncId]]| {
+        let mut agg = EventAggregate { counts_only: true, ..Default::default() };
+        stacks.iter().for_each(|s| agg.add(&cfg, &sample(10, s), &funcs(), None));
+        agg
+    };
+    let (big, small): (&[&[FuncId]], &[&[FuncId]]) = (&[&[0, 1, 2], &[1, 2], &[2]], &[&[0, 2]]);
+    let merged = |into: &[&[FuncId]], from: &[&[FuncId]]| {
+        let mut agg = fold(into);
+        agg.merge(fold(from));
+        entries_in_full(&agg)
+    };
+    let (one_way, other_way) = (merged(big, small), merged(small, big));
+    assert_eq!(one_way, other_way);
+    let all = fold(&[&[0, 1, 2], &[1, 2], &[2], &[0, 2]]);
+    assert_eq!(one_way, entries_in_full(&all));
+    assert_eq!(one_way.len(), 3);
+}

@@ -19,6 +19,13 @@ thread_local! {
         Default::default();
 }
 
+/// Lets go of the names every thread kept demangled: naming is over.
+fn forget_demangled() {
+    let forget = || DEMANGLED.with_borrow_mut(|kept| *kept = Default::default());
+    rayon::broadcast(|_| forget());
+    forget();
+}
+
 /// The names found for one frame address.
 #[derive(Default)]
 struct Named {
@@ -56,6 +63,7 @@ impl Resolver {
         let mut symbolized = self.symbolize(model);
         warnings.append(&mut self.warnings);
         warnings.extend(self.binaries.take_debuginfod_summary().into_iter().map(crate::Warning::Symbols));
+        forget_demangled();
         let names = std::mem::take(&mut self.names);
         symbolized.unnamed = names.unnamed;
         (symbolized, names.funcs, names.srclines, names.files)
@@ -425,5 +433,24 @@ impl Resolver {
         };
         let range = symbol.map(|s| (s.start, s.end.saturating_sub(s.start)));
         Some(Named { inlined, function, system, place: place(at), srcline, vaddr: Some(vaddr), range })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{forget_demangled, DEMANGLED};
+
+    #[test]
+    fn names_kept_demangled_are_let_go_on_every_thread() {
+        // A pool of its own, which other tests' naming does not use.
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        let keep = || DEMANGLED.with_borrow_mut(|(_, memo)| memo.insert("_Z1fv".into(), "f()".into()));
+        let kept = || DEMANGLED.with_borrow(|(_, memo)| memo.capacity());
+        pool.install(|| {
+            rayon::broadcast(|_| keep());
+            assert!(rayon::broadcast(|_| kept()).iter().all(|&n| n > 0));
+            forget_demangled();
+            assert_eq!(rayon::broadcast(|_| kept()), vec![0; 3]);
+        });
     }
 }
