@@ -344,13 +344,17 @@ fn symbol_table(
     let plt = plt_symbols(obj);
     // The .symtab of `file`, mapped as `map`, with the PLT stubs; its pages let go once read.
     let symtab = |file: &object::File<'_>, map: &Arc<memmap2::Mmap>| {
+        let [symtab, strtab] = [".symtab", ".strtab"].map(|name| section_ranges(file, &[name]));
         let mut raw = text_symbols(file, file.symbols());
+        // Read through: ordering the symbols reads names (.strtab), not .symtab.
+        let_go_of_ranges(map, &symtab);
         if raw.is_empty() {
+            let_go_of_ranges(map, &strtab);
             return None;
         }
         raw.extend(plt.iter().copied());
         let table = SymbolTable::with_names_in(raw, Some(map.clone()));
-        let_go_of_sections(map, file, &[".symtab", ".strtab"]);
+        let_go_of_ranges(map, &strtab);
         Some(table)
     };
     if let Some(table) = symtab(obj, data) {
@@ -369,21 +373,33 @@ fn symbol_table(
     // MiniDebugInfo keeps the local function symbols that .dynsym lacks.
     let packed = minidebuginfo(obj);
     let inner = packed.as_deref().and_then(|b| object::File::parse(b).ok());
+    let (dynsym, dynstr) =
+        (section_ranges(obj, &[".dynsym", ".gnu.hash"]), section_ranges(obj, &[".dynstr"]));
     let mut raw = inner.as_ref().map(|i| text_symbols(i, i.symbols())).unwrap_or_default();
     raw.extend(text_symbols(obj, obj.dynamic_symbols()));
+    let_go_of_ranges(data, &dynsym);
     raw.extend(plt);
     let table = SymbolTable::with_names_in(raw, Some(data.clone()));
-    let_go_of_sections(data, obj, &[".dynsym", ".dynstr", ".gnu.hash"]);
+    let_go_of_ranges(data, &dynstr);
     table
 }
 
 /// Lets go of the pages of `names`' sections in `map`: read once, they are not needed again
 /// (and are read back in from the page cache if they are).
 fn let_go_of_sections(map: &memmap2::Mmap, obj: &object::File<'_>, names: &[&str]) {
-    for name in names {
-        if let Some((offset, size)) = obj.section_by_name(name).and_then(|s| s.file_range()) {
-            rperf_perfdata::mapped::let_go(map, offset, size);
-        }
+    let_go_of_ranges(map, &section_ranges(obj, names));
+}
+
+/// Where `names`' sections lie in the file. Found before any is let go of: reading the
+/// section headers and their names would map back the pages around them (the kernel maps
+/// up to 64 KiB around a fault), which lie beside .symtab and .strtab.
+fn section_ranges(obj: &object::File<'_>, names: &[&str]) -> Vec<(u64, u64)> {
+    names.iter().filter_map(|name| obj.section_by_name(name).and_then(|s| s.file_range())).collect()
+}
+
+fn let_go_of_ranges(map: &memmap2::Mmap, ranges: &[(u64, u64)]) {
+    for &(offset, size) in ranges {
+        rperf_perfdata::mapped::let_go(map, offset, size);
     }
 }
 
@@ -521,58 +537,5 @@ fn open_matching(path: &Path, want: Option<&[u8]>) -> Option<Arc<memmap2::Mmap>>
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn segment_addresses_never_overflow() {
-        let segs = [LoadSegment { vaddr: u64::MAX - 0x10, offset: 0x1000, filesz: 0x1000, exec: true }];
-        assert_eq!(offset_to_vaddr(&segs, 0x1008), Some(u64::MAX - 8));
-        assert_eq!(offset_to_vaddr(&segs, 0x1020), None);
-        assert_eq!(offset_to_vaddr(&segs, 0x3000), None);
-    }
-
-    /// libLLVM.so's layout (lld): the code's first page of the file also holds the end of the
-    /// read-only data, which is mapped one page lower.
-    #[test]
-    fn an_executable_mapping_of_a_shared_page_is_the_code_segment() {
-        let seg = |vaddr, offset, filesz, exec| LoadSegment { vaddr, offset, filesz, exec };
-        let segs = [
-            seg(0, 0, 0x449a9a4, false),
-            seg(0x449b9a4, 0x449a9a4, 0x3ee331c, true),
-            seg(0x837fcc0, 0x837dcc0, 0x1c34a8, false),
-        ];
-        assert_eq!(mapping_vaddr(&segs, 0x449a000), Some(0x449b000));
-        assert_eq!(mapping_vaddr(&segs, 0x5000000), Some(0x5001000));
-        // A page only a data segment holds.
-        assert_eq!(mapping_vaddr(&segs, 0x1000), Some(0x1000));
-        assert_eq!(mapping_vaddr(&segs, 0x9000000), None);
-    }
-
-    /// KiB of `map` resident in this process (its mapping's Rss in /proc/self/smaps).
-    fn resident_kib(map: &memmap2::Mmap) -> u64 {
-        let start = format!("{:x}-", map.as_ptr() as usize);
-        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
-        let block = smaps.lines().skip_while(|l| !l.starts_with(&start)).skip(1);
-        let rss = block.take_while(|l| !l.contains('-')).find_map(|l| l.strip_prefix("Rss:"));
-        rss.and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).expect("the mapping in smaps")
-    }
-
-    #[test]
-    fn unwind_tables_are_let_go_once_unwinding_ends() {
-        let elf = ElfInfo::load(&std::env::current_exe().unwrap()).unwrap();
-        let obj = object::File::parse(&elf.data[..]).unwrap();
-        let (offset, size) = obj.section_by_name(".eh_frame").and_then(|s| s.file_range()).unwrap();
-        let pages = size / 4096;
-        assert!(pages >= 16, ".eh_frame of {size} bytes");
-        // Unwinding reads the CFI: every page of it is touched.
-        let sum = |b: &[u8]| b.iter().fold(0u64, |s, &x| s.rotate_left(5) ^ u64::from(x));
-        let read = sum(&elf.data[offset as usize..(offset + size) as usize]);
-        let before = resident_kib(&elf.data);
-        elf.let_go_of_unwind_tables();
-        let after = resident_kib(&elf.data);
-        assert!(after + (pages - 2) * 4 <= before, "{before} KiB resident, {after} KiB after letting go");
-        // What is read again reads back from the file.
-        assert_eq!(sum(&elf.data[offset as usize..(offset + size) as usize]), read);
-    }
-}
+#[path = "elf_tests.rs"]
+mod tests;
