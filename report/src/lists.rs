@@ -74,15 +74,6 @@ impl<T> Index<usize> for Lists<T> {
     }
 }
 
-impl<T, L: IntoIterator<Item = T>> FromIterator<L> for Lists<T> {
-    fn from_iter<I: IntoIterator<Item = L>>(lists: I) -> Self {
-        let lists = lists.into_iter();
-        let mut all = Lists::with_capacity(lists.size_hint().0, 0);
-        lists.for_each(|l| all.push(l));
-        all
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::Lists;
@@ -104,7 +95,8 @@ mod tests {
         let back: Vec<Vec<u32>> = l.iter().map(<[u32]>::to_vec).collect();
         assert_eq!(back, vec![vec![3, 1, 2], vec![], vec![7]]);
         assert_eq!(l.items(), &[3, 1, 2, 7]);
-        let again: Lists<u32> = back.into_iter().collect();
+        let mut again = Lists::with_capacity(3, 4);
+        back.into_iter().for_each(|list| again.push(list));
         assert_eq!(again, l);
     }
 }
