@@ -242,13 +242,11 @@ mod tests {
     /// mapped. With `lto`, its two sources are linked with link-time optimization (GCC then
     /// refers from the unit of the optimized code to the units of the sources by section
     /// offset) and a third, `c.c`, built without, is added: a unit to leave out.
-    fn built_program(compressed: bool, lto: bool) -> (PathBuf, Arc<memmap2::Mmap>) {
+    /// The folder is removed when the returned guard is dropped.
+    fn built_program(compressed: bool, lto: bool) -> (tempfile::TempDir, PathBuf, Arc<memmap2::Mmap>) {
         // A folder of each call's own: tests building the same program run side by side.
-        static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-        let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir()
-            .join(format!("rperf-dwarf-focus-{}-{call}-{compressed}-{lto}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let held = tempfile::Builder::new().prefix("rperf-dwarf-focus-").tempdir().unwrap();
+        let dir = held.path().to_path_buf();
         let a = "static inline __attribute__((always_inline)) int twice(int x) { return x * 2 + x / 3; }\n\
                  int helper(int);\n\
                  int main(int argc, char **argv) { (void)argv; int s = 0; for (int i = 0; i < argc * 1000; i++) s += twice(i) ^ helper(i); return s & 1; }\n";
@@ -275,7 +273,7 @@ mod tests {
             gcc(&["a.c", "b.c", "-o", "two_units"]);
         }
         let map = map_file(&exe).unwrap();
-        (exe, map)
+        (held, exe, map)
     }
 
     #[test]
@@ -285,7 +283,7 @@ mod tests {
     }
 
     fn focused_lookups(compressed: bool) {
-        let (exe, map) = built_program(compressed, false);
+        let (_dir, exe, map) = built_program(compressed, false);
         let obj = object::File::parse(&map[..]).unwrap();
         let symbol = |name: &str| {
             use object::ObjectSymbol;
@@ -314,7 +312,7 @@ mod tests {
 
     #[test]
     fn addresses_named_later_are_found_without_parsing_every_unit() {
-        let (exe, map) = built_program(true, false);
+        let (_dir, exe, map) = built_program(true, false);
         let obj = object::File::parse(&map[..]).unwrap();
         let at = |name: &str| {
             use object::ObjectSymbol;
@@ -341,7 +339,7 @@ mod tests {
 
     #[test]
     fn units_referring_to_others_by_offset_are_not_narrowed() {
-        let (exe, map) = built_program(true, true);
+        let (_dir, exe, map) = built_program(true, true);
         let obj = object::File::parse(&map[..]).unwrap();
         let main = {
             use object::ObjectSymbol;
