@@ -460,6 +460,14 @@ fn jit() {
     let rows = json_rows(&data, &[]);
     assert!(rows.iter().any(|r| r.2.iter().any(|f| f.contains("hotJsFunction"))), "JIT frames are named");
     check_all_formats("jit", &data, &[]);
+    // Node's map files stay in /tmp after it exits: the recording names them.
+    let dsos = stdout(&report(&data, &[], &["--sort", "dso"]));
+    let maps: Vec<&str> =
+        dsos.split_whitespace().filter(|w| w.starts_with("/tmp/perf-") && w.ends_with(".map")).collect();
+    assert!(!maps.is_empty(), "{dsos}");
+    for m in maps {
+        std::fs::remove_file(m).ok();
+    }
 }
 
 #[test]
