@@ -126,6 +126,40 @@ fn kernel_symbols_are_kept_for_the_boot_and_read_back() {
     assert!(files(&open, "").is_empty());
 }
 
+#[test]
+fn recordings_store_kernel_symbols_from_the_kept_ones() {
+    let dir = scratch("cache_record_kallsyms");
+    let cache = dir.join("cache");
+    // A first report of a recording without kernel symbols keeps the running kernel's.
+    report(&perf_record_dd(&dir, "1000"), &cache, "dso,symbol");
+    let kept = files(&cache, "kallsyms-");
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let record = |name: &str| {
+        let data = dir.join(name);
+        let o = run(rperf()
+            .env("RPERF_CACHE_DIR", &cache)
+            .env("HOME", dir.join("home-without-perf"))
+            .args(["record", "-o"])
+            .arg(&data)
+            .args(["--", "dd", "if=/dev/zero", "of=/dev/null", "bs=16", "count=300000"]));
+        assert!(o.status.success(), "{}", stderr(&o));
+        // Read with a cache of its own: kernel code is named from the recording's symbols.
+        report(&data, &dir.join(format!("{name}-cache")), "dso,symbol")
+    };
+    let before = record("before.data");
+    let name = top_kernel_symbol(&before);
+    // The recorder took the kept symbols, not /proc/kallsyms: a name planted there is the one
+    // the next recording stores.
+    let planted: String = "q".repeat(name.len());
+    plant(&kept[0], &format!(" {name}\n"), &format!(" {planted}\n"));
+    let after = record("after.data");
+    assert!(after.contains(&planted) && !after.contains(&format!(" {name}\n")), "{after}");
+    // With the kept file gone, /proc/kallsyms names it again.
+    std::fs::remove_file(&kept[0]).unwrap();
+    let again = record("again.data");
+    assert_eq!(top_kernel_symbol(&again), name, "{again}");
+}
+
 /// The report of `data` sorted by dso and symbol, with rperf's cache in `cache` and `home` as
 /// the home folder (where perf keeps its build-id cache).
 fn report_at_home(data: &Path, cache: &Path, home: &Path) -> String {

@@ -189,6 +189,7 @@ impl Session {
                 std::mem::take(&mut self.just_attached).into_iter().flat_map(procfs::threads_of).collect();
             self.sink.forked_tids = (!listed.is_empty()).then(Default::default);
             self.drain();
+            self.kernel.follow(&self.sink.kernel_hits);
             self.follow_threads(listed, note);
             // The forks that drain read were all the threads just listed needed.
             self.sink.forked_tids = None;

@@ -11,6 +11,7 @@
 //! The file is in rperf's cache folder (`crate::cache`), readable by its owner only: kernel
 //! addresses are secrets under KASLR.
 
+use std::collections::BTreeSet;
 use std::io::Write;
 
 use crate::kallsyms::{find_address, text_symbol, text_symbol_index};
@@ -42,22 +43,12 @@ impl RunningKernel {
     /// fits the running kernel, else /proc/kallsyms's (keeping its core kernel symbols for the
     /// next report).
     pub fn load() -> RunningKernel {
+        if let Some(kept) = RunningKernel::kept() {
+            return kept;
+        }
         let boot = boot_key();
         let dir = boot.as_ref().and_then(|_| crate::cache::dir(""));
         if let (Some(dir), Some(boot)) = (&dir, &boot) {
-            if let Some(kept) = read_kept(dir, &file_name(&boot.0), boot) {
-                return kept;
-            }
-            // perf's copy of this kernel's symbols, searched in place as kept symbols are:
-            // nothing to read through or to keep (its other lines, of the boot it was made in,
-            // are named from /proc/kallsyms when asked for).
-            let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-            let copy = home.zip(crate::buildid::of_kernel()).and_then(|(home, id)| perf_copy(&home, &id));
-            if let Some(copy) =
-                copy.filter(|c| c.covered.is_some_and(|(text, _)| Some(text) == running_text()))
-            {
-                return copy;
-            }
             let kallsyms = std::fs::File::open("/proc/kallsyms").ok();
             let read = kallsyms.map(|f| std::io::BufReader::with_capacity(64 << 10, f));
             if let Some(kept) = read.and_then(|r| keep(dir, boot, r)) {
@@ -66,6 +57,23 @@ impl RunningKernel {
         }
         // A cache that cannot be written only costs the next report time.
         RunningKernel::live()
+    }
+
+    /// The core kernel's symbols kept earlier in this boot (rperf's file, else perf's copy
+    /// when it fits the running kernel), without reading /proc/kallsyms through; None when
+    /// there are none.
+    pub fn kept() -> Option<RunningKernel> {
+        let boot = boot_key()?;
+        let dir = crate::cache::dir("")?;
+        if let Some(kept) = read_kept(&dir, &file_name(&boot.0), &boot) {
+            return Some(kept);
+        }
+        // perf's copy of this kernel's symbols, searched in place as kept symbols are: nothing
+        // to read through or to keep (its other lines, of the boot it was made in, are named
+        // from /proc/kallsyms when asked for).
+        let home = std::env::var_os("HOME").map(std::path::PathBuf::from)?;
+        let copy = crate::buildid::of_kernel().and_then(|id| perf_copy(&home, &id))?;
+        copy.covered.is_some_and(|(text, _)| Some(text) == running_text()).then_some(copy)
     }
 
     /// /proc/kallsyms, read now.
@@ -102,6 +110,89 @@ impl RunningKernel {
         }
     }
 
+    /// Where the kernel's code starts in the kept symbols, as `TextTable` finds it in
+    /// /proc/kallsyms: `_text`, else `_stext`, among the first lines.
+    pub fn kept_text_start(&self) -> Option<u64> {
+        let kept = self.kept.as_ref()?;
+        let lines = &kept[self.lines.clone()];
+        let head = &lines[..lines.len().min(64 << 10)];
+        let whole = std::str::from_utf8(&head[..head.iter().rposition(|&b| b == b'\n')? + 1]).ok()?;
+        find_address(whole, "_text").or_else(|| find_address(whole, "_stext"))
+    }
+
+    /// Where the kernel's code ends in the kept symbols: `_etext`, looked for from the end
+    /// (only the init code's symbols follow it), so that few pages are read.
+    pub fn kept_text_end(&self) -> Option<u64> {
+        let kept = self.kept.as_ref()?;
+        let lines = &kept[self.lines.clone()];
+        let needle = b" _etext\n";
+        let found = lines.windows(needle.len()).rposition(|w| w == needle)?;
+        let at = lines[..found].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let addr = line_at(lines, at)?.0;
+        (addr != 0).then_some(addr)
+    }
+
+    /// The kept lines that `TextTable::snapshot` gives for `hits`, byte for byte: for each
+    /// hit the last text symbol at or before it and the first one after it, and every text
+    /// symbol at `start` and at `end` (`kept_text_start`, `kept_text_end`). None when nothing is kept, or when
+    /// a hit lies outside the kept core (a module's, a BPF program's): /proc/kallsyms names it.
+    pub fn kept_snapshot(
+        &self,
+        hits: &BTreeSet<u64>,
+        start: Option<u64>,
+        end: Option<u64>,
+    ) -> Option<String> {
+        let kept = self.kept.as_ref()?;
+        let span: Vec<u64> = hits.first().into_iter().chain(hits.last()).copied().collect();
+        if self.covered.is_none() || !self.covers(&span) {
+            return None;
+        }
+        let (text, first) = (&kept[..self.lines.end], self.lines.start);
+        let line_start =
+            |at: usize| text[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1).max(first);
+        let mut keep = BTreeSet::new();
+        for addr in [start, end].into_iter().flatten() {
+            let mut at = addr.checked_sub(1).map_or(first, |a| first_line_over(text, first, a));
+            while let Some((a, next)) = (at < text.len()).then(|| line_at(text, at)).flatten() {
+                if a != addr {
+                    break;
+                }
+                if text_symbol_at(text, at).is_some() {
+                    keep.insert(at);
+                }
+                at = next;
+            }
+        }
+        for &hit in hits {
+            let over = first_line_over(text, first, hit);
+            let mut before = over;
+            while before > first {
+                before = line_start(before - 1);
+                if text_symbol_at(text, before).is_some() {
+                    keep.insert(before);
+                    break;
+                }
+            }
+            let mut after = over;
+            while let Some((_, next)) = (after < text.len()).then(|| line_at(text, after)).flatten() {
+                if text_symbol_at(text, after).is_some() {
+                    keep.insert(after);
+                    break;
+                }
+                after = next;
+            }
+        }
+        let mut out = String::new();
+        for at in keep {
+            let line = text[at..].split(|&b| b == b'\n').next().unwrap_or_default();
+            if let Some((addr, rest)) = std::str::from_utf8(line).ok().and_then(text_symbol) {
+                out.push_str(&format!("{addr:016x} {rest}\n"));
+            }
+        }
+        rperf_perfdata::mapped::let_go(kept, 0, kept.len() as u64);
+        Some(out)
+    }
+
     /// Whether the kernel hides its addresses from this user (kptr_restrict); symbols are kept
     /// only where it does not.
     pub fn hidden(&self) -> bool {
@@ -115,7 +206,7 @@ const PERF_COPY_LIMIT: u64 = 256 << 20;
 /// Where the running kernel's `_text` is, from the first lines of /proc/kallsyms (the kernel
 /// formats only the lines read: a page at a time, up to 64 KiB, until `_text`); None where
 /// addresses are hidden from this user.
-fn running_text() -> Option<u64> {
+pub fn running_text() -> Option<u64> {
     use std::io::Read;
     let mut file = std::fs::File::open("/proc/kallsyms").ok()?;
     let (mut head, mut page) = (Vec::new(), [0u8; 4096]);
@@ -256,6 +347,21 @@ fn line_at(text: &[u8], at: usize) -> Option<(u64, usize)> {
     Some((addr, end))
 }
 
+/// Where the first line of `text` (lines in address order from `first`) whose address is over
+/// `addr` starts; the end of `text` when there is none.
+fn first_line_over(text: &[u8], first: usize, addr: u64) -> usize {
+    let line_start = |at: usize| text[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1).max(first);
+    let (mut lo, mut hi) = (first, text.len());
+    while lo < hi {
+        let mid = line_start(lo + (hi - lo) / 2);
+        match line_at(text, mid) {
+            Some((a, next)) if a <= addr => lo = next,
+            _ => hi = mid,
+        }
+    }
+    lo
+}
+
 /// The part of `text_symbol_index` that lookups of `addrs` read, found by binary search in
 /// kept symbols (`text`: lines in address order from `first`; only text symbols count, as in
 /// `text_symbol_index`): for each address, the lines of the symbol holding it and the first
@@ -266,15 +372,7 @@ fn sorted_index_for(text: &[u8], first: usize, addrs: &[u64]) -> Vec<(u64, usize
     let text_at = |at: usize| text_symbol_at(text, at);
     let mut out = Vec::new();
     for &addr in addrs {
-        // The first line whose address is over `addr`.
-        let (mut lo, mut hi) = (first, text.len());
-        while lo < hi {
-            let mid = line_start(lo + (hi - lo) / 2);
-            match line_at(text, mid) {
-                Some((a, next)) if a <= addr => lo = next,
-                _ => hi = mid,
-            }
-        }
+        let lo = first_line_over(text, first, addr);
         // The last text symbol's line at or before `addr`.
         let mut before = lo;
         let start = loop {
@@ -367,108 +465,5 @@ fn keep(dir: &crate::cache::Dir, boot: &BootKey, mut lines: impl std::io::BufRea
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::MetadataExt;
-
-    fn kernel(text: &str) -> RunningKernel {
-        RunningKernel { text: text.to_string(), index: text_symbol_index(text), ..Default::default() }
-    }
-
-    const TEXT: &str = "ffffffff81000000 T _text\nffffffff81000100 D data\nffffffff81000200 t work\n\
-                        ffffffff81000300 T _etext\nffffffffc0002000 t bpf_prog_1_x\t[bpf]\n\
-                        ffffffffc0001000 t ext4_read\t[ext4]\n";
-
-    #[test]
-    fn perfs_copy_is_searched_in_place_as_its_text_names_it() {
-        // As /proc/kallsyms lists them: per-CPU symbols at zero, the core (data lines among
-        // its text), then modules and BPF programs.
-        let copy = "0000000000000000 A fixed_percpu_data\n0000000000001000 A cpu_number\n\
-                    ffffffff81000000 T _stext\nffffffff81000000 T _text\nffffffff81000100 t first\n\
-                    ffffffff81000180 D in_text_data\nffffffff81000200 T second\nffffffff81000200 W second_alias\n\
-                    ffffffff81000300 T _etext\nffffffff82000000 D data_after\n\
-                    ffffffffc0001000 t ext4_read\t[ext4]\nffffffffc0002000 t bpf_prog_1_x\t[bpf]\n";
-        let map = rperf_perfdata::mapped::map_bytes(copy.as_bytes()).unwrap();
-        let k = in_place(map.clone()).expect("a core with `_text`");
-        assert_eq!(&copy[..k.lines.end], &copy[..copy.find("ffffffffc0001000").unwrap()]);
-        assert_eq!(k.covered, Some((0xffffffff81000000, 0xffffffff81000300)));
-        assert!(k.covers(&[0xffffffff81000250]) && !k.covers(&[0xffffffffc0001010]));
-        // Named as a table of the core's text symbols names them.
-        let core_text: String =
-            copy.lines().filter(|l| l.starts_with("ffffffff81")).map(|l| format!("{l}\n")).collect();
-        let addrs = [
-            0xffffffff81000000,
-            0xffffffff81000150,
-            0xffffffff81000180,
-            0xffffffff81000250,
-            0xffffffff810002ff,
-        ];
-        let names = |k: &crate::KernelSymbols| {
-            addrs.iter().map(|&a| k.table.lookup(a).map(|s| (s.name, s.start, s.end))).collect::<Vec<_>>()
-        };
-        let (a, b) = (k.symbols_for(&addrs), kernel(&core_text).symbols_for(&addrs));
-        assert_eq!(names(&a), names(&b));
-        assert_eq!(a.table.lookup(0xffffffff81000180).unwrap().name, "first");
-        assert_eq!(a.table.lookup(0xffffffff81000150).unwrap().end, 0xffffffff81000200);
-        // No core, or no `_text` in it: nothing to search.
-        for bad in ["ffffffffc0001000 t ext4_read\t[ext4]\n", "", "ffffffff81000100 t first\n"] {
-            let map = rperf_perfdata::mapped::map_bytes(bad.as_bytes()).unwrap();
-            assert!(in_place(map).is_none(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn only_core_text_symbols_are_kept_and_they_cover_the_core_only() {
-        let dir = std::env::temp_dir().join(format!("rperf-kallsyms-cache-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let boot = BootKey("1234-abcd".into(), "6.1.0".into());
-        std::fs::write(dir.join("kallsyms-old-boot"), "stale").unwrap();
-        let live = kernel(TEXT);
-        let held = crate::cache::Dir::open(&dir).unwrap();
-        // What a first report gets: the kept core, mapped, and the other lines, named as the
-        // whole text names them, module ones too.
-        let first = keep(&held, &boot, TEXT.as_bytes()).expect("kept");
-        assert!(first.covers(&[0xffffffff81000250, 0xffffffffc0001010]) && !first.cached);
-        assert!(first.text.contains("ext4_read") && !first.text.contains("work"), "{}", first.text);
-        let addrs = [0xffffffff81000250, 0xffffffffc0001010, 0xffffffffc0002004, 0xffffffff81000000];
-        let named = |k: &crate::KernelSymbols| {
-            let module = |a| k.module_of(a).map(str::to_string);
-            addrs
-                .iter()
-                .map(|&a| (k.table.lookup(a).map(|s| (s.name, s.start, s.end)), module(a)))
-                .collect::<Vec<_>>()
-        };
-        let (a, b) = (first.symbols_for(&addrs), live.symbols_for(&addrs));
-        assert_eq!(named(&a), named(&b));
-        assert_eq!(a.module_of(0xffffffffc0001010), Some("ext4"));
-        // What the next reports read: the core's text symbols only.
-        let path = dir.join("kallsyms-1234-abcd");
-        assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
-        assert!(!dir.join("kallsyms-old-boot").exists());
-        let kept = read_kept(&held, "kallsyms-1234-abcd", &boot).expect("kept for this boot");
-        let file = std::fs::read_to_string(&path).unwrap();
-        assert!(kept.cached && !file.contains("ext4") && !file.contains("bpf") && !file.contains("data"));
-        assert!(kept.covers(&[0xffffffff81000250]));
-        assert!(!kept.covers(&[0xffffffff81000250, 0xffffffffc0001010]));
-        let addrs = [0xffffffff81000000, 0xffffffff81000250, 0xffffffff81000200, 0xffffffff81000001];
-        let names = |k: &crate::KernelSymbols| {
-            addrs.iter().map(|&a| k.table.lookup(a).map(|s| (s.name, s.start, s.end))).collect::<Vec<_>>()
-        };
-        assert_eq!(names(&kept.symbols_for(&addrs)), names(&live.symbols_for(&addrs)));
-        assert_eq!(kept.symbols_for(&addrs).table.lookup(0xffffffff81000250).unwrap().name, "work");
-        // Another boot's or kernel's file is not used.
-        assert!(
-            read_kept(&held, "kallsyms-1234-abcd", &BootKey("1234-abcd".into(), "6.2.0".into())).is_none()
-        );
-        // Hidden addresses, and core symbols out of order, keep nothing (and replace nothing).
-        let hidden = "0000000000000000 T _text\n".repeat(1200);
-        let disordered = "ffffffff81000200 t work\nffffffff81000000 T _text\n";
-        let other = BootKey("5678-ef".into(), "6.1.0".into());
-        for text in [hidden.as_str(), disordered, ""] {
-            assert!(keep(&held, &other, text.as_bytes()).is_none(), "{text:.60}");
-            assert!(!dir.join("kallsyms-5678-ef").exists() && path.exists());
-        }
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no file left behind");
-        std::fs::remove_dir_all(&dir).ok();
-    }
-}
+#[path = "kallsyms_cache_tests.rs"]
+mod tests;
