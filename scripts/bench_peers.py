@@ -31,8 +31,11 @@ one untimed report of each rperf reader; `rperf cold` is rperf with a folder of 
 before each run, as a first report on a machine is; `rperf -g` is its call-tree report, the
 peer of samply's import (which builds one call tree).
 
+`--baseline OTHER_RPERF` adds another rperf build (`base`) to the recording rounds, and the
+median of each round's rperf/base wall-time ratio; `--recorders` picks the peers that record.
+
 Usage: scripts/bench_peers.py [--rounds 3] [--report-rounds N] [--only g++,xz] [--readers LIST]
-                              [--keep DIR [--reuse]]
+                              [--recorders LIST] [--baseline OTHER_RPERF] [--keep DIR [--reuse]]
 """
 import argparse
 import json
@@ -97,8 +100,9 @@ def inputs(work):
     }
 
 
-def recorders(rperf):
-    """{tool: (command before the program, given the output path, the output's file name)}."""
+def recorders(rperf, baseline=None):
+    """{tool: (command before the program, given the output path, the output's file name)};
+    `baseline`, another rperf build, records as `base`."""
     out = {
         "rperf": (lambda o: [rperf, "record", "-e", "cpu-clock", "-F", "4000", "--call-graph", "dwarf", "-o", o,
                              "--"], "rperf.data"),
@@ -107,6 +111,8 @@ def recorders(rperf):
         "simpleperf": (lambda o: [SIMPLEPERF, "record", "-e", "cpu-clock", "-f", "4000", "--call-graph", "dwarf",
                                   "-o", o], "simpleperf.data"),
     }
+    if baseline:
+        out["base"] = (lambda o: [baseline, *out["rperf"][0](o)[1:]], "base.data")
     if shutil.which("samply"):
         out["samply"] = (lambda o: ["samply", "record", "-s", "-r", "4000", "-o", o, "--"], "samply.json.gz")
     # The kernel's sampling alone: the program's own time (GNU time inside perf) while perf
@@ -237,6 +243,10 @@ def print_tables(programs, tools, rec, rep):
         ratios = ", ".join(f"{t} {over['rperf'] / over[t]:.2f}" for t in names if t != "rperf" and over[t] > 0)
         above = f"{((1 + over['rperf']) / (1 + over['floor']) - 1) * 100:+.1f}%" if "floor" in over else "-"
         print(f"| {w} | {alone:.3f} | " + " | ".join(cells) + f" | {ratios} | {above} |")
+    if "base" in names:
+        print("\nrperf's wall time over base's, median of the rounds' ratios: " + ", ".join(
+            f"{w} {median([a[0] / b[0] for a, b in zip(rec[(w, 'rperf')], rec[(w, 'base')])]):.3f}"
+            for w in programs))
     print("\n## Reporting each recording: median wall s, peak MiB; ratio: the reader's time / rperf's\n")
     print("| workload | recorded by | reader | s | MiB | / rperf |")
     print("|---|---|---|---|---|---|")
@@ -258,6 +268,9 @@ def main():
     ap.add_argument("--report-rounds", type=int, help="interleaved rounds of reports (default: --rounds)")
     ap.add_argument("--readers", help="comma-separated readers to time (rperf, rperf cold, rperf -g, perf, simpleperf, samply, "
                                       "cat; rperf always); default all")
+    ap.add_argument("--recorders", help="comma-separated recorders (perf, simpleperf, samply, floor; rperf "
+                                        "always); default all")
+    ap.add_argument("--baseline", help="another rperf build, recording in the same rounds as `base`")
     ap.add_argument("--keep", help="work folder (kept; a temporary one otherwise)")
     ap.add_argument("--reuse", action="store_true",
                     help="with --keep: reuse the recordings and recording figures an earlier run left there")
@@ -273,7 +286,10 @@ def main():
     programs = inputs(work)
     if args.only:
         programs = {w: c for w, c in programs.items() if w in args.only.split(",")}
-    tools = recorders(rperf)
+    tools = recorders(rperf, args.baseline)
+    if args.recorders:
+        keep = {"rperf", "base", *args.recorders.split(",")}
+        tools = {t: r for t, r in tools.items() if t in keep}
     saved = os.path.join(work, "recording.json")
     if args.reuse and os.path.exists(saved):
         with open(saved) as f:

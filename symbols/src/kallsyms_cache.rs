@@ -148,8 +148,6 @@ impl RunningKernel {
             return None;
         }
         let (text, first) = (&kept[..self.lines.end], self.lines.start);
-        let line_start =
-            |at: usize| text[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1).max(first);
         let mut keep = BTreeSet::new();
         for addr in [start, end].into_iter().flatten() {
             let mut at = addr.checked_sub(1).map_or(first, |a| first_line_over(text, first, a));
@@ -167,7 +165,7 @@ impl RunningKernel {
             let over = first_line_over(text, first, hit);
             let mut before = over;
             while before > first {
-                before = line_start(before - 1);
+                before = line_start(text, first, before - 1);
                 if text_symbol_at(text, before).is_some() {
                     keep.insert(before);
                     break;
@@ -264,12 +262,11 @@ fn in_place(map: std::sync::Arc<memmap2::Mmap>) -> Option<RunningKernel> {
 /// Where the lines of kallsyms `text` that name a module (`\t[ext4]`, `\t[bpf]`) start: the
 /// kernel lists them after the core's.
 fn core_end(text: &[u8]) -> usize {
-    let line_start = |at: usize| text[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let line_end = |at: usize| text[at..].iter().position(|&b| b == b'\n').map_or(text.len(), |i| at + i + 1);
     // Lines before `lo` are the core's; the line at `hi`, when there is one, names a module.
     let (mut lo, mut hi) = (0, text.len());
     while lo < hi {
-        let mid = line_start(lo + (hi - lo) / 2).max(lo);
+        let mid = line_start(text, 0, lo + (hi - lo) / 2).max(lo);
         let end = line_end(mid);
         if text[mid..end].contains(&b'\t') {
             hi = mid;
@@ -347,13 +344,17 @@ fn line_at(text: &[u8], at: usize) -> Option<(u64, usize)> {
     Some((addr, end))
 }
 
+/// Where the line that holds byte `at` of `text` starts, `first` at the earliest.
+fn line_start(text: &[u8], first: usize, at: usize) -> usize {
+    text[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1).max(first)
+}
+
 /// Where the first line of `text` (lines in address order from `first`) whose address is over
 /// `addr` starts; the end of `text` when there is none.
 fn first_line_over(text: &[u8], first: usize, addr: u64) -> usize {
-    let line_start = |at: usize| text[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1).max(first);
     let (mut lo, mut hi) = (first, text.len());
     while lo < hi {
-        let mid = line_start(lo + (hi - lo) / 2);
+        let mid = line_start(text, first, lo + (hi - lo) / 2);
         match line_at(text, mid) {
             Some((a, next)) if a <= addr => lo = next,
             _ => hi = mid,
@@ -368,7 +369,6 @@ fn first_line_over(text: &[u8], first: usize, addr: u64) -> usize {
 /// line of the next symbol.
 fn sorted_index_for(text: &[u8], first: usize, addrs: &[u64]) -> Vec<(u64, usize)> {
     // The start of the line that holds byte `at`.
-    let line_start = |at: usize| text[..at].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1).max(first);
     let text_at = |at: usize| text_symbol_at(text, at);
     let mut out = Vec::new();
     for &addr in addrs {
@@ -379,7 +379,7 @@ fn sorted_index_for(text: &[u8], first: usize, addrs: &[u64]) -> Vec<(u64, usize
             if before <= first {
                 break None;
             }
-            before = line_start(before - 1);
+            before = line_start(text, first, before - 1);
             if let Some(a) = text_at(before) {
                 break Some(a);
             }
@@ -388,7 +388,7 @@ fn sorted_index_for(text: &[u8], first: usize, addrs: &[u64]) -> Vec<(u64, usize
         // Every text line at the symbol's address, then the next text symbol's first line.
         let mut at = before;
         while at > first {
-            let prev = line_start(at - 1);
+            let prev = line_start(text, first, at - 1);
             match line_at(text, prev) {
                 Some((a, _)) if a == start => at = prev,
                 _ => break,
