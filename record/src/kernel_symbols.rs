@@ -87,7 +87,7 @@ impl KernelSymbols {
     /// outside the kept symbols (a module's, a BPF program's), which do not name it.
     pub(crate) fn follow(&mut self, hits: &BTreeSet<u64>) {
         let span: Vec<u64> = hits.first().into_iter().chain(hits.last()).copied().collect();
-        if self.reading.is_none() && self.kept.as_ref().is_some_and(|(kept, ..)| !kept.covers(&span)) {
+        if self.reading.is_none() && self.kept.as_ref().is_some_and(|(kept, ..)| !kept.kept_covers(&span)) {
             self.reading = read_kallsyms(None).ok();
         }
     }

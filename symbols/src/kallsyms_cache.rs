@@ -132,21 +132,26 @@ impl RunningKernel {
         (addr != 0).then_some(addr)
     }
 
+    /// Whether kept symbols (not /proc/kallsyms) name every address of `addrs`.
+    pub fn kept_covers(&self, addrs: &[u64]) -> bool {
+        self.kept.is_some() && self.covered.is_some() && self.covers(addrs)
+    }
+
     /// The kept lines that `TextTable::snapshot` gives for `hits`, byte for byte: for each
     /// hit the last text symbol at or before it and the first one after it, and every text
-    /// symbol at `start` and at `end` (`kept_text_start`, `kept_text_end`). None when nothing is kept, or when
-    /// a hit lies outside the kept core (a module's, a BPF program's): /proc/kallsyms names it.
+    /// symbol at `start` and at `end` (`kept_text_start`, `kept_text_end`). None when a hit
+    /// lies outside the kept core (a module's, a BPF program's: /proc/kallsyms names it).
     pub fn kept_snapshot(
         &self,
         hits: &BTreeSet<u64>,
         start: Option<u64>,
         end: Option<u64>,
     ) -> Option<String> {
-        let kept = self.kept.as_ref()?;
         let span: Vec<u64> = hits.first().into_iter().chain(hits.last()).copied().collect();
-        if self.covered.is_none() || !self.covers(&span) {
+        if !self.kept_covers(&span) {
             return None;
         }
+        let kept = self.kept.as_ref()?;
         let (text, first) = (&kept[..self.lines.end], self.lines.start);
         let mut keep = BTreeSet::new();
         for addr in [start, end].into_iter().flatten() {
@@ -368,7 +373,6 @@ fn first_line_over(text: &[u8], first: usize, addr: u64) -> usize {
 /// `text_symbol_index`): for each address, the lines of the symbol holding it and the first
 /// line of the next symbol.
 fn sorted_index_for(text: &[u8], first: usize, addrs: &[u64]) -> Vec<(u64, usize)> {
-    // The start of the line that holds byte `at`.
     let text_at = |at: usize| text_symbol_at(text, at);
     let mut out = Vec::new();
     for &addr in addrs {
