@@ -116,8 +116,7 @@ impl RunningKernel {
         let kept = self.kept.as_ref()?;
         let lines = &kept[self.lines.clone()];
         let head = &lines[..lines.len().min(64 << 10)];
-        let whole = std::str::from_utf8(&head[..head.iter().rposition(|&b| b == b'\n')? + 1]).ok()?;
-        find_address(whole, "_text").or_else(|| find_address(whole, "_stext"))
+        address_in_head(head, "_text").or_else(|| address_in_head(head, "_stext"))
     }
 
     /// Where the kernel's code ends in the kept symbols: `_etext`, looked for from the end
@@ -127,8 +126,7 @@ impl RunningKernel {
         let lines = &kept[self.lines.clone()];
         let needle = b" _etext\n";
         let found = lines.windows(needle.len()).rposition(|w| w == needle)?;
-        let at = lines[..found].iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        let addr = line_at(lines, at)?.0;
+        let addr = line_at(lines, line_start(lines, 0, found))?.0;
         (addr != 0).then_some(addr)
     }
 
@@ -219,17 +217,17 @@ pub fn running_text() -> Option<u64> {
             break;
         }
         head.extend_from_slice(&page[..n]);
-        if let Some(text) = text_address(&head) {
+        if let Some(text) = address_in_head(&head, "_text") {
             return Some(text);
         }
     }
     None
 }
 
-/// The address of `_text` in the whole lines of `head`, the start of a kallsyms text.
-fn text_address(head: &[u8]) -> Option<u64> {
+/// The address of symbol `name` in the whole lines of `head`, the start of a kallsyms text.
+fn address_in_head(head: &[u8], name: &str) -> Option<u64> {
     let whole_lines = &head[..head.iter().rposition(|&b| b == b'\n')? + 1];
-    find_address(std::str::from_utf8(whole_lines).ok()?, "_text")
+    find_address(std::str::from_utf8(whole_lines).ok()?, name)
 }
 
 /// perf's copy of the running kernel's /proc/kallsyms (`perf record` keeps one in its build-id
@@ -251,7 +249,7 @@ fn perf_copy(home: &std::path::Path, build_id: &[u8]) -> Option<RunningKernel> {
 fn in_place(map: std::sync::Arc<memmap2::Mmap>) -> Option<RunningKernel> {
     let end = core_end(&map);
     let core = &map[..end];
-    let text = text_address(&core[..end.min(64 << 10)])?;
+    let text = address_in_head(&core[..end.min(64 << 10)], "_text")?;
     // The last text symbol's line.
     let mut at = end;
     let last = loop {
