@@ -28,10 +28,13 @@ it for its run (`--mlock-kb`, the kernel's default unless given) and puts it bac
 
 Usage: scripts/bench_idle.py [--rounds 5] [--settle 3] [--window 10] [--rates 19,99]
                              [--load] [--waiting-rustc N] [--call-graph fp|dwarf]
-                             [--baseline OTHER_RPERF] [--mlock-kb 516] [--perf-no-buildid]
+                             [--baseline OTHER_RPERF [--baseline-args ARGS]] [--mlock-kb 516]
+                             [--perf-no-buildid]
 
 `--baseline` adds another rperf build (`base`) to the rounds; rperf's line then also gives
-the median of its per-round CPU ratio to it.
+the median of its per-round CPU ratio to it. `--baseline-args` adds options to the baseline's
+command: with `--baseline target/release/rperf`, the same build with and without them. The last
+column is the file's size per second of the recording.
 """
 import argparse
 import os
@@ -68,11 +71,13 @@ def peak_rss_kib(pid):
     return 0
 
 
-def command(tool, rate, out, call_graph, baseline=None):
+def command(tool, rate, out, call_graph, baseline=None, baseline_args=()):
     if tool in ("rperf", "base"):
         cmd = [RPERF if tool == "rperf" else baseline, "record", "-a", "-F", str(rate), "-o", out]
         if call_graph:
             cmd += ["--call-graph", call_graph]
+        if tool == "base":
+            cmd += list(baseline_args)
     else:
         cmd = ["perf", "record", "-a", "-F", str(rate), "-o", out, "--quiet"]
         if tool == "perf-B":
@@ -84,7 +89,7 @@ def command(tool, rate, out, call_graph, baseline=None):
 
 def measure(tool, rate, work, args):
     """(CPU ms per second at steady state, peak RSS KiB, CPU ms per second of the whole
-    recording) of one system-wide recording.
+    recording, MB of file per second of the whole recording) of one system-wide recording.
 
     The whole recording's CPU is the recorder's, from its start to its exit (the kernel's
     accounting of the reaped child): its start-up and what it does after the stop count too,
@@ -94,7 +99,8 @@ def measure(tool, rate, work, args):
     out = os.path.join(work, f"{tool}.data")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    p = subprocess.Popen(command(tool, rate, out, args.call_graph, args.baseline), stdout=subprocess.DEVNULL,
+    p = subprocess.Popen(command(tool, rate, out, args.call_graph, args.baseline, args.baseline_args.split()),
+                         stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True)
     try:
         time.sleep(args.settle)
@@ -112,7 +118,9 @@ def measure(tool, rate, work, args):
         sys.exit(f"{tool} record failed ({p.returncode}): {err[-2000:]}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     whole = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    return 1000 * (c1 - c0) / (t1 - t0), rss, 1000 * whole / (stop - start)
+    size = os.path.getsize(out) / 1e6
+    os.unlink(out)
+    return 1000 * (c1 - c0) / (t1 - t0), rss, 1000 * whole / (stop - start), size / (stop - start)
 
 
 def main():
@@ -127,6 +135,9 @@ def main():
                          "LLVM's library, which exports the GDB JIT interface)")
     ap.add_argument("--call-graph", choices=["fp", "dwarf"])
     ap.add_argument("--baseline", help="another rperf build, measured in the same rounds as `base`")
+    ap.add_argument("--baseline-args", default="", metavar="ARGS",
+                    help="options added to the baseline's command line (with --baseline naming this "
+                         "build: the same rperf with and without them)")
     ap.add_argument("--perf-no-buildid", action="store_true",
                     help="also measure `perf record --no-buildid` (perf-B), which skips the pass "
                          "over its file after the stop, and records no build ids")
@@ -154,7 +165,7 @@ def main():
                   f"load: {'forking' if args.load else 'none'}"
                   f"{f', {args.waiting_rustc} rustc waiting' if waiting else ''}; CPU of the recorder only")
             print(f"{'rate':>5}  {'tool':<6} {'CPU ms/s':>9} {'peak RSS':>10}  {'CPU vs perf':>11}  "
-                  f"{'whole, ms/s':>11} {'vs perf':>8}")
+                  f"{'whole, ms/s':>11} {'vs perf':>8} {'file MB/s':>10}")
             for rate in [int(r) for r in args.rates.split(",")]:
                 results = {t: [] for t in tools}
                 for r in range(args.rounds):
@@ -179,9 +190,10 @@ def main():
                         whole_ratio = statistics.median(a[2] / max(b[2], 1e-9)
                                                         for a, b in zip(results["rperf"], results["perf"]))
                         whole_ratio = f"{whole_ratio:.2f}×"
+                    written = statistics.median(x[3] for x in results[t])
                     spread = ", ".join(f"{x[0]:.2f}" for x in results[t])
                     print(f"{rate:>5}  {t:<6} {cpu:>9.2f} {rss:>8.1f} MiB  {ratio:>11}  {whole:>11.2f} "
-                          f"{whole_ratio:>8}   ({spread})")
+                          f"{whole_ratio:>8} {written:>10.2f}   ({spread})")
     finally:
         with open(mlock, "w") as f:
             f.write(mlock_before)

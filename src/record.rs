@@ -65,6 +65,10 @@ pub struct RecordArgs {
     /// Leave out rperf's own samples (`-a` samples rperf too).
     #[arg(long = "exclude-perf")]
     exclude_perf: bool,
+    /// Keep the FORK, COMM, MMAP and EXIT records of processes that began and ended without
+    /// a sample (left out by default: no profile shows them).
+    #[arg(long = "all-task-events")]
+    all_task_events: bool,
     /// Don't read the GDB JIT interface of the recorded processes (LLVM's JIT, ART, Mono...
     /// register symbol files of their JIT code there, which rperf copies into the recording).
     #[arg(long = "no-jit-interface")]
@@ -240,6 +244,7 @@ fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
         control,
         stdio_controls: a.stdio_controls,
         exclude_perf: a.exclude_perf,
+        all_task_events: a.all_task_events,
         jit_interface: !a.no_jit_interface,
         jit_limits: rperf_record::JitLimits {
             image: parse_size(&a.jit_max_image).context("--jit-max-image")?,

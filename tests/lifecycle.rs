@@ -5,7 +5,7 @@ mod common;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -238,4 +238,84 @@ fn an_ignored_sighup_stays_ignored() {
     unsafe { libc::kill(rec.id() as i32, libc::SIGINT) };
     let o = rec.wait_with_output().unwrap();
     assert!(o.status.success() && stderr(&o).contains("Samples recorded:"), "{}", stderr(&o));
+}
+
+/// A process that begins and ends without a sample leaves no records (its FORK, COMM, MMAP
+/// and EXIT; `--all-task-events` keeps them), but one whose child lives on keeps its own: the
+/// child, which execs nothing, finds its mappings through them, in every reader.
+#[test]
+fn processes_without_samples_leave_no_records_but_forebears_of_sampled_ones_stay() {
+    let p = programs();
+    let dir = scratch("life_short");
+    for all in [false, true] {
+        let data = dir.join(format!("short_{all}.data"));
+        // The quick child lives about 0.1 ms: at 100 Hz it is seldom sampled. Its records
+        // stay when a pass over the rings begins within 20 ms of its exit, as seldom. Either
+        // way the recording is made again.
+        let mut tries = 0;
+        let (quick, parent, child, rows, tasks) = loop {
+            let mut cmd = rperf();
+            cmd.args(["record", "-F", "100", "-o"]).arg(&data);
+            if all {
+                cmd.arg("--all-task-events");
+            }
+            let o = run(cmd.arg("--").arg(&p.spawner).args(["orphan", "0.6"]));
+            assert!(o.status.success(), "{}", stderr(&o));
+            let out = stdout(&o);
+            let pid_of = |key: &str| -> i32 {
+                out.lines()
+                    .find_map(|l| l.strip_prefix(key)?.strip_prefix('=')?.parse().ok())
+                    .unwrap_or_else(|| panic!("no {key}= in {out}"))
+            };
+            let (quick, parent, child) = (pid_of("quick"), pid_of("parent"), pid_of("child"));
+            let rows = rows(&data);
+            // The task records perf sees.
+            let o = run(Command::new("perf")
+                .args(["script", "--show-task-events", "-F", "pid,event", "-i"])
+                .arg(&data));
+            let tasks = stdout(&o);
+            tries += 1;
+            let as_asked = !rows.iter().any(|r| r.pid == quick) && (task_records(&tasks, quick) > 0) == all;
+            if as_asked || tries == 3 {
+                break (quick, parent, child, rows, tasks);
+            }
+        };
+        assert!(!rows.iter().any(|r| r.pid == quick), "the quick child was sampled in {tries} recordings");
+        let quicks = task_records(&tasks, quick);
+        assert_eq!(quicks > 0, all, "the quick child's records (--all-task-events {all}): {tasks}");
+        // The parent's stay: its child lives on.
+        assert!(!rows.iter().any(|r| r.pid == parent), "the parent was sampled: nothing to check");
+        assert!(task_records(&tasks, parent) >= 2, "the parent's FORK and EXIT: {tasks}");
+        // The grandchild's samples are in its code, with its comm, as perf and simpleperf see them too.
+        let spun: u64 =
+            rows.iter().filter(|r| r.pid == child && r.symbol == "orphan_spin").map(|r| r.samples).sum();
+        let all_child: u64 = rows.iter().filter(|r| r.pid == child).map(|r| r.samples).sum();
+        assert!(
+            spun >= 5 && spun * 10 >= all_child * 8,
+            "{spun} of {all_child} samples in orphan_spin: {rows:?}"
+        );
+        assert!(rows.iter().filter(|r| r.pid == child).all(|r| r.comm == "spawner"), "{rows:?}");
+        let o = run(Command::new("perf").args(["report", "--stdio", "--sort", "pid,sym", "-i"]).arg(&data));
+        let perfs = stdout(&o);
+        assert!(perfs.contains(&format!("{child}:spawner  [.] orphan_spin")), "{perfs}");
+        let o = run(Command::new(simpleperf()).args(["report", "--sort", "pid,symbol", "-i"]).arg(&data));
+        let theirs = stdout(&o);
+        assert!(
+            theirs.lines().any(|l| l.contains(&format!(" {child} ")) && l.ends_with("orphan_spin")),
+            "{theirs}"
+        );
+        // The recording says how many processes it left out.
+        let o = run(rperf().args(["dump", "-i"]).arg(&data));
+        let left_out: Option<u64> =
+            stdout(&o).lines().find_map(|l| l.trim().strip_prefix("processes_left_out=")?.parse().ok());
+        assert_eq!(left_out.is_some_and(|n| n >= 1), !all, "{}", stdout(&o));
+        assert_eq!(left_out.is_none(), all);
+    }
+}
+
+/// How many task records (`PERF_RECORD_*` lines) of process `pid` `perf script
+/// --show-task-events -F pid,event` printed.
+fn task_records(script: &str, pid: i32) -> usize {
+    let pid = pid.to_string();
+    script.lines().filter(|l| l.contains("PERF_RECORD_") && l.split_whitespace().next() == Some(&pid)).count()
 }

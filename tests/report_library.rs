@@ -29,15 +29,6 @@ fn library() -> PathBuf {
     lib
 }
 
-/// simpleperf's x86_64 build: $RPERF_SIMPLEPERF, else ../shared/simpleperf/bin/simpleperf.
-fn simpleperf() -> PathBuf {
-    let p = std::env::var_os("RPERF_SIMPLEPERF")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("../shared/simpleperf/bin/simpleperf"));
-    assert!(p.is_file(), "simpleperf not found at {}: set RPERF_SIMPLEPERF", p.display());
-    p
-}
-
 /// A copy of simpleperf's scripts with rperf's library as `libsimpleperf_report.so`, as a user
 /// sets it up.
 fn scripts() -> &'static Path {

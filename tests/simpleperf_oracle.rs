@@ -11,15 +11,6 @@ use std::process::Command;
 
 use common::*;
 
-/// simpleperf's x86_64 build: $RPERF_SIMPLEPERF, else ../shared/simpleperf/bin/simpleperf.
-fn simpleperf() -> PathBuf {
-    let p = std::env::var_os("RPERF_SIMPLEPERF")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/simpleperf/bin/simpleperf"));
-    assert!(p.is_file(), "simpleperf not found at {}: set RPERF_SIMPLEPERF", p.display());
-    p
-}
-
 /// (identical rows, simpleperf's rows, rows naming another alias at the same address, the rows
 /// that differ otherwise) of the comparison script.
 fn compare(args: &[&str]) -> (u64, u64, u64, String) {

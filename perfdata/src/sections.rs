@@ -197,6 +197,9 @@ pub struct RecordingInfo {
     pub elapsed_ns: Option<u64>,
     /// What reading the GDB JIT interface cost, when a recorded process has one.
     pub jit_reads: Option<JitReads>,
+    /// How many processes began and ended without a sample, their task records (FORK, COMM,
+    /// MMAP, EXIT) left out; None when every task record was kept.
+    pub processes_left_out: Option<u64>,
 }
 
 impl RecordingInfo {
@@ -212,6 +215,9 @@ impl RecordingInfo {
                 j.descriptors, j.entries, j.symfiles, j.bytes
             ));
         }
+        if let Some(n) = self.processes_left_out {
+            s.push_str(&format!("processes_left_out={n}\n"));
+        }
         s.into_bytes()
     }
 
@@ -224,6 +230,7 @@ impl RecordingInfo {
                 "trace_offcpu" => info.trace_offcpu = value.trim() == "true",
                 "recorded_ns" => info.recorded_ns = value.trim().parse().ok(),
                 "elapsed_ns" => info.elapsed_ns = value.trim().parse().ok(),
+                "processes_left_out" => info.processes_left_out = value.trim().parse().ok(),
                 "jit_descriptor_reads" | "jit_entry_reads" | "jit_symfiles" | "jit_symfile_bytes" => {
                     let j = info.jit_reads.get_or_insert_with(JitReads::default);
                     let n = value.trim().parse().unwrap_or(0);
@@ -302,6 +309,7 @@ mod tests {
             recorded_ns: Some(5),
             elapsed_ns: Some(9),
             jit_reads: Some(JitReads { descriptors: 3, entries: 2, symfiles: 1, bytes: 900 }),
+            processes_left_out: Some(7),
         };
         assert_eq!(RecordingInfo::decode(&info.encode()), info);
         assert_eq!(RecordingInfo::decode(b"future=1\n"), RecordingInfo::default());

@@ -40,6 +40,7 @@ pub mod ring;
 mod round;
 pub mod sample;
 mod session;
+mod short_lived;
 mod sink;
 pub mod sys;
 pub mod target;

@@ -88,6 +88,9 @@ pub struct RecordOptions {
     pub stdio_controls: bool,
     /// Leave out samples of rperf itself (`-a` samples it too).
     pub exclude_perf: bool,
+    /// Keep the task records (FORK, COMM, MMAP, EXIT) of processes that began and ended
+    /// without a sample, which are otherwise left out.
+    pub all_task_events: bool,
     /// Read the GDB JIT interface of the recorded processes (`__jit_debug_descriptor`), to
     /// name their JIT code.
     pub jit_interface: bool,
@@ -138,6 +141,7 @@ impl RecordOptions {
             control: None,
             stdio_controls: false,
             exclude_perf: false,
+            all_task_events: false,
             jit_interface: true,
             jit_limits: crate::JitLimits::default(),
             post_unwind: true,

@@ -420,6 +420,8 @@ impl Session {
     /// is handed back as soon as it is read, its records copied, and so are all rings where
     /// samples carry stack copies: unwinding them takes long enough for a held ring to fill.
     pub(crate) fn drain(&mut self) {
+        let clocked = self.events.iter().all(|e| e.attr.use_clockid() != 0);
+        let began = clocked.then(sys::sample_clock_ns);
         let Session { buffers, sideband, sink, .. } = self;
         let rings: Vec<&CpuBuffer> = sideband.iter().chain(buffers.iter()).collect();
         let data: Vec<&[u8]> = rings.iter().map(|b| b.ring.data()).collect();
@@ -447,7 +449,7 @@ impl Session {
                 b.ring.release(end);
             }
         }
-        sink.write_drained(&data);
+        sink.write_pass(&data, began);
         for (b, end) in held {
             b.ring.release(end);
         }

@@ -15,6 +15,7 @@ use crate::options::{CallGraph, RecordOptions};
 use crate::post_unwind::PostUnwinder;
 use crate::procfs;
 use crate::sample as sample_fields;
+use crate::short_lived::ShortLived;
 use crate::sys::{self, misc, record_type, sample};
 use crate::writer::PerfDataWriter;
 use crate::Error;
@@ -64,6 +65,9 @@ pub(crate) struct Sink {
     /// Processes whose EXIT record came in this pass over the rings: their samples, drained
     /// after the side-band, need no /proc lookup that would find nothing.
     pub(crate) exited: FxHashSet<u32>,
+    /// Processes that begin and end within a pass without a sample, whose task records are
+    /// left out; None with `--all-task-events`.
+    pub(crate) short_lived: Option<ShortLived>,
 }
 
 /// An executable file mapped by a recorded process.
@@ -145,6 +149,7 @@ impl Sink {
             forked_tids: None,
             exited: Default::default(),
             synthesizing: false,
+            short_lived: (!opts.all_task_events).then(ShortLived::default),
         };
         if sink.post.is_some() {
             // The unwinder is handed each new symbol file (its CFI unwinds JIT code).
@@ -217,6 +222,9 @@ impl Sink {
             return None;
         }
         self.samples += 1;
+        if let Some(s) = self.short_lived.as_mut() {
+            s.sampled(v.pid);
+        }
         let gone = self.exited.contains(&v.pid);
         self.pids.entry(v.pid).or_insert_with(|| if gone { None } else { procfs::owner_of(v.pid as i32) });
         self.note_kernel_addresses(misc_bits, &v);
@@ -265,6 +273,11 @@ impl Sink {
                 if let Some(pid) = pid.filter(|_| !self.exited.is_empty()) {
                     self.exited.remove(&pid);
                 }
+                if let (Some(pid), Some(ppid), Some(s)) =
+                    (pid, u32_at(rec, 12), self.short_lived.as_mut().filter(|_| !self.synthesizing))
+                {
+                    s.fork(pid, ppid);
+                }
                 if let (Some(pid), Some(ppid), Some(post)) = (pid, u32_at(rec, 12), self.post.as_mut()) {
                     post.fork(ppid, pid);
                 }
@@ -282,6 +295,9 @@ impl Sink {
                 let (Some(pid), Some(tid)) = (pid, u32_at(rec, 16)) else { return };
                 self.stacks.forget(pid);
                 if tid == pid {
+                    if let Some(s) = self.short_lived.as_mut() {
+                        s.exit(pid, sample_fields::time_of(rec, |id| self.sample_types.get(id)));
+                    }
                     self.exited.insert(pid);
                     self.jit.exit(pid);
                     if let Some(post) = self.post.as_mut() {
@@ -294,7 +310,18 @@ impl Sink {
 
     /// Writes the round, whose records may lie in the ring buffers whose data is `rings`.
     pub(crate) fn write_drained(&mut self, rings: &[&[u8]]) {
-        if let Err(e) = self.writer.write_round_from(rings) {
+        if let Err(e) = self.writer.write_round_from(rings, &FxHashSet::default()) {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    /// Writes the rest of a pass over the rings that began at `began` on the clock records are
+    /// stamped with (None when they are stamped with another), once every ring is drained,
+    /// leaving out the processes that began and ended in it without a sample.
+    pub(crate) fn write_pass(&mut self, rings: &[&[u8]], began: Option<u64>) {
+        let none = FxHashSet::default();
+        let left_out = self.short_lived.as_mut().map_or(&none, |s| s.end_pass(began));
+        if let Err(e) = self.writer.write_round_from(rings, left_out) {
             self.error.get_or_insert(e);
         }
     }

@@ -14,7 +14,10 @@ use rperf_perfdata::encode::{event_desc_feature, put_header, put_u64, EventDesc}
 use rperf_perfdata::feature;
 use rperf_perfdata::header::{FileHeader, HEADER_SIZE};
 
+use rustc_hash::FxHashSet;
+
 use crate::round::Round;
+use crate::short_lived;
 use crate::Error;
 
 /// Room for attributes and ids at the front of the file; ids beyond it move the attribute
@@ -258,21 +261,31 @@ impl PerfDataWriter {
 
     fn write_round(&mut self) -> Result<(), Error> {
         debug_assert!(!self.round.holds_ring_records(), "ring records are written with their rings");
-        self.write_round_from(&[])
+        self.write_round_from(&[], &FxHashSet::default())
     }
 
     /// Moves the round's records, sorted by time (records of one time in the order they
-    /// came), into the output buffer; `rings` is the data of the ring buffers records were
+    /// came), into the output buffer, leaving out the task records of the processes in
+    /// `left_out` (see `short_lived`); `rings` is the data of the ring buffers records were
     /// placed in.
-    pub(crate) fn write_round_from(&mut self, rings: &[&[u8]]) -> Result<(), Error> {
+    pub(crate) fn write_round_from(
+        &mut self,
+        rings: &[&[u8]],
+        left_out: &FxHashSet<u32>,
+    ) -> Result<(), Error> {
         if self.round.is_empty() {
             return Ok(());
         }
         let mut round = std::mem::take(&mut self.round);
-        if let Some(samples) = round.swap_if_in_order(&mut self.buf, is_sample) {
-            self.buffered_samples += samples;
+        if left_out.is_empty() {
+            if let Some(samples) = round.swap_if_in_order(&mut self.buf, is_sample) {
+                self.buffered_samples += samples;
+            }
         }
         let result = round.write(rings, |rec| {
+            if !left_out.is_empty() && short_lived::is_left_out(rec, left_out) {
+                return Ok(());
+            }
             self.buf.extend_from_slice(rec);
             self.buffered_samples += u64::from(is_sample(rec));
             if self.buf.len() >= FLUSH_AT {
@@ -442,45 +455,6 @@ fn encode_attrs(attrs: &[FileAttr], base: u64, limit: u64) -> (Vec<u8>, bool) {
     out.extend_from_slice(&ids);
     let fits = out.len() as u64 <= limit;
     (out, fits)
-}
-
-/// The `/tmp/perf-PID.map` files of `pids` that exist, as rperf's JIT symbol-map section: kept
-/// in the recording so that reports work after the runtime has exited, /tmp was cleaned, or on
-/// another machine. Only regular files of rperf's user, root or the process's owner are read
-/// (`notes` hears of the others), up to 1 GiB each.
-pub fn perf_maps_feature(
-    pids: &std::collections::BTreeMap<u32, Option<u32>>,
-    notes: &mut Vec<String>,
-) -> Option<Vec<u8>> {
-    let maps: Vec<(u32, Vec<u8>)> = pids
-        .iter()
-        .filter_map(|(pid, owner)| {
-            Some((*pid, read_jit_file(&format!("/tmp/perf-{pid}.map"), *owner, notes)?))
-        })
-        .collect();
-    (!maps.is_empty()).then(|| rperf_perfdata::sections::encode_perf_maps(&maps))
-}
-
-/// The jitdump files that exist, as rperf's jitdump section, read as the maps are.
-pub fn jitdumps_feature(
-    paths: &std::collections::BTreeMap<String, Option<u32>>,
-    notes: &mut Vec<String>,
-) -> Option<Vec<u8>> {
-    let dumps: Vec<(String, Vec<u8>)> =
-        paths.iter().filter_map(|(p, owner)| Some((p.clone(), read_jit_file(p, *owner, notes)?))).collect();
-    (!dumps.is_empty()).then(|| rperf_perfdata::sections::encode_jitdumps(&dumps))
-}
-
-fn read_jit_file(path: &str, owner: Option<u32>, notes: &mut Vec<String>) -> Option<Vec<u8>> {
-    use rperf_symbols::trusted::{self, Owners, Refusal};
-    match trusted::read(Path::new(path), 1 << 30, Owners::Trusted(owner), false) {
-        Ok(b) => Some(b),
-        Err(Refusal::Missing) => None,
-        Err(Refusal::Unsafe(why)) => {
-            notes.push(format!("{path} {why}; its JIT symbols are not kept in the recording"));
-            None
-        }
-    }
 }
 
 fn is_sample(record: &[u8]) -> bool {

@@ -119,7 +119,7 @@ fn records_left_in_their_rings_are_written_in_time_order_with_the_copied_ones() 
     w.write_record_at(&record(record_type::COMM, 5), Some(5)).unwrap();
     assert_eq!(w.round.copied_len(), 16, "records left in their rings are not copied");
     let data: Vec<&[u8]> = rings.iter().map(Vec::as_slice).collect();
-    w.write_round_from(&data).unwrap();
+    w.write_round_from(&data, &Default::default()).unwrap();
     assert!(w.round.is_empty());
     w.finish_round().unwrap();
     assert_eq!(w.samples_written(), 6);

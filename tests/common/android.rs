@@ -86,11 +86,7 @@ impl Sandbox {
 
     /// The device gets its own simpleperf: Android's, from the shared material.
     pub fn with_system_simpleperf(&self) {
-        // $RPERF_SIMPLEPERF, else the shared material's.
-        let shared = std::env::var_os("RPERF_SIMPLEPERF").map(PathBuf::from).unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/simpleperf/bin/simpleperf")
-        });
-        assert!(shared.is_file(), "simpleperf not found at {}: set RPERF_SIMPLEPERF", shared.display());
+        let shared = super::simpleperf();
         std::fs::create_dir_all(self.dir.join("system/bin")).unwrap();
         copy_executable(&shared, &self.dir.join("system/bin/simpleperf"));
     }

@@ -248,6 +248,15 @@ pub fn has_pmu() -> bool {
     o.map(|o| !String::from_utf8_lossy(&o.stderr).contains("not supported")).unwrap_or(false)
 }
 
+/// simpleperf's x86_64 build: $RPERF_SIMPLEPERF, else ../shared/simpleperf/bin/simpleperf.
+pub fn simpleperf() -> PathBuf {
+    let p = std::env::var_os("RPERF_SIMPLEPERF")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/simpleperf/bin/simpleperf"));
+    assert!(p.is_file(), "simpleperf not found at {}: set RPERF_SIMPLEPERF", p.display());
+    p
+}
+
 /// The simpleperf recordings shared beside the project; fails loudly when they are missing.
 pub fn simpleperf_testdata() -> PathBuf {
     let dir = std::env::var_os("RPERF_SIMPLEPERF_TESTDATA")

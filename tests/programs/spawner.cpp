@@ -5,6 +5,11 @@
 //                                     the parent spins in parent_spin while each child runs.
 //   spawner threads N                 create and join N threads, 16 at a time; each is named
 //                                     "worker" and spins about 1 ms in thread_spin.
+//   spawner orphan SECONDS            fork a child that exits at once ("quick=PID"), and a
+//                                     child that forks a grandchild and exits at once
+//                                     ("parent=PID"); the grandchild ("child=PID"), which
+//                                     execs nothing, spins SECONDS in orphan_spin. The main
+//                                     process waits, sleeping, until it is done.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,6 +40,14 @@ extern "C" __attribute__((noinline)) void thread_spin(double seconds) {
     unsigned long x = 3;
     while (now() < end)
         for (int i = 0; i < 1000; i++) x = x * 2862933555777941757UL + 3037000493UL;
+    sink = x;
+}
+
+extern "C" __attribute__((noinline)) void orphan_spin(double seconds) {
+    double end = now() + seconds;
+    unsigned long x = 5;
+    while (now() < end)
+        for (int i = 0; i < 1000; i++) x = x * 3202034522624059733UL + 1;
     sink = x;
 }
 
@@ -73,6 +86,29 @@ int main(int argc, char **argv) {
         }
         return 0;
     }
-    fprintf(stderr, "usage: spawner fork N PROGRAM [ARGS...] | spawner threads N\n");
+    if (argc == 3 && !strcmp(argv[1], "orphan")) {
+        double seconds = atof(argv[2]);
+        pid_t quick = fork();
+        if (quick == 0) _exit(0);
+        printf("quick=%d\n", quick);
+        fflush(stdout);
+        pid_t parent = fork();
+        if (parent == 0) {
+            pid_t child = fork();
+            if (child == 0) {
+                orphan_spin(seconds);
+                _exit(0);
+            }
+            printf("parent=%d\nchild=%d\n", getpid(), child);
+            fflush(stdout);
+            _exit(0);
+        }
+        waitpid(quick, nullptr, 0);
+        waitpid(parent, nullptr, 0);
+        timespec rest = {(time_t)seconds + 1, 0};
+        nanosleep(&rest, nullptr);
+        return 0;
+    }
+    fprintf(stderr, "usage: spawner fork N PROGRAM [ARGS...] | spawner threads N | spawner orphan SECONDS\n");
     return 2;
 }
