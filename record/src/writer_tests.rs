@@ -132,3 +132,29 @@ fn records_left_in_their_rings_are_written_in_time_order_with_the_copied_ones() 
     assert_eq!(written[..7], expected);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn task_records_of_left_out_processes_are_not_written() {
+    let (dir, path, mut w) = writer("left_out");
+    // Copied and already in time order (written without a sort), then a round to sort: the
+    // FORK, COMM, MMAP2 and EXIT records of process 7 go, its sample and process 8's stay.
+    let (sample, comm, fork) = (record_type::SAMPLE, record_type::COMM, record_type::FORK);
+    let (mmap2, exit) = (record_type::MMAP2, record_type::EXIT);
+    let left_out: rustc_hash::FxHashSet<u32> = [7].into_iter().collect();
+    for records in [
+        [(fork, 7, 1), (comm, 7, 2), (sample, 7, 3), (mmap2, 7, 4), (exit, 7, 5), (comm, 8, 6)],
+        [(comm, 8, 9), (fork, 7, 7), (sample, 7, 8), (exit, 7, 10), (mmap2, 8, 11), (mmap2, 7, 12)],
+    ] {
+        for (type_, pid, t) in records {
+            w.write_record_at(&record(type_, pid), Some(t)).unwrap();
+        }
+        w.write_round_from(&[], &left_out).unwrap();
+        w.finish_round().unwrap();
+    }
+    w.finish(&[], Vec::new()).unwrap();
+    w.publish().unwrap();
+    let round = rperf_perfdata::encode::FINISHED_ROUND;
+    let expected = [(sample, 7), (comm, 8), (round, 0), (sample, 7), (comm, 8), (mmap2, 8), (round, 0)];
+    assert_eq!(data_records(&path), expected);
+    std::fs::remove_dir_all(&dir).ok();
+}
