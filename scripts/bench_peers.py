@@ -20,7 +20,8 @@ counted).
 
 `floor` is the kernel's part, which every perf_events sampler pays: the program's own elapsed
 time (GNU time, 10 ms steps) while `perf record` samples it at 4000 Hz without call graphs.
-Each recorder's overhead above it is its own.
+Each recorder's overhead above it is its own. `rperf-nocg` (only when `--recorders` names it) is
+rperf without call graphs: between it and rperf lies what DWARF call graphs cost.
 
 Reporting: each recording (of the last round) is read by every tool that reads it: `rperf
 report` (perf.data of rperf, perf and simpleperf), `perf report --stdio` (rperf's and perf's),
@@ -115,6 +116,9 @@ def recorders(rperf, baseline=None):
         out["base"] = (lambda o: [baseline, *out["rperf"][0](o)[1:]], "base.data")
     if shutil.which("samply"):
         out["samply"] = (lambda o: ["samply", "record", "-s", "-r", "4000", "-o", o, "--"], "samply.json.gz")
+    # rperf without call graphs (named in --recorders only): what the call graphs add.
+    out["rperf-nocg"] = (lambda o: [rperf, "record", "-e", "cpu-clock", "-F", "4000", "-o", o, "--"],
+                         "rperf-nocg.data")
     # The kernel's sampling alone: the program's own time (GNU time inside perf) while perf
     # samples it at 4000 Hz without call graphs, leaving out perf's start and its build-id pass.
     out["floor"] = (lambda o: ["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000", "-o", o, "--",
@@ -268,8 +272,8 @@ def main():
     ap.add_argument("--report-rounds", type=int, help="interleaved rounds of reports (default: --rounds)")
     ap.add_argument("--readers", help="comma-separated readers to time (rperf, rperf cold, rperf -g, perf, simpleperf, samply, "
                                       "cat; rperf always); default all")
-    ap.add_argument("--recorders", help="comma-separated recorders (perf, simpleperf, samply, floor; rperf "
-                                        "always); default all")
+    ap.add_argument("--recorders", help="comma-separated recorders (perf, simpleperf, samply, floor, "
+                                        "rperf-nocg; rperf always); default all but rperf-nocg")
     ap.add_argument("--baseline", help="another rperf build, recording in the same rounds as `base`")
     ap.add_argument("--keep", help="work folder (kept; a temporary one otherwise)")
     ap.add_argument("--reuse", action="store_true",
@@ -290,6 +294,8 @@ def main():
     if args.recorders:
         keep = {"rperf", "base", *args.recorders.split(",")}
         tools = {t: r for t, r in tools.items() if t in keep}
+    else:
+        tools.pop("rperf-nocg")
     saved = os.path.join(work, "recording.json")
     if args.reuse and os.path.exists(saved):
         with open(saved) as f:
