@@ -57,18 +57,12 @@ impl ShortLived {
     /// A FORK record: process `pid` forked by `ppid`, or, when they are equal, a thread
     /// created in process `pid`.
     pub(crate) fn fork(&mut self, pid: u32, ppid: u32) {
-        if pid == ppid {
-            if let Some(&i) = self.at.get(&pid) {
-                self.born[i].keep = true;
-            }
-            return;
-        }
-        match self.at.get(&pid) {
-            Some(&i) => self.born[i].keep = true,
-            None => {
-                self.at.insert(pid, self.born.len());
-                self.born.push(Life { pid, parent: ppid, exited: None, keep: false });
-            }
+        // A process born in this pass that makes a thread, or whose pid comes again, is kept.
+        if let Some(&i) = self.at.get(&pid) {
+            self.born[i].keep = true;
+        } else if pid != ppid {
+            self.at.insert(pid, self.born.len());
+            self.born.push(Life { pid, parent: ppid, exited: None, keep: false });
         }
     }
 
