@@ -16,7 +16,9 @@ install samply`), all at 4000 Hz of cpu-clock with DWARF call graphs (each tool'
 size); samply takes stacks its own way. Rounds are interleaved (each round runs every command
 once, in a rotating order), and medians are shown: the wall time over the program alone, and the
 recorder's own peak RSS (VmHWM of its process, sampled every 20 ms; the program's memory is not
-counted).
+counted) and its own CPU time: the user and system time of the whole command (wait4) less the
+program's own, which GNU time inside the recorder reports (10 ms steps; the kernel's sampling
+work in the program's context counts as the program's).
 
 `floor` is the kernel's part, which every perf_events sampler pays: the program's own elapsed
 time (GNU time, 10 ms steps) while `perf record` samples it at 4000 Hz without call graphs.
@@ -48,7 +50,7 @@ import sys
 import tempfile
 import time
 
-from benchutil import run_with_peak_rss
+from benchutil import run_measured, run_with_peak_rss
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIMPLEPERF = os.path.join(ROOT, "../shared/simpleperf/bin/simpleperf")
@@ -145,12 +147,18 @@ def readers(rperf, work):
 
 
 def timed(cmd, cwd):
-    """(wall seconds, the command's own peak RSS in MiB): a recorder's, sampled (its program's
-    memory is not counted)."""
+    """(wall seconds, the command's own peak RSS in MiB, CPU seconds of the command and the
+    processes it waited for): a recorder's RSS, sampled (its program's memory is not counted)."""
     start = time.perf_counter()
-    err, hwm = run_with_peak_rss(cmd, cwd=cwd, check=True)
+    _, hwm, cpu = run_measured(cmd, cwd=cwd, check=True)
     wall = time.perf_counter() - start
-    return wall, hwm / 1024, err
+    return wall, hwm / 1024, cpu
+
+
+def program_cpu(path):
+    """The user and system seconds GNU time wrote to path."""
+    with open(path) as f:
+        return sum(float(x) for x in f.read().split()[-2:])
 
 
 def timed_report(cmd, cwd, env=None):
@@ -186,18 +194,25 @@ def record_rounds(work, programs, tools, rounds):
             for t in order:
                 if t == "alone":
                     full = cmd
-                else:
+                elif t == "floor":
                     make, name = tools[t]
                     out = os.path.join(folder, name)
                     full = make(out) + cmd
-                wall, mib, err = timed(full, folder)
+                else:
+                    make, name = tools[t]
+                    out = os.path.join(folder, name)
+                    full = make(out) + ["/usr/bin/time", "-f", "%U %S", "-o", out + ".program"] + cmd
+                wall, mib, cpu = timed(full, folder)
                 if t == "floor":
                     with open(out + ".elapsed") as f:
                         wall = float(f.read().split()[-1])
+                    cpu = float("nan")
+                elif t != "alone":
+                    cpu -= program_cpu(out + ".program")
                 if t == "simpleperf":
                     subprocess.run(["python3", FIX_META, out], check=True)
-                results.setdefault((w, t), []).append((wall, mib))
-                print(f"  round {r + 1} {w:8} {t:10} {wall:7.3f} s {mib:7.1f} MiB", file=sys.stderr)
+                results.setdefault((w, t), []).append((wall, mib, cpu))
+                print(f"  round {r + 1} {w:8} {t:10} {wall:7.3f} s {mib:7.1f} MiB {cpu:6.2f} s CPU", file=sys.stderr)
     return results
 
 
@@ -232,9 +247,9 @@ def report_rounds(work, programs, tools, reads, rounds):
 
 
 def print_tables(programs, tools, rec, rep):
-    print("\n## Recording: wall time over the program alone, the recorder's peak RSS (medians)\n")
+    print("\n## Recording: wall time over the program alone, the recorder's peak RSS and own CPU s (medians)\n")
     names = list(tools)
-    print("| workload | alone s | " + " | ".join(f"{t} overhead, MiB" for t in names)
+    print("| workload | alone s | " + " | ".join(f"{t} overhead, MiB, CPU s" for t in names)
           + " | rperf overhead / peer's | rperf above the floor |")
     print("|---|---|" + "---|" * len(names) + "---|---|")
     for w in programs:
@@ -243,13 +258,18 @@ def print_tables(programs, tools, rec, rep):
         for t in names:
             runs = rec.get((w, t), [])
             over[t] = median([x[0] for x in runs]) / alone - 1
-            cells.append(f"{over[t] * 100:+.1f}%, {median([x[1] for x in runs]):.1f}")
+            cpu = median([x[2] if len(x) > 2 else float("nan") for x in runs])
+            cells.append(f"{over[t] * 100:+.1f}%, {median([x[1] for x in runs]):.1f}"
+                         + (f", {cpu:.2f}" if cpu == cpu else ""))
         ratios = ", ".join(f"{t} {over['rperf'] / over[t]:.2f}" for t in names if t != "rperf" and over[t] > 0)
         above = f"{((1 + over['rperf']) / (1 + over['floor']) - 1) * 100:+.1f}%" if "floor" in over else "-"
         print(f"| {w} | {alone:.3f} | " + " | ".join(cells) + f" | {ratios} | {above} |")
     if "base" in names:
         print("\nrperf's wall time over base's, median of the rounds' ratios: " + ", ".join(
             f"{w} {median([a[0] / b[0] for a, b in zip(rec[(w, 'rperf')], rec[(w, 'base')])]):.3f}"
+            for w in programs))
+        print("rperf's own CPU over base's, median of the rounds' ratios: " + ", ".join(
+            f"{w} {median([a[2] / b[2] for a, b in zip(rec[(w, 'rperf')], rec[(w, 'base')])]):.3f}"
             for w in programs))
     print("\n## Reporting each recording: median wall s, peak MiB; ratio: the reader's time / rperf's\n")
     print("| workload | recorded by | reader | s | MiB | / rperf |")

@@ -239,16 +239,23 @@ impl UnwindSections {
     }
 }
 
-/// framehop's rule caches, owned by the caller and shared across processes.
+/// How many of framehop's rule caches an `UnwindCache` spreads addresses over. One holds 509
+/// rules, one per address modulo 509: too few for a large program's return addresses (a g++
+/// compile missed on one frame in five). An address goes to the cache its quotient by 509
+/// picks, so that the caches together hold 509 × WAYS rules.
+const WAYS: usize = 16;
+
+/// framehop's rule caches, owned by the caller and shared across processes; made when the
+/// first stack of their architecture is unwound.
 pub struct UnwindCache {
-    x86: CacheX86_64,
-    arm: CacheAarch64,
+    x86: Vec<CacheX86_64>,
+    arm: Vec<CacheAarch64>,
 }
 
 impl UnwindCache {
     /// Empty caches.
     pub fn new() -> UnwindCache {
-        UnwindCache { x86: CacheX86_64::new(), arm: CacheAarch64::new() }
+        UnwindCache { x86: Vec::new(), arm: Vec::new() }
     }
 }
 
@@ -256,6 +263,14 @@ impl Default for UnwindCache {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// The cache of `ways` that holds the rule for `address`.
+fn way_of<C>(ways: &mut Vec<C>, new: impl Fn() -> C, address: FrameAddress) -> &mut C {
+    if ways.is_empty() {
+        ways.extend((0..WAYS).map(|_| new()));
+    }
+    &mut ways[(address.address_for_lookup() / 509) as usize % WAYS]
 }
 
 /// The result of unwinding one sample.
@@ -335,20 +350,32 @@ impl ProcessUnwinder {
             let bytes = stack.get(off..off.checked_add(8).ok_or(())?).ok_or(())?;
             Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| ())?))
         };
-        let (mut found, mut truncated) = (0, false);
+        let (mut found, mut truncated, regs_ip) = (0, false, regs.ip);
+        // framehop's `iter_frames`, with the rule cache picked for each frame's address.
         macro_rules! walk {
-            ($iter:expr) => {{
-                let mut iter = $iter;
+            ($unwinder:expr, $regs:expr, $caches:expr, $new_cache:expr) => {{
+                let mut regs = $regs;
+                let mut address = FrameAddress::InstructionPointer(regs_ip);
                 loop {
                     if found >= max_frames {
                         truncated = true;
                         break;
                     }
-                    match iter.next() {
-                        Ok(Some(f)) => {
-                            frame(convert(f));
-                            found += 1;
-                        }
+                    frame(convert(address));
+                    found += 1;
+                    if found >= max_frames {
+                        truncated = true;
+                        break;
+                    }
+                    let cache = way_of($caches, $new_cache, address);
+                    match $unwinder.unwind_frame(address, &mut regs, cache, &mut read) {
+                        Ok(Some(ra)) => match FrameAddress::from_return_address(ra) {
+                            Some(next) => address = next,
+                            None => {
+                                truncated = true;
+                                break;
+                            }
+                        },
                         Ok(None) => break,
                         Err(_) => {
                             truncated = true;
@@ -360,20 +387,10 @@ impl ProcessUnwinder {
         }
         match self {
             ProcessUnwinder::X86(u) => {
-                walk!(u.iter_frames(
-                    regs.ip,
-                    UnwindRegsX86_64::new(regs.ip, regs.sp, regs.fp),
-                    &mut cache.x86,
-                    &mut read
-                ))
+                walk!(u, UnwindRegsX86_64::new(regs.ip, regs.sp, regs.fp), &mut cache.x86, CacheX86_64::new)
             }
             ProcessUnwinder::Arm(u) => {
-                walk!(u.iter_frames(
-                    regs.ip,
-                    UnwindRegsAarch64::new(regs.lr, regs.sp, regs.fp),
-                    &mut cache.arm,
-                    &mut read
-                ))
+                walk!(u, UnwindRegsAarch64::new(regs.lr, regs.sp, regs.fp), &mut cache.arm, CacheAarch64::new)
             }
         }
         truncated
@@ -398,5 +415,26 @@ mod tests {
         let r = u.unwind(&mut cache, Regs { ip: 0x400100, sp, fp: sp, lr: 0 }, &stack, 64);
         assert_eq!(r.frames[0], CodeAddress::InstructionPointer(0x400100));
         assert_eq!(r.frames[1].lookup(), 0x401233);
+        let cut = u.unwind(&mut cache, Regs { ip: 0x400100, sp, fp: sp, lr: 0 }, &stack, 2);
+        assert_eq!(cut.frames, r.frames[..2]);
+        assert!(cut.truncated);
+    }
+
+    #[test]
+    fn addresses_that_share_a_framehop_slot_go_to_different_caches() {
+        let mut ways: Vec<u64> = Vec::new();
+        let mut way = |a: u64| {
+            let w = way_of(&mut ways, || 0, FrameAddress::InstructionPointer(a));
+            *w += 1;
+            w as *const u64 as usize
+        };
+        let first = way(0x401234);
+        assert_eq!(way(0x401234), first);
+        // framehop's cache holds one rule per address modulo 509.
+        let others: Vec<usize> = (1..WAYS as u64).map(|k| way(0x401234 + 509 * k)).collect();
+        assert!(!others.contains(&first));
+        assert_eq!(others.iter().collect::<std::collections::HashSet<_>>().len(), WAYS - 1);
+        assert_eq!(ways.len(), WAYS);
+        assert_eq!(ways.iter().sum::<u64>(), WAYS as u64 + 1);
     }
 }
