@@ -7,12 +7,20 @@ use crate::ring::RingBuffer;
 use crate::sys;
 use crate::Error;
 
-/// Ring-buffer pages per CPU for side-band records. System-wide, every process of the machine
-/// writes its mmap, comm, fork and exit records there: where processes come and go fast, a
-/// ring four times larger woke the recording four times less often (`scripts/bench_idle.py
-/// --load`: 2.9 ms/s of CPU against 4.4 with 64 pages).
+/// Ring-buffer pages per CPU for side-band records of a command's or some processes' recording.
 pub(crate) const SIDEBAND_PAGES: usize = 64;
-pub(crate) const SIDEBAND_PAGES_SYSTEM_WIDE: usize = 256;
+
+/// Ring-buffer pages per CPU for side-band records of a system-wide recording: every process of
+/// the machine writes its mmap, comm, fork and exit records there, and where processes come and
+/// go fast, the rings' wake-ups are most of what recording costs. 2 MiB per CPU (perf's 516 KiB
+/// rings, half full, wake it four times as often), and at most 64 MiB in all on a machine of
+/// many CPUs, at least 256 KiB each. `scripts/bench_idle.py --load` measured the sizes.
+pub(crate) fn sideband_pages_system_wide(cpus: usize) -> usize {
+    let page = sys::page_size();
+    let pages = ((64 << 20) / cpus.max(1) / page).clamp((256 << 10) / page, (2 << 20) / page).max(1);
+    // The largest power of two not above it.
+    1 << (usize::BITS - 1 - pages.leading_zeros())
+}
 
 pub(crate) struct CpuBuffer {
     pub(crate) cpu: u32,
@@ -73,5 +81,21 @@ pub(crate) fn map_halving(fd: RawFd, mut pages: usize) -> Result<(RingBuffer, us
                 });
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_wide_side_band_rings_shrink_on_many_cpus_to_a_floor() {
+        let kib = |cpus| sideband_pages_system_wide(cpus) * sys::page_size() / 1024;
+        assert_eq!(kib(2), 2048);
+        assert_eq!(kib(32), 2048);
+        assert_eq!(kib(48), 1024, "a power of two under 64 MiB in all");
+        assert_eq!(kib(128), 512);
+        assert_eq!(kib(4096), 256);
+        assert!(sideband_pages_system_wide(0).is_power_of_two());
     }
 }

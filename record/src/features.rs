@@ -2,6 +2,8 @@
 //! build ids, the vDSO, JIT maps and dumps, and the kallsyms lines that name the recorded
 //! kernel addresses.
 
+use std::os::unix::ffi::OsStrExt;
+
 use rperf_perfdata::encode::{self, BuildIdEntry};
 use rperf_perfdata::feature;
 use rperf_symbols::buildid;
@@ -88,10 +90,15 @@ impl Session {
             ids.push(BuildIdEntry { pid: -1, kernel: true, build_id: kid, path: "[kernel.kallsyms]".into() });
         }
         let mut dsos: Vec<_> = self.sink.dsos.iter().collect();
-        dsos.sort_unstable_by_key(|(path, _)| path.as_str());
-        for (path, dso) in dsos {
-            if let Some(bid) = dso.build_id.clone().or_else(|| buildid::of_file(std::path::Path::new(path))) {
-                ids.push(BuildIdEntry { pid: -1, kernel: false, build_id: bid, path: path.clone() });
+        dsos.sort_unstable_by_key(|(name, _)| &name[..]);
+        for (name, dso) in dsos {
+            let path = String::from_utf8_lossy(name);
+            if let Some(bid) = dso
+                .build_id
+                .clone()
+                .or_else(|| buildid::of_file(std::path::Path::new(std::ffi::OsStr::from_bytes(name))))
+            {
+                ids.push(BuildIdEntry { pid: -1, kernel: false, build_id: bid, path: path.into_owned() });
             }
         }
         // The vDSO exists only in memory; keep its image so that its frames can be named later.

@@ -4,7 +4,7 @@
 //! stack copies that fit those rings. Opening the plan is the recorder's job.
 
 use crate::attr::{data_pages, event_supported, max_sample_rate};
-use crate::buffers::{fit_mlock_budget, SIDEBAND_PAGES, SIDEBAND_PAGES_SYSTEM_WIDE};
+use crate::buffers::{fit_mlock_budget, sideband_pages_system_wide, SIDEBAND_PAGES};
 use crate::event::{parse_event, EventSpec};
 use crate::options::{CallGraph, Rate, RecordOptions};
 use crate::sys::{self, sample};
@@ -52,7 +52,7 @@ impl Plan {
         let cpus = cpus(opts)?;
         let wanted = data_pages(opts);
         let side_wanted = if matches!(opts.target, crate::target::Target::SystemWide) {
-            SIDEBAND_PAGES_SYSTEM_WIDE
+            sideband_pages_system_wide(cpus.len())
         } else {
             SIDEBAND_PAGES
         };

@@ -493,6 +493,12 @@ fn open_events(
     // The dummy event never fires; it exists for the records its flags ask for.
     side_attr.set_freq(0);
     side_attr.__bindgen_anon_1.sample_period = 1;
+    // The kernel wakes the recorder each time a watermark's worth of records is written to a
+    // ring, however much was read meanwhile: where processes come and go, the side-band rings'
+    // wake-ups are most of what recording costs. Half a ring (a sample ring wakes at a quarter,
+    // to keep room for large stack copies) halves them, and leaves the other half for the
+    // records written until the recorder has drained it.
+    side_attr.__bindgen_anon_2.wakeup_watermark = (side_pages * sys::page_size() / 2) as u32;
     events.push(OpenEvent { spec: dummy, attr: side_attr, ids: Vec::new(), sideband: true });
     events
 }

@@ -43,8 +43,8 @@ pub(crate) struct Sink {
     pub(crate) pids: BTreeMap<u32, Option<u32>>,
     /// jitdump files the recorded processes mapped, with the mapping process's owner.
     pub(crate) jitdumps: BTreeMap<String, Option<u32>>,
-    /// Every executable file mapped.
-    pub(crate) dsos: FxHashMap<String, Dso>,
+    /// Every executable file mapped, by its name's bytes in the records.
+    pub(crate) dsos: FxHashMap<Box<[u8]>, Dso>,
     /// Samples carry stack copies (DWARF call graphs), cut or unwound here: their records are
     /// rewritten, at a cost per sample.
     pub(crate) trim: bool,
@@ -360,31 +360,40 @@ impl Sink {
         if let (Some(post), Some(pid), Some(addr), Some(len), Some(pgoff)) =
             (self.post.as_mut(), pid, addr, u64_at(rec, 24), pgoff)
         {
-            let path =
-                exec.as_ref().map(|(p, _)| p.as_ref()).or_else(|| is_vdso(type_, rec).then_some("[vdso]"));
+            let path = exec
+                .map(|(name, _)| path_of(name))
+                .or_else(|| is_vdso(type_, rec).then_some("[vdso]".into()));
             if let Some(path) = path {
-                post.mmap(pid, addr, len, pgoff, path);
+                post.mmap(pid, addr, len, pgoff, &path);
             }
         }
-        if let Some((path, build_id)) = exec {
-            if let Some(pid) = rperf_perfdata::jitdump_pid(&path) {
-                self.jitdumps.entry(path.into_owned()).or_insert_with(|| procfs::owner_of(pid));
-                return;
+        let Some((name, build_id)) = exec else { return };
+        // Most mappings are of a binary met before: one lookup by the record's bytes.
+        let dso = match self.dsos.get_mut(name) {
+            Some(dso) => dso,
+            None => {
+                let path = path_of(name);
+                if let Some(pid) = rperf_perfdata::jitdump_pid(&path) {
+                    self.jitdumps.entry(path.into_owned()).or_insert_with(|| procfs::owner_of(pid));
+                    return;
+                }
+                self.dsos.entry(name.into()).or_insert(Dso { build_id: None, jit: true })
             }
-            // Most mappings are of a binary met before: one lookup, a String only for a new one.
-            let dso = match self.dsos.get_mut(path.as_ref()) {
-                Some(dso) => dso,
-                None => self.dsos.entry(path.to_string()).or_insert(Dso { build_id: None, jit: true }),
-            };
-            if dso.build_id.is_none() {
-                dso.build_id = build_id.map(<[u8]>::to_vec);
-            }
-            if let (true, Some(pid), Some(addr), Some(pgoff)) = (dso.jit, pid, addr, pgoff) {
-                dso.jit = self.jit.note_mapping(pid, addr, pgoff, &path);
-                self.sync_jit();
-            }
+        };
+        if dso.build_id.is_none() {
+            dso.build_id = build_id.map(<[u8]>::to_vec);
+        }
+        if let (true, Some(pid), Some(addr), Some(pgoff)) = (dso.jit, pid, addr, pgoff) {
+            dso.jit = self.jit.note_mapping(pid, addr, pgoff, &path_of(name));
+            self.sync_jit();
         }
     }
+}
+
+/// A file name from a record, as text (checked as UTF-8 first: the lossy conversion is slower
+/// on the common, valid name).
+fn path_of(name: &[u8]) -> Cow<'_, str> {
+    std::str::from_utf8(name).map_or_else(|_| String::from_utf8_lossy(name), Cow::Borrowed)
 }
 
 /// Whether an MMAP or MMAP2 record maps the vDSO.
@@ -398,7 +407,7 @@ fn is_vdso(type_: u32, rec: &[u8]) -> bool {
 /// MMAP2 layout after the header: pid, tid (u32), addr, len, pgoff (u64), then 24 bytes of
 /// maj/min/ino/generation or (with MMAP_BUILD_ID) a size byte, 3 reserved and 20 id bytes,
 /// then prot, flags (u32) and the file name at byte 72.
-fn exec_mapping(type_: u32, misc_bits: u16, rec: &[u8]) -> Option<(Cow<'_, str>, Option<&[u8]>)> {
+fn exec_mapping(type_: u32, misc_bits: u16, rec: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
     let (exec, name_at, build_id) = if type_ == record_type::MMAP2 {
         let bid = if misc_bits & misc::MMAP_BUILD_ID != 0 {
             let n = (*rec.get(40)?).min(20) as usize;
@@ -416,10 +425,8 @@ fn exec_mapping(type_: u32, misc_bits: u16, rec: &[u8]) -> Option<(Cow<'_, str>,
     }
     let name = rec.get(name_at..)?;
     let name = std::ffi::CStr::from_bytes_until_nul(name).map_or(name, |c| c.to_bytes());
-    // Checked as UTF-8 first: the lossy conversion is slower on the common, valid name.
-    let path = std::str::from_utf8(name).map_or_else(|_| String::from_utf8_lossy(name), Cow::Borrowed);
-    let real_file = path.starts_with('/') && !path.starts_with("/memfd:") && !path.ends_with(" (deleted)");
-    real_file.then_some((path, build_id))
+    let real_file = name.starts_with(b"/") && !name.starts_with(b"/memfd:") && !name.ends_with(b" (deleted)");
+    real_file.then_some((name, build_id))
 }
 
 #[cfg(test)]
@@ -446,7 +453,7 @@ mod tests {
         let misc_bits = u16::from_le_bytes([rec[4], rec[5]]);
         assert_eq!(
             exec_mapping(record_type::MMAP2, misc_bits, &rec),
-            Some(("/usr/lib/libx.so".into(), Some(&id[..])))
+            Some((&b"/usr/lib/libx.so"[..], Some(&id[..])))
         );
         let data = MapLine { perms: "r--p".into(), ..m.clone() };
         let rec = b.mmap2(1, 1, &data, &data.path, None, &SampleId::default());
