@@ -416,7 +416,8 @@ impl Session {
     /// then the sample rings, cutting stack copies of rings that are at least half full.
     ///
     /// Records written as they came are left in their rings until the pass is written, in
-    /// time order, at its end; then the kernel gets their space back. A ring at least half full
+    /// time order, at its end; then the kernel gets their space back. A sample ring at least half
+    /// full (a side-band ring, which wakes the recorder half full, at least three quarters full)
     /// is handed back as soon as it is read, its records copied, and so are all rings where
     /// samples carry stack copies: unwinding them takes long enough for a held ring to fill.
     pub(crate) fn drain(&mut self) {
@@ -431,7 +432,11 @@ impl Session {
             let side = i < sideband.len();
             let half_full = b.ring.pending() >= data[i].len() as u64 / 2;
             sink.pressure = !side && half_full;
-            let hold = !half_full && !sink.trim;
+            // Side-band records held through the pass are not copied, and not written before
+            // its end, where the processes that began and ended in it are left out.
+            let len = data[i].len() as u64;
+            let held_up_to = if side { len / 4 * 3 } else { len / 2 };
+            let hold = b.ring.pending() < held_up_to && !sink.trim;
             let end = b.ring.peek(&mut scratch, |at, rec| {
                 let place = at.filter(|_| hold).map(|at| (i as u32, at));
                 if side {
