@@ -432,3 +432,32 @@ fn a_flood_of_symbol_files_is_bounded() {
     assert!(err.contains("3 larger than 1.0 MiB (--jit-max-image)"), "{err}");
     assert_eq!(recording_info(&data).get("jit_symfiles"), Some(&0));
 }
+
+/// System-wide, a runtime that starts after the machine was quiet is read as soon as the
+/// records of its mappings come (the recorder lets ticks without such records go by, and so
+/// would find it only at its next pass, seconds later, after this process is gone).
+#[test]
+fn system_wide_a_runtime_started_on_a_quiet_machine_is_read() {
+    let data = scratch("jit_system_wide").join("perf.data");
+    // A low rate, so that no sample ring fills enough to wake the recorder on its own.
+    let rec = rperf()
+        .args(["record", "-a", "-F", "49", "--duration", "10", "-o"])
+        .arg(&data)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // jit_first runs 2.5 s, then jit_second 2.5 s: each much longer than a tick (2 s).
+    let runtime =
+        Command::new(jitrt()).args(["gdb", "2.5"]).stdout(std::process::Stdio::null()).spawn().unwrap();
+    let pid = runtime.id().to_string();
+    let o = runtime.wait_with_output().unwrap();
+    assert!(o.status.success());
+    let o = rec.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Other tests' runtimes may run meanwhile: this one's samples only.
+    let text = report(&data, &["--pids", &pid, "--sort", "symbol"]);
+    for name in ["jit_first", "jit_second"] {
+        assert!(text_share(&text, name) >= 20.0, "{name}: {text}");
+    }
+}

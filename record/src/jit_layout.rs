@@ -2,7 +2,9 @@
 //! (`__jit_debug_descriptor`, ART's `__dex_debug_descriptor`), their layout (standard and
 //! ART's), list entries, reading another process's memory, and the code a symbol file covers.
 
-use object::{Object, ObjectSection, ObjectSymbol};
+use object::elf;
+use object::read::elf::{ElfFile64, Sym};
+use object::{Endianness, Object, ObjectSection, ObjectSymbol, SymbolIndex};
 use rperf_perfdata::bytes::{u32_at, u64_at};
 use rperf_symbols::LoadSegment;
 
@@ -98,6 +100,9 @@ impl Memory {
 
 /// The descriptors `path` exports in its dynamic symbol table, with its load segments; `None`
 /// for binaries without them (most) and for files that are not regular 64-bit ELF files.
+///
+/// Every binary a process maps is asked, so the two names are looked up through the binary's
+/// hash table (GNU's, else SysV's), as the dynamic linker does, not by reading every name.
 pub(crate) fn exports_of(path: &str) -> Option<Exports> {
     let file = std::fs::File::open(path).ok()?;
     if !file.metadata().ok()?.is_file() {
@@ -105,22 +110,38 @@ pub(crate) fn exports_of(path: &str) -> Option<Exports> {
     }
     let map = rperf_perfdata::mapped::map(&file).ok()?;
     let obj = object::File::parse(&map[..]).ok()?;
-    if !obj.is_64() {
-        return None;
-    }
-    let lists: Vec<(List, u64)> = obj
-        .dynamic_symbols()
-        .filter(|s| s.is_definition())
-        .filter_map(|s| match s.name().ok()? {
-            "__jit_debug_descriptor" => Some((List::Jit, s.address())),
-            "__dex_debug_descriptor" => Some((List::Dex, s.address())),
-            _ => None,
-        })
-        .collect();
+    let object::File::Elf64(elf) = &obj else { return None };
+    let names = [(List::Jit, "__jit_debug_descriptor"), (List::Dex, "__dex_debug_descriptor")];
+    let lists: Vec<(List, u64)> =
+        names.into_iter().filter_map(|(list, name)| Some((list, defined_dynamic(elf, name)?))).collect();
     if lists.is_empty() {
         return None;
     }
     Some(Exports { lists, segments: LoadSegment::of(&obj) })
+}
+
+/// The address of `name` where the dynamic symbol table defines it.
+fn defined_dynamic(elf: &ElfFile64<'_, Endianness>, name: &str) -> Option<u64> {
+    let (endian, data) = (elf.endian(), elf.data());
+    let sections = elf.elf_section_table();
+    let symbols = sections.symbols(endian, data, elf::SHT_DYNSYM).ok()?;
+    let versions = sections.versions(endian, data).ok().flatten().unwrap_or_default();
+    let name = name.as_bytes();
+    let found = if let Some((table, _)) = sections.gnu_hash(endian, data).ok().flatten() {
+        table.find(endian, name, elf::gnu_hash(name), None, &symbols, &versions)
+    } else if let Some((table, _)) = sections.hash(endian, data).ok().flatten() {
+        table.find(endian, name, elf::hash(name), None, &symbols, &versions)
+    } else {
+        // No hash table (a binary not made for the dynamic linker): every name is read.
+        let strings = symbols.strings();
+        symbols
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.name(endian, strings) == Ok(name))
+            .map(|(i, s)| (SymbolIndex(i), s))
+    };
+    let (_, sym) = found?;
+    sym.is_definition(endian).then(|| sym.st_value(endian))
 }
 
 /// The code an ELF symbol file describes: its executable sections (whose addresses the runtime
@@ -181,5 +202,42 @@ mod tests {
         let d = Descriptor::parse(&b);
         assert_eq!(d.art, Some((2, 7, 99)));
         assert!(d.locked());
+    }
+
+    /// The descriptors as every dynamic symbol's name gives them.
+    fn by_every_name(path: &std::path::Path) -> Option<Vec<(List, u64)>> {
+        let data = std::fs::read(path).unwrap();
+        let obj = object::File::parse(&data[..]).ok().filter(|o| o.is_64())?;
+        let found = obj
+            .dynamic_symbols()
+            .filter(|s| s.is_definition())
+            .filter_map(|s| match s.name().ok()? {
+                "__jit_debug_descriptor" => Some((List::Jit, s.address())),
+                "__dex_debug_descriptor" => Some((List::Dex, s.address())),
+                _ => None,
+            })
+            .collect();
+        Some(found)
+    }
+
+    #[test]
+    fn hash_table_lookups_find_what_every_name_gives() {
+        // The toolchain's LLVM exports the JIT descriptor; the C library and rustc's driver
+        // import or lack it.
+        let sysroot = std::process::Command::new(std::env::var("RUSTC").unwrap_or("rustc".into()))
+            .args(["--print", "sysroot"])
+            .output()
+            .unwrap();
+        let lib = std::path::Path::new(std::str::from_utf8(&sysroot.stdout).unwrap().trim()).join("lib");
+        let mut files: Vec<_> = std::fs::read_dir(&lib).unwrap().map(|e| e.unwrap().path()).collect();
+        files.extend(["/lib/x86_64-linux-gnu/libc.so.6", "/proc/self/exe"].map(Into::into));
+        let mut exporting = 0;
+        for path in files.iter().filter(|p| p.is_file()) {
+            let Some(expected) = by_every_name(path) else { continue };
+            let found = exports_of(path.to_str().unwrap()).map(|e| e.lists).unwrap_or_default();
+            assert_eq!(found, expected, "{}", path.display());
+            exporting += usize::from(!found.is_empty());
+        }
+        assert!(exporting > 0, "no library in {} exports __jit_debug_descriptor", lib.display());
     }
 }

@@ -17,6 +17,10 @@ use crate::target::Target;
 use crate::writer::{self};
 use crate::Error;
 
+/// The longest a system-wide recording leaves samples in their rings while no process begins,
+/// maps a file or ends (`Session::quiet_tick`).
+const QUIET_PASS_EVERY: Duration = Duration::from_secs(10);
+
 /// Why a recording ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StopReason {
@@ -169,6 +173,7 @@ impl Session {
         let deadline = self.opts.duration.map(|d| start + d);
         let mut enable_at = self.opts.delay.map(|d| start + d);
         let mut last_scan = Instant::now();
+        let mut last_pass = Instant::now();
         loop {
             // Wake for the end of a delay too.
             let wake = match (deadline, enable_at) {
@@ -183,6 +188,13 @@ impl Session {
             if self.obey_controls(note) {
                 return (StopReason::Requested, None);
             }
+            if self.quiet_tick(last_pass, deadline) {
+                if let Some(stop) = self.stop_asked() {
+                    return (stop, None);
+                }
+                continue;
+            }
+            last_pass = Instant::now();
             // Threads of the processes attached since the last look, listed before the drain
             // (see follow_threads).
             let listed: Vec<i32> =
@@ -215,6 +227,27 @@ impl Session {
                 return (stop, None);
             }
         }
+    }
+
+    /// Whether this wake-up is a system-wide tick that can go by without a pass: no side-band
+    /// record came (no process began, ran a program, mapped a file or ended) and nothing is
+    /// due. The samples stay in their rings, a pass at least every `QUIET_PASS_EVERY`: on an
+    /// idle machine the pass, not the wake-up, was most of what an always-on recording cost.
+    /// A tick set by the caller (`rperf top`'s refresh) is always a pass.
+    fn quiet_tick(&self, last_pass: Instant, deadline: Option<Instant>) -> bool {
+        let now = Instant::now();
+        let quarter = (self.data_pages * sys::page_size() / 4) as u64;
+        let jit_due =
+            [self.sink.jit.work_at(), self.sink.jit.next_read()].into_iter().flatten().any(|t| t <= now);
+        matches!(self.opts.target, Target::SystemWide)
+            && self.opts.tick.is_none()
+            && self.child.is_none()
+            && now < last_pass + QUIET_PASS_EVERY
+            && deadline.is_none_or(|d| now < d)
+            && self.just_attached.is_empty()
+            && !jit_due
+            && self.sideband.iter().all(|b| b.ring.pending() == 0)
+            && self.buffers.iter().all(|b| b.ring.pending() < quarter)
     }
 
     /// Carries out the commands that came on `--control` or stdin; true when one was `stop`
