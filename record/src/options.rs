@@ -109,7 +109,9 @@ impl RecordOptions {
     /// runtime's registrations are read from their start, and attached targets are checked
     /// for their exit. 2 s system-wide, where wake-ups are most of an idle machine's cost of an
     /// always-on recording; a process's JIT interface is then found up to 2 s after it maps its
-    /// runtime (code it registers and frees within that time is not named).
+    /// runtime (code it registers and frees within that time is not named). A system-wide tick
+    /// that finds no side-band record and nothing due goes by without a pass (see
+    /// `Session::quiet_tick`); a tick set here is always a pass.
     pub fn tick(&self) -> Duration {
         self.tick.unwrap_or(match self.target {
             Target::SystemWide => Duration::from_secs(2),
