@@ -236,7 +236,6 @@ impl Session {
     /// A tick set by the caller (`rperf top`'s refresh) is always a pass.
     fn quiet_tick(&self, last_pass: Instant, deadline: Option<Instant>) -> bool {
         let now = Instant::now();
-        let quarter = (self.data_pages * sys::page_size() / 4) as u64;
         let jit_due =
             [self.sink.jit.work_at(), self.sink.jit.next_read()].into_iter().flatten().any(|t| t <= now);
         matches!(self.opts.target, Target::SystemWide)
@@ -247,7 +246,13 @@ impl Session {
             && self.just_attached.is_empty()
             && !jit_due
             && self.sideband.iter().all(|b| b.ring.pending() == 0)
-            && self.buffers.iter().all(|b| b.ring.pending() < quarter)
+            && !self.sample_ring_due()
+    }
+
+    /// Whether a sample ring is a quarter full, its wake-up watermark: a pass is due.
+    fn sample_ring_due(&self) -> bool {
+        let quarter = (self.data_pages * sys::page_size() / 4) as u64;
+        self.buffers.iter().any(|b| b.ring.pending() >= quarter)
     }
 
     /// Carries out the commands that came on `--control` or stdin; true when one was `stop`
@@ -449,7 +454,7 @@ impl Session {
             let left = d.saturating_duration_since(Instant::now()).as_millis();
             timeout = timeout.min(left as i32);
         }
-        if self.buffers.iter().any(|b| b.ring.pending() as usize >= self.data_pages * sys::page_size() / 4) {
+        if self.sample_ring_due() {
             return;
         }
         let rings = self.buffers.iter().chain(&self.sideband).map(|b| b.fd);
