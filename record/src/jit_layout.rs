@@ -112,36 +112,46 @@ pub(crate) fn exports_of(path: &str) -> Option<Exports> {
     let obj = object::File::parse(&map[..]).ok()?;
     let object::File::Elf64(elf) = &obj else { return None };
     let names = [(List::Jit, "__jit_debug_descriptor"), (List::Dex, "__dex_debug_descriptor")];
-    let lists: Vec<(List, u64)> =
-        names.into_iter().filter_map(|(list, name)| Some((list, defined_dynamic(elf, name)?))).collect();
+    let lists = defined_dynamic(elf, names);
     if lists.is_empty() {
         return None;
     }
     Some(Exports { lists, segments: LoadSegment::of(&obj) })
 }
 
-/// The address of `name` where the dynamic symbol table defines it.
-fn defined_dynamic(elf: &ElfFile64<'_, Endianness>, name: &str) -> Option<u64> {
+/// The addresses of the `names` that the dynamic symbol table defines.
+fn defined_dynamic<const N: usize>(
+    elf: &ElfFile64<'_, Endianness>,
+    names: [(List, &str); N],
+) -> Vec<(List, u64)> {
     let (endian, data) = (elf.endian(), elf.data());
     let sections = elf.elf_section_table();
-    let symbols = sections.symbols(endian, data, elf::SHT_DYNSYM).ok()?;
+    let Ok(symbols) = sections.symbols(endian, data, elf::SHT_DYNSYM) else { return Vec::new() };
     let versions = sections.versions(endian, data).ok().flatten().unwrap_or_default();
-    let name = name.as_bytes();
-    let found = if let Some((table, _)) = sections.gnu_hash(endian, data).ok().flatten() {
-        table.find(endian, name, elf::gnu_hash(name), None, &symbols, &versions)
-    } else if let Some((table, _)) = sections.hash(endian, data).ok().flatten() {
-        table.find(endian, name, elf::hash(name), None, &symbols, &versions)
-    } else {
-        // No hash table (a binary not made for the dynamic linker): every name is read.
-        let strings = symbols.strings();
-        symbols
-            .iter()
-            .enumerate()
-            .find(|(_, s)| s.name(endian, strings) == Ok(name))
-            .map(|(i, s)| (SymbolIndex(i), s))
+    let gnu = sections.gnu_hash(endian, data).ok().flatten();
+    let sysv = sections.hash(endian, data).ok().flatten();
+    let find = |name: &[u8]| {
+        if let Some((table, _)) = &gnu {
+            table.find(endian, name, elf::gnu_hash(name), None, &symbols, &versions)
+        } else if let Some((table, _)) = &sysv {
+            table.find(endian, name, elf::hash(name), None, &symbols, &versions)
+        } else {
+            // No hash table (a binary not made for the dynamic linker): every name is read.
+            let strings = symbols.strings();
+            symbols
+                .iter()
+                .enumerate()
+                .find(|(_, s)| s.name(endian, strings) == Ok(name))
+                .map(|(i, s)| (SymbolIndex(i), s))
+        }
     };
-    let (_, sym) = found?;
-    sym.is_definition(endian).then(|| sym.st_value(endian))
+    names
+        .into_iter()
+        .filter_map(|(list, name)| {
+            let (_, sym) = find(name.as_bytes())?;
+            sym.is_definition(endian).then(|| (list, sym.st_value(endian)))
+        })
+        .collect()
 }
 
 /// The code an ELF symbol file describes: its executable sections (whose addresses the runtime

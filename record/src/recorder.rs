@@ -236,8 +236,7 @@ impl Session {
     /// A tick set by the caller (`rperf top`'s refresh) is always a pass.
     fn quiet_tick(&self, last_pass: Instant, deadline: Option<Instant>) -> bool {
         let now = Instant::now();
-        let jit_due =
-            [self.sink.jit.work_at(), self.sink.jit.next_read()].into_iter().flatten().any(|t| t <= now);
+        let jit_due = self.jit_due_at().is_some_and(|t| t <= now);
         matches!(self.opts.target, Target::SystemWide)
             && self.opts.tick.is_none()
             && self.child.is_none()
@@ -247,6 +246,12 @@ impl Session {
             && !jit_due
             && self.sideband.iter().all(|b| b.ring.pending() == 0)
             && !self.sample_ring_due()
+    }
+
+    /// When the JIT reader is next due: symbol files waiting to be copied, or descriptors to
+    /// read at their own pace.
+    fn jit_due_at(&self) -> Option<Instant> {
+        self.sink.jit.work_at().into_iter().chain(self.sink.jit.next_read()).min()
     }
 
     /// Whether a sample ring is a quarter full, its wake-up watermark: a pass is due.
@@ -447,7 +452,7 @@ impl Session {
         }
         // Symbol files waiting to be copied are copied a little at a time, as soon as the JIT
         // reader may go on; JIT descriptors are read at their own pace.
-        for at in [self.sink.jit.work_at(), self.sink.jit.next_read()].into_iter().flatten() {
+        if let Some(at) = self.jit_due_at() {
             timeout = timeout.min(at.saturating_duration_since(Instant::now()).as_millis() as i32 + 1);
         }
         if let Some(d) = deadline {

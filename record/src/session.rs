@@ -430,11 +430,10 @@ impl Session {
         let mut held = Vec::with_capacity(rings.len());
         for (i, b) in rings.iter().enumerate() {
             let side = i < sideband.len();
-            let half_full = b.ring.pending() >= data[i].len() as u64 / 2;
-            sink.pressure = !side && half_full;
+            let len = data[i].len() as u64;
+            sink.pressure = !side && b.ring.pending() >= len / 2;
             // Side-band records held through the pass are not copied, and not written before
             // its end, where the processes that began and ended in it are left out.
-            let len = data[i].len() as u64;
             let held_up_to = if side { len / 4 * 3 } else { len / 2 };
             let hold = b.ring.pending() < held_up_to && !sink.trim;
             let end = b.ring.peek(&mut scratch, |at, rec| {
