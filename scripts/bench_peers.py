@@ -23,7 +23,14 @@ work in the program's context counts as the program's).
 `floor` is the kernel's part, which every perf_events sampler pays: the program's own elapsed
 time (GNU time, 10 ms steps) while `perf record` samples it at 4000 Hz without call graphs.
 Each recorder's overhead above it is its own. `rperf-nocg` (only when `--recorders` names it) is
-rperf without call graphs: between it and rperf lies what DWARF call graphs cost.
+rperf without call graphs: between it and rperf lies what DWARF call graphs cost;
+`--stack-sizes 8192,16384` adds rperf with those DWARF stack sizes (`rperf-dwarf,SIZE`).
+
+Every program runs under GNU time, alone too, and a second table gives its own CPU time (user +
+system) under each recorder over its time alone (the median of the rounds' ratios), which
+holds the kernel's sampling work in its context and what that work costs it after (caches,
+in a VM the hypervisor's part of each timer interrupt), and, for rperf, the share of samples
+whose stack its unwinding cut (`Unwound while recording`).
 
 Reporting: each recording (of the last round) is read by every tool that reads it: `rperf
 report` (perf.data of rperf, perf and simpleperf), `perf report --stdio` (rperf's and perf's),
@@ -38,11 +45,13 @@ peer of samply's import (which builds one call tree).
 median of each round's rperf/base wall-time ratio; `--recorders` picks the peers that record.
 
 Usage: scripts/bench_peers.py [--rounds 3] [--report-rounds N] [--only g++,xz] [--readers LIST]
-                              [--recorders LIST] [--baseline OTHER_RPERF] [--keep DIR [--reuse]]
+                              [--recorders LIST] [--stack-sizes LIST] [--baseline OTHER_RPERF]
+                              [--keep DIR [--reuse]]
 """
 import argparse
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -103,7 +112,7 @@ def inputs(work):
     }
 
 
-def recorders(rperf, baseline=None):
+def recorders(rperf, baseline=None, stack_sizes=()):
     """{tool: (command before the program, given the output path, the output's file name)};
     `baseline`, another rperf build, records as `base`."""
     out = {
@@ -121,10 +130,17 @@ def recorders(rperf, baseline=None):
     # rperf without call graphs (named in --recorders only): what the call graphs add.
     out["rperf-nocg"] = (lambda o: [rperf, "record", "-e", "cpu-clock", "-F", "4000", "-o", o, "--"],
                          "rperf-nocg.data")
-    # The kernel's sampling alone: the program's own time (GNU time inside perf) while perf
-    # samples it at 4000 Hz without call graphs, leaving out perf's start and its build-id pass.
-    out["floor"] = (lambda o: ["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000", "-o", o, "--",
-                               "/usr/bin/time", "-f", "%e", "-o", o + ".elapsed"], "floor.data")
+    # rperf with other DWARF stack sizes (named by --stack-sizes): what a smaller copy saves
+    # the program, and how many more stacks it cuts.
+    for size in stack_sizes:
+        out[f"rperf-dwarf,{size}"] = (lambda o, size=size: [rperf, "record", "-e", "cpu-clock", "-F", "4000",
+                                                            "--call-graph", f"dwarf,{size}", "-o", o, "--"],
+                                      f"rperf-dwarf-{size}.data")
+    # The kernel's sampling alone: the program's own time (GNU time inside perf, as for every
+    # recorder) while perf samples it at 4000 Hz without call graphs, leaving out perf's start
+    # and its build-id pass.
+    out["floor"] = (lambda o: ["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000", "-o", o, "--"],
+                    "floor.data")
     return out
 
 
@@ -148,15 +164,23 @@ def readers(rperf, work):
 
 def timed(cmd, cwd):
     """(wall seconds, the command's own peak RSS in MiB, CPU seconds of the command and the
-    processes it waited for): a recorder's RSS, sampled (its program's memory is not counted)."""
+    processes it waited for, its stderr): a recorder's RSS, sampled (its program's memory is not
+    counted)."""
     start = time.perf_counter()
-    _, hwm, cpu = run_measured(cmd, cwd=cwd, check=True)
+    err, hwm, cpu = run_measured(cmd, cwd=cwd, check=True)
     wall = time.perf_counter() - start
-    return wall, hwm / 1024, cpu
+    return wall, hwm / 1024, cpu, err
+
+
+def cut_share(err):
+    """The share of samples whose stack rperf's unwinding stopped before the end (its
+    `Unwound while recording` line), or NaN where the recorder printed none."""
+    m = re.search(r"Unwound while recording: \d+ samples, \d+ \(([\d.]+)%\) stopped", err)
+    return float(m.group(1)) / 100 if m else float("nan")
 
 
 def program_cpu(path):
-    """The user and system seconds GNU time wrote to path."""
+    """The user and system seconds GNU time wrote to path (its last two figures)."""
     with open(path) as f:
         return sum(float(x) for x in f.read().split()[-2:])
 
@@ -192,27 +216,25 @@ def record_rounds(work, programs, tools, rounds):
             order = ["alone", *tools]
             order = order[r % len(order):] + order[:r % len(order)]
             for t in order:
-                if t == "alone":
-                    full = cmd
-                elif t == "floor":
-                    make, name = tools[t]
-                    out = os.path.join(folder, name)
-                    full = make(out) + cmd
-                else:
-                    make, name = tools[t]
-                    out = os.path.join(folder, name)
-                    full = make(out) + ["/usr/bin/time", "-f", "%U %S", "-o", out + ".program"] + cmd
-                wall, mib, cpu = timed(full, folder)
+                # Every program runs under GNU time (inside the recorder), alone as well, for
+                # its own CPU time: the kernel's sampling work in its context is counted there.
+                out = os.path.join(folder, tools[t][1] if t != "alone" else "alone")
+                timing = ["/usr/bin/time", "-f", "%e %U %S", "-o", out + ".program"]
+                full = (tools[t][0](out) if t != "alone" else []) + timing + cmd
+                wall, mib, cpu, err = timed(full, folder)
+                program = program_cpu(out + ".program")
                 if t == "floor":
-                    with open(out + ".elapsed") as f:
-                        wall = float(f.read().split()[-1])
+                    with open(out + ".program") as f:
+                        wall = float(f.read().split()[-3])
                     cpu = float("nan")
                 elif t != "alone":
-                    cpu -= program_cpu(out + ".program")
+                    cpu -= program
                 if t == "simpleperf":
                     subprocess.run(["python3", FIX_META, out], check=True)
-                results.setdefault((w, t), []).append((wall, mib, cpu))
-                print(f"  round {r + 1} {w:8} {t:10} {wall:7.3f} s {mib:7.1f} MiB {cpu:6.2f} s CPU", file=sys.stderr)
+                cut = cut_share(err) if t.startswith("rperf") or t == "base" else float("nan")
+                results.setdefault((w, t), []).append((wall, mib, cpu, program, cut))
+                print(f"  round {r + 1} {w:8} {t:14} {wall:7.3f} s {mib:7.1f} MiB {cpu:6.2f} s CPU, "
+                      f"program {program:6.2f} s", file=sys.stderr)
     return results
 
 
@@ -246,6 +268,30 @@ def report_rounds(work, programs, tools, reads, rounds):
     return results
 
 
+def field(run, i):
+    """Field i of a round's figures (NaN in figures an older run saved without it)."""
+    return run[i] if len(run) > i else float("nan")
+
+
+def print_program_table(programs, names, rec):
+    """The program's own CPU time under each recorder, over its time alone (the median of the
+    rounds' ratios: a round runs every command once, so a slow stretch of the host moves both),
+    and the share of samples whose stack rperf's unwinding cut."""
+    print("\n## The program's own CPU time (user + system, GNU time) over alone's, median of the rounds' "
+          "ratios; rperf: share of stacks cut\n")
+    print("| workload | alone CPU s | " + " | ".join(names) + " |")
+    print("|---|---|" + "---|" * len(names))
+    for w in programs:
+        alone = rec[(w, "alone")]
+        cells = []
+        for t in names:
+            runs = rec.get((w, t), [])
+            ratio = median([field(x, 3) / field(a, 3) for x, a in zip(runs, alone)])
+            cut = median([field(x, 4) for x in runs])
+            cells.append(f"{(ratio - 1) * 100:+.1f}%" + (f", {cut * 100:.2f}% cut" if cut == cut else ""))
+        print(f"| {w} | {median([field(a, 3) for a in alone]):.2f} | " + " | ".join(cells) + " |")
+
+
 def print_tables(programs, tools, rec, rep):
     print("\n## Recording: wall time over the program alone, the recorder's peak RSS and own CPU s (medians)\n")
     names = list(tools)
@@ -258,12 +304,13 @@ def print_tables(programs, tools, rec, rep):
         for t in names:
             runs = rec.get((w, t), [])
             over[t] = median([x[0] for x in runs]) / alone - 1
-            cpu = median([x[2] if len(x) > 2 else float("nan") for x in runs])
+            cpu = median([field(x, 2) for x in runs])
             cells.append(f"{over[t] * 100:+.1f}%, {median([x[1] for x in runs]):.1f}"
                          + (f", {cpu:.2f}" if cpu == cpu else ""))
         ratios = ", ".join(f"{t} {over['rperf'] / over[t]:.2f}" for t in names if t != "rperf" and over[t] > 0)
         above = f"{((1 + over['rperf']) / (1 + over['floor']) - 1) * 100:+.1f}%" if "floor" in over else "-"
         print(f"| {w} | {alone:.3f} | " + " | ".join(cells) + f" | {ratios} | {above} |")
+    print_program_table(programs, names, rec)
     if "base" in names:
         print("\nrperf's wall time over base's, median of the rounds' ratios: " + ", ".join(
             f"{w} {median([a[0] / b[0] for a, b in zip(rec[(w, 'rperf')], rec[(w, 'base')])]):.3f}"
@@ -295,6 +342,8 @@ def main():
     ap.add_argument("--recorders", help="comma-separated recorders (perf, simpleperf, samply, floor, "
                                         "rperf-nocg; rperf always); default all but rperf-nocg")
     ap.add_argument("--baseline", help="another rperf build, recording in the same rounds as `base`")
+    ap.add_argument("--stack-sizes", default="",
+                    help="comma-separated DWARF stack sizes to record rperf with as well (`rperf-dwarf,SIZE`)")
     ap.add_argument("--keep", help="work folder (kept; a temporary one otherwise)")
     ap.add_argument("--reuse", action="store_true",
                     help="with --keep: reuse the recordings and recording figures an earlier run left there")
@@ -310,9 +359,10 @@ def main():
     programs = inputs(work)
     if args.only:
         programs = {w: c for w, c in programs.items() if w in args.only.split(",")}
-    tools = recorders(rperf, args.baseline)
+    sizes = [int(x) for x in args.stack_sizes.split(",") if x]
+    tools = recorders(rperf, args.baseline, sizes)
     if args.recorders:
-        keep = {"rperf", "base", *args.recorders.split(",")}
+        keep = {"rperf", "base", *args.recorders.split(","), *(f"rperf-dwarf,{x}" for x in sizes)}
         tools = {t: r for t, r in tools.items() if t in keep}
     else:
         tools.pop("rperf-nocg")
