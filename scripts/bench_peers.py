@@ -307,7 +307,8 @@ def print_tables(programs, tools, rec, rep):
             cpu = median([field(x, 2) for x in runs])
             cells.append(f"{over[t] * 100:+.1f}%, {median([x[1] for x in runs]):.1f}"
                          + (f", {cpu:.2f}" if cpu == cpu else ""))
-        ratios = ", ".join(f"{t} {over['rperf'] / over[t]:.2f}" for t in names if t != "rperf" and over[t] > 0)
+        ratios = ", ".join(f"{t} {over['rperf'] / over[t]:.2f}" for t in names
+                           if not t.startswith("rperf") and over[t] > 0)
         above = f"{((1 + over['rperf']) / (1 + over['floor']) - 1) * 100:+.1f}%" if "floor" in over else "-"
         print(f"| {w} | {alone:.3f} | " + " | ".join(cells) + f" | {ratios} | {above} |")
     print_program_table(programs, names, rec)
@@ -379,7 +380,8 @@ def main():
         keep = {"rperf", *args.readers.split(",")}
         reads = {t: r for t, r in reads.items() if t in keep}
     rep = report_rounds(work, programs, tools, reads, args.report_rounds or args.rounds)
-    print(f"# bench_peers.py --rounds {args.rounds}: {os.uname().nodename}, {os.cpu_count()} CPUs; work folder {work}")
+    rounds = max(len(runs) for (_, t), runs in rec.items() if t == "alone")
+    print(f"# bench_peers.py, {rounds} recording rounds: {os.uname().nodename}, {os.cpu_count()} CPUs; work folder {work}")
     print_tables(programs, tools, rec, rep)
 
 
