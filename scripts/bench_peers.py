@@ -27,10 +27,10 @@ rperf without call graphs: between it and rperf lies what DWARF call graphs cost
 `--stack-sizes 8192,16384` adds rperf with those DWARF stack sizes (`rperf-dwarf,SIZE`).
 
 Every program runs under GNU time, alone too, and a second table gives its own CPU time (user +
-system) under each recorder over its time alone (the median of the rounds' ratios), which
-holds the kernel's sampling work in its context and what that work costs it after (caches,
-in a VM the hypervisor's part of each timer interrupt), and, for rperf, the share of samples
-whose stack its unwinding cut (`Unwound while recording`).
+system) under each recorder over its time alone (the median of the rounds' ratios) and how its
+system time moved. That time holds the kernel's sampling work in the program's context and what
+the work costs it after (caches; in a VM, the hypervisor's part of each timer interrupt). For
+rperf the table gives the share of samples whose stack its unwinding cut (`Unwound while recording`).
 
 Reporting: each recording (of the last round) is read by every tool that reads it: `rperf
 report` (perf.data of rperf, perf and simpleperf), `perf report --stdio` (rperf's and perf's),
@@ -182,7 +182,8 @@ def cut_share(err):
 def program_cpu(path):
     """The user and system seconds GNU time wrote to path (its last two figures)."""
     with open(path) as f:
-        return sum(float(x) for x in f.read().split()[-2:])
+        user, system = (float(x) for x in f.read().split()[-2:])
+    return user, system
 
 
 def timed_report(cmd, cwd, env=None):
@@ -222,7 +223,8 @@ def record_rounds(work, programs, tools, rounds):
                 timing = ["/usr/bin/time", "-f", "%e %U %S", "-o", out + ".program"]
                 full = (tools[t][0](out) if t != "alone" else []) + timing + cmd
                 wall, mib, cpu, err = timed(full, folder)
-                program = program_cpu(out + ".program")
+                user, system = program_cpu(out + ".program")
+                program = user + system
                 if t == "floor":
                     with open(out + ".program") as f:
                         wall = float(f.read().split()[-3])
@@ -232,7 +234,7 @@ def record_rounds(work, programs, tools, rounds):
                 if t == "simpleperf":
                     subprocess.run(["python3", FIX_META, out], check=True)
                 cut = cut_share(err) if t.startswith("rperf") or t == "base" else float("nan")
-                results.setdefault((w, t), []).append((wall, mib, cpu, program, cut))
+                results.setdefault((w, t), []).append((wall, mib, cpu, program, cut, system))
                 print(f"  round {r + 1} {w:8} {t:14} {wall:7.3f} s {mib:7.1f} MiB {cpu:6.2f} s CPU, "
                       f"program {program:6.2f} s", file=sys.stderr)
     return results
@@ -276,9 +278,10 @@ def field(run, i):
 def print_program_table(programs, names, rec):
     """The program's own CPU time under each recorder, over its time alone (the median of the
     rounds' ratios: a round runs every command once, so a slow stretch of the host moves both),
-    and the share of samples whose stack rperf's unwinding cut."""
+    how much of it is system time (the median of the rounds' differences), and the share of
+    samples whose stack rperf's unwinding cut."""
     print("\n## The program's own CPU time (user + system, GNU time) over alone's, median of the rounds' "
-          "ratios; rperf: share of stacks cut\n")
+          "ratios; the system time's part; rperf: share of stacks cut\n")
     print("| workload | alone CPU s | " + " | ".join(names) + " |")
     print("|---|---|" + "---|" * len(names))
     for w in programs:
@@ -288,7 +291,9 @@ def print_program_table(programs, names, rec):
             runs = rec.get((w, t), [])
             ratio = median([field(x, 3) / field(a, 3) for x, a in zip(runs, alone)])
             cut = median([field(x, 4) for x in runs])
-            cells.append(f"{(ratio - 1) * 100:+.1f}%" + (f", {cut * 100:.2f}% cut" if cut == cut else ""))
+            system = median([field(x, 5) - field(a, 5) for x, a in zip(runs, alone)])
+            cells.append(f"{(ratio - 1) * 100:+.1f}% (system {system:+.2f} s)"
+                         + (f", {cut * 100:.2f}% cut" if cut == cut else ""))
         print(f"| {w} | {median([field(a, 3) for a in alone]):.2f} | " + " | ".join(cells) + " |")
 
 
