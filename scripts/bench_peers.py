@@ -179,11 +179,11 @@ def cut_share(err):
     return float(m.group(1)) / 100 if m else float("nan")
 
 
-def program_cpu(path):
-    """The user and system seconds GNU time wrote to path (its last two figures)."""
+def program_times(path):
+    """The elapsed, user and system seconds GNU time wrote to path (its last three figures)."""
     with open(path) as f:
-        user, system = (float(x) for x in f.read().split()[-2:])
-    return user, system
+        elapsed, user, system = (float(x) for x in f.read().split()[-3:])
+    return elapsed, user, system
 
 
 def timed_report(cmd, cwd, env=None):
@@ -223,12 +223,10 @@ def record_rounds(work, programs, tools, rounds):
                 timing = ["/usr/bin/time", "-f", "%e %U %S", "-o", out + ".program"]
                 full = (tools[t][0](out) if t != "alone" else []) + timing + cmd
                 wall, mib, cpu, err = timed(full, folder)
-                user, system = program_cpu(out + ".program")
+                elapsed, user, system = program_times(out + ".program")
                 program = user + system
                 if t == "floor":
-                    with open(out + ".program") as f:
-                        wall = float(f.read().split()[-3])
-                    cpu = float("nan")
+                    wall, cpu = elapsed, float("nan")
                 elif t != "alone":
                     cpu -= program
                 if t == "simpleperf":
