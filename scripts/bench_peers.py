@@ -219,9 +219,9 @@ def record_rounds(work, programs, tools, rounds):
             for t in order:
                 # Every program runs under GNU time (inside the recorder), alone as well, for
                 # its own CPU time: the kernel's sampling work in its context is counted there.
-                out = os.path.join(folder, tools[t][1] if t != "alone" else "alone")
-                timing = ["/usr/bin/time", "-f", "%e %U %S", "-o", out + ".program"]
-                full = (tools[t][0](out) if t != "alone" else []) + timing + cmd
+                make, name = tools[t] if t != "alone" else (lambda o: [], "alone")
+                out = os.path.join(folder, name)
+                full = make(out) + ["/usr/bin/time", "-f", "%e %U %S", "-o", out + ".program"] + cmd
                 wall, mib, cpu, err = timed(full, folder)
                 elapsed, user, system = program_times(out + ".program")
                 program = user + system

@@ -42,6 +42,11 @@ pub(crate) fn data_pages(opts: &RecordOptions) -> usize {
     (bytes / page).max(1).next_power_of_two()
 }
 
+/// The bytes a sample ring holds when the kernel wakes the recorder: a quarter of it.
+pub(crate) fn sample_watermark(data_pages: usize) -> usize {
+    data_pages * sys::page_size() / 4
+}
+
 pub(crate) fn make_attr(
     spec: &EventSpec,
     rate: Option<Rate>,
@@ -91,7 +96,7 @@ pub(crate) fn make_attr(
     a.set_use_clockid(1);
     a.clockid = opts.clockid;
     a.set_watermark(1);
-    a.__bindgen_anon_2.wakeup_watermark = (data_pages * sys::page_size() / 4) as u32;
+    a.__bindgen_anon_2.wakeup_watermark = sample_watermark(data_pages) as u32;
     if let CallGraph::Dwarf { stack_size } = opts.call_graph {
         a.set_exclude_callchain_user(1);
         a.sample_regs_user = sys::USER_REGS_MASK;

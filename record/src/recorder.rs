@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use rperf_perfdata::feature;
 
+use crate::attr::sample_watermark;
 use crate::control::{Control, ControlLine, Dialect, CONTROL_LINE_MAX};
 use crate::launch::{self, Launched};
 use crate::options::RecordOptions;
@@ -256,8 +257,8 @@ impl Session {
 
     /// Whether a sample ring is a quarter full, its wake-up watermark: a pass is due.
     fn sample_ring_due(&self) -> bool {
-        let quarter = (self.data_pages * sys::page_size() / 4) as u64;
-        self.buffers.iter().any(|b| b.ring.pending() >= quarter)
+        let watermark = sample_watermark(self.data_pages) as u64;
+        self.buffers.iter().any(|b| b.ring.pending() >= watermark)
     }
 
     /// Carries out the commands that came on `--control` or stdin; true when one was `stop`
