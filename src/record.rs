@@ -77,9 +77,14 @@ pub struct RecordArgs {
     /// and counted.
     #[arg(long = "jit-max-image", value_name = "SIZE", default_value = "16M")]
     jit_max_image: String,
-    /// The most bytes of JIT symbol files copied in all; the rest are left out and counted.
+    /// The most bytes of JIT symbol files, symbol maps and jitdumps copied in all; the rest
+    /// are left out and counted.
     #[arg(long = "jit-max-total", value_name = "SIZE", default_value = "256M")]
     jit_max_total: String,
+    /// The largest JIT symbol map (/tmp/perf-PID.map) or jitdump copied into the recording;
+    /// larger ones are left out and counted.
+    #[arg(long = "jit-max-map", value_name = "SIZE", default_value = "64M")]
+    jit_max_map: String,
     /// With DWARF call graphs, keep each sample's registers and stack copy in the file for
     /// `rperf report` to unwind (on another machine, with other binaries), instead of unwinding
     /// while recording (`--post-unwind`, the default).
@@ -249,6 +254,7 @@ fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
         jit_limits: rperf_record::JitLimits {
             image: parse_size(&a.jit_max_image).context("--jit-max-image")?,
             total: parse_size(&a.jit_max_total).context("--jit-max-total")?,
+            map: parse_size(&a.jit_max_map).context("--jit-max-map")?,
         },
         post_unwind: !a.no_post_unwind,
         clockid: rperf_record::parse_clockid(&a.clockid).map_err(anyhow::Error::msg)?,

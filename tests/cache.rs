@@ -246,6 +246,35 @@ fn a_cache_folder_under_a_folder_others_can_write_is_not_used() {
     assert!(!files(&cache, "kallsyms-").is_empty());
 }
 
+/// A cache folder named through a link another user owns in a sticky folder (as `/tmp` is)
+/// is not used: that user can point the link at any folder of root's at any time.
+#[test]
+fn a_cache_folder_through_another_users_link_is_not_used() {
+    let dir = scratch("cache_their_link");
+    let data = perf_record_dd(&dir, "100000");
+    let sticky = dir.join("tmp");
+    std::fs::create_dir_all(&sticky).unwrap();
+    std::fs::set_permissions(&sticky, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let target = dir.join("roots-folder");
+    std::fs::create_dir_all(&target).unwrap();
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let link = sticky.join("cache");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let st = Command::new("chown").args(["-h", "65534:65534"]).arg(&link).status().unwrap();
+    assert!(st.success());
+    for cache in [link.clone(), link.join("rperf")] {
+        let o = run(rperf()
+            .env("RPERF_CACHE_DIR", &cache)
+            .env("HOME", dir.join("home"))
+            .args(["report", "--sort", "dso,symbol", "-i"])
+            .arg(&data));
+        assert!(o.status.success(), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains("is not used") && err.contains("belongs to another user (uid 65534)"), "{err}");
+        assert!(files(&target, "").is_empty(), "root wrote where the link leads: {:?}", files(&target, ""));
+    }
+}
+
 /// tests/programs/inline.cpp built as `exe`, its debug sections compressed as `gz` says.
 fn build_inline(exe: &Path, gz: &str) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/programs/inline.cpp");

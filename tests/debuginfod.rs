@@ -364,6 +364,23 @@ fn the_cache_follows_the_shared_machine_rules() {
     assert!(stderr(&o).contains("debuginfod: not used: the cache folder"), "{}", stderr(&o));
     assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0);
 
+    // A cache folder reached through a link another user owns in a sticky folder is not used,
+    // and nothing is made where the link leads.
+    let sticky = s.dir.join("tmp");
+    std::fs::create_dir(&sticky).unwrap();
+    std::fs::set_permissions(&sticky, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let target = s.dir.join("roots-folder");
+    std::fs::create_dir(&target).unwrap();
+    let link = sticky.join("debuginfod");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let st = Command::new("chown").args(["-h", "65534:65534"]).arg(&link).status().unwrap();
+    assert!(st.success());
+    let env = [("DEBUGINFOD_URLS", server.url.as_str()), ("DEBUGINFOD_CACHE_PATH", link.to_str().unwrap())];
+    let o = report(&s.data, &env, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("belongs to another user (uid 65534)"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0);
+
     // A link planted where a fetched file goes is replaced, never written through.
     let cache = s.dir.join("cache");
     let folder = cache.join(&s.main_id);

@@ -173,3 +173,46 @@ fn node_perf_prof_jitdump_without_an_inject_step() {
     std::fs::remove_file(&dumps[0]).unwrap();
     assert_eq!(share(&data), before, "the recording keeps the jitdump");
 }
+
+/// The symbol maps `rperf record` copies into the recording are bounded and checked: any user
+/// can leave any file at `/tmp/perf-PID.map` for a process of theirs, and root's `record -a`
+/// would copy it. A map larger than `--jit-max-map`, past `--jit-max-total`, or not map text
+/// is left out and said; a real map is kept.
+#[test]
+fn recorded_maps_are_bounded_and_must_be_maps() {
+    let dir = scratch("jit_map_bounds");
+    let script = dir.join("leaves-a-map.sh");
+    write_executable(
+        &script,
+        "#!/bin/sh\necho $$\ncase \"$1\" in\n\
+         good) i=0; while [ $i -lt 100 ]; do echo \"$((4096 + i * 16)) 10 rperf_kept_marker_$i\"; i=$((i+1)); done > /tmp/perf-$$.map ;;\n\
+         sparse) truncate -s 1G /tmp/perf-$$.map ;;\n\
+         zeros) truncate -s 1M /tmp/perf-$$.map ;;\n\
+         esac\ni=0; while [ $i -lt 200000 ]; do i=$((i+1)); done\n",
+    );
+    let record = |extra: &[&str]| {
+        let data = dir.join("perf.data");
+        let both = format!("{0} good & {0} sparse & {0} zeros & wait", script.display());
+        let o = run(rperf().args(["record", "-o"]).arg(&data).args(extra).args(["--", "sh", "-c", &both]));
+        for pid in stdout(&o).lines() {
+            std::fs::remove_file(format!("/tmp/perf-{}.map", pid.trim())).ok();
+        }
+        assert!(o.status.success(), "{}", stderr(&o));
+        (std::fs::read(&data).unwrap(), stderr(&o))
+    };
+    let (bytes, err) = record(&[]);
+    let holds = |b: &[u8], s: &str| b.windows(s.len()).any(|w| w == s.as_bytes());
+    assert!(holds(&bytes, "rperf_kept_marker_99\n"), "the real map is kept: {err}");
+    assert!(bytes.len() < 8 << 20, "{} bytes: a map left out was copied", bytes.len());
+    assert!(
+        err.contains(
+            "1 JIT symbol maps or jitdumps (1.0 GiB) were not kept: 1 larger than 64.0 MiB (--jit-max-map)"
+        ),
+        "{err}"
+    );
+    assert!(err.contains(".map is not a JIT symbol map (line 1 is not `START SIZE NAME`)"), "{err}");
+    // Past the total, the real map is left out too.
+    let (bytes, err) = record(&["--jit-max-total", "1K"]);
+    assert!(!holds(&bytes, "rperf_kept_marker_"), "{err}");
+    assert!(err.contains("past 1.0 KiB of JIT files in all (--jit-max-total)"), "{err}");
+}

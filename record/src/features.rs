@@ -59,17 +59,6 @@ impl Session {
         };
         f.push((feature::RPERF_INFO, info.encode()));
         f.extend(self.build_ids());
-        let mut refused = Vec::new();
-        if let Some(dumps) = jitdumps_feature(&self.sink.jitdumps, &mut refused) {
-            f.push((feature::RPERF_JITDUMPS, dumps));
-        }
-        if let Some(maps) = perf_maps_feature(&self.sink.pids, &mut refused) {
-            f.push((feature::RPERF_PERF_MAPS, maps));
-        }
-        for why in refused {
-            note(&why);
-            self.notes.push(why);
-        }
         match self.kernel.finish(&self.sink.kernel_hits, &mut self.sink.writer) {
             Ok(Some(snap)) => f.push((feature::RPERF_KALLSYMS, snap.into_bytes())),
             Ok(None) => {}
@@ -136,43 +125,4 @@ fn cpu_model() -> Option<String> {
 fn total_mem_kb() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     info.lines().find_map(|l| l.strip_prefix("MemTotal:"))?.split_whitespace().next()?.parse().ok()
-}
-
-/// The `/tmp/perf-PID.map` files of `pids` that exist, as rperf's JIT symbol-map section: kept
-/// in the recording so that reports work after the runtime has exited, /tmp was cleaned, or on
-/// another machine. Only regular files of rperf's user, root or the process's owner are read
-/// (`notes` hears of the others), up to 1 GiB each.
-pub(crate) fn perf_maps_feature(
-    pids: &std::collections::BTreeMap<u32, Option<u32>>,
-    notes: &mut Vec<String>,
-) -> Option<Vec<u8>> {
-    let maps: Vec<(u32, Vec<u8>)> = pids
-        .iter()
-        .filter_map(|(pid, owner)| {
-            Some((*pid, read_jit_file(&format!("/tmp/perf-{pid}.map"), *owner, notes)?))
-        })
-        .collect();
-    (!maps.is_empty()).then(|| rperf_perfdata::sections::encode_perf_maps(&maps))
-}
-
-/// The jitdump files that exist, as rperf's jitdump section, read as the maps are.
-pub(crate) fn jitdumps_feature(
-    paths: &std::collections::BTreeMap<String, Option<u32>>,
-    notes: &mut Vec<String>,
-) -> Option<Vec<u8>> {
-    let dumps: Vec<(String, Vec<u8>)> =
-        paths.iter().filter_map(|(p, owner)| Some((p.clone(), read_jit_file(p, *owner, notes)?))).collect();
-    (!dumps.is_empty()).then(|| rperf_perfdata::sections::encode_jitdumps(&dumps))
-}
-
-fn read_jit_file(path: &str, owner: Option<u32>, notes: &mut Vec<String>) -> Option<Vec<u8>> {
-    use rperf_symbols::trusted::{self, Owners, Refusal};
-    match trusted::read(std::path::Path::new(path), 1 << 30, Owners::Trusted(owner), false) {
-        Ok(b) => Some(b),
-        Err(Refusal::Missing) => None,
-        Err(Refusal::Unsafe(why)) => {
-            notes.push(format!("{path} {why}; its JIT symbols are not kept in the recording"));
-            None
-        }
-    }
 }

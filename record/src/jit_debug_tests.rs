@@ -38,7 +38,7 @@ fn reads_a_list_in_memory() {
     desc[0] = 1 | (1 << 32);
     desc[1] = &*a as *const CodeEntry as u64;
     desc[2] = &*a as *const CodeEntry as u64;
-    let mut r = JitDebugReader::new(true, JitLimits { image: 1 << 40, total: 1 << 40 });
+    let mut r = JitDebugReader::new(true, JitLimits { image: 1 << 40, total: 1 << 40, map: 1 << 40 });
     r.store.keep_fresh();
     let pid = std::process::id();
     let mut w = Watched::new(List::Jit, desc.as_ptr() as u64, 5, 0);
@@ -81,7 +81,7 @@ fn reads_a_list_in_memory() {
 fn what_is_no_descriptor_is_read_once_and_let_go() {
     let text = b"sub1_sub2_sub3_sub4_sub5_sub6\0".to_vec();
     let table = [text.as_ptr() as u64; 7];
-    let mut r = JitDebugReader::new(true, JitLimits { image: 1 << 40, total: 1 << 40 });
+    let mut r = JitDebugReader::new(true, JitLimits { image: 1 << 40, total: 1 << 40, map: 1 << 40 });
     let pid = std::process::id();
     r.processes.insert(pid, vec![Watched::new(List::Jit, table.as_ptr() as u64, 0, 0)]);
     r.poll_process(pid, true);

@@ -19,13 +19,15 @@ use rperf_perfdata::JitSymfile;
 pub struct JitLimits {
     /// The largest symbol file copied, in bytes.
     pub image: u64,
-    /// The most bytes of symbol files copied in all.
+    /// The most bytes of symbol files copied in all, symbol maps and jitdumps included.
     pub total: u64,
+    /// The largest symbol map (`/tmp/perf-PID.map`) or jitdump copied, in bytes.
+    pub map: u64,
 }
 
 impl Default for JitLimits {
     fn default() -> JitLimits {
-        JitLimits { image: 16 << 20, total: 256 << 20 }
+        JitLimits { image: 16 << 20, total: 256 << 20, map: 64 << 20 }
     }
 }
 
@@ -78,6 +80,11 @@ impl JitStore {
         *refuse += 1;
         self.skipped_bytes = self.skipped_bytes.saturating_add(size);
         false
+    }
+
+    /// Bytes of symbol files kept.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
     }
 
     /// Symbol files of these sizes were still waiting to be copied when their process exited or
@@ -203,7 +210,7 @@ impl JitStore {
 }
 
 /// `bytes` for people: `16 MiB`, `1.5 GiB`, `900 B`.
-fn size(bytes: u64) -> String {
+pub(crate) fn size(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
         b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),

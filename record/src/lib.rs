@@ -26,6 +26,7 @@ mod error;
 pub mod event;
 mod features;
 mod jit_debug;
+mod jit_files;
 mod jit_layout;
 mod jit_store;
 mod kernel_symbols;

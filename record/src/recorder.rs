@@ -9,6 +9,7 @@ use rperf_perfdata::feature;
 
 use crate::attr::sample_watermark;
 use crate::control::{Control, ControlLine, Dialect, CONTROL_LINE_MAX};
+use crate::jit_files::JitFiles;
 use crate::launch::{self, Launched};
 use crate::options::RecordOptions;
 use crate::procfs;
@@ -385,10 +386,19 @@ impl Session {
         let mut features: Vec<(u32, writer::Feature)> =
             self.features(note).into_iter().map(|(id, b)| (id, writer::Feature::Bytes(b))).collect();
         self.sink.jit.finish();
+        let mut files = JitFiles::new(self.opts.jit_limits, self.sink.jit.store.bytes());
+        if let Some((file, len)) = files.jitdumps(&self.sink.jitdumps) {
+            features.push((feature::RPERF_JITDUMPS, writer::Feature::File(file, len)));
+        }
+        if let Some((file, len)) = files.perf_maps(&self.sink.pids) {
+            features.push((feature::RPERF_PERF_MAPS, writer::Feature::File(file, len)));
+        }
         if let Some((file, len)) = self.sink.jit.store.section() {
             features.push((feature::RPERF_JIT_SYMFILES, writer::Feature::File(file, len)));
         }
-        for n in self.sink.jit.store.summary().into_iter().chain(self.sink.jit.store.error.take()) {
+        let store = &mut self.sink.jit.store;
+        let left_out = std::mem::take(&mut files.notes).into_iter().chain(files.summary());
+        for n in left_out.chain(store.summary()).chain(store.error.take()) {
             note(&n);
             self.notes.push(n);
         }

@@ -8,13 +8,16 @@
 //! and is either written by no one else or sticky with the next folder down this user's or
 //! root's. Otherwise reports run without it, and say so once (`take_warning`).
 //!
-//! The path is walked once, component by component, without following links, and every later
+//! The path is walked once, component by component; a link on it is read and its target walked
+//! the same way (a link of another user is refused), and every later
 //! operation (open, create, rename, remove, list) is made relative to the descriptor of the
 //! folder that was checked: swapping a folder of the path afterwards changes nothing. Files
 //! are created readable by their owner only, never through a symbolic link, written under a
 //! name of their own and then renamed into place, so a reader never sees half a file; files
 //! are read only when they are regular files of this user.
 
+use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
@@ -109,67 +112,147 @@ fn private(stat: &FileStat) -> bool {
     stat.st_uid == me() && stat.st_mode & 0o022 == 0
 }
 
-impl Dir {
-    /// Opens the folder at `path` (creating what is missing, 0700) by walking it from `/` one
-    /// component at a time, and checks that no other user can change where the walk leads; the
-    /// error says what could.
-    pub fn open(path: &Path) -> Result<Dir, String> {
-        let absolute = if path.is_absolute() {
-            path.to_path_buf()
-        } else {
-            std::env::current_dir().map_err(|e| format!("the current folder is unknown ({e})"))?.join(path)
-        };
-        // Links are resolved once, up front, in the part that exists; the walk then follows none.
-        let mut existing = absolute.as_path();
-        let mut missing = Vec::new();
-        let resolved = loop {
-            match std::fs::canonicalize(existing) {
-                Ok(p) => break p,
-                Err(_) => {
-                    missing.push(existing.file_name().ok_or("it cannot be reached")?.to_owned());
-                    existing = existing.parent().ok_or("it cannot be reached")?;
-                }
-            }
-        };
-        let walk = missing.iter().rev().fold(resolved, |p, name| p.join(name));
+/// The most links one path may lead through (the kernel's own limit).
+const MAX_LINKS: usize = 40;
 
-        let mut fd =
-            openat(nix::fcntl::AT_FDCWD, "/", SEARCH, Mode::empty()).map_err(|e| format!("/: {e}"))?;
-        let mut stat = fstat(&fd).map_err(|e| format!("/: {e}"))?;
-        let mut at = PathBuf::from("/");
-        check_owner(&at, &stat)?;
-        let names: Vec<_> = walk
-            .components()
-            .filter_map(|c| if let Component::Normal(n) = c { Some(n) } else { None })
-            .collect();
-        for (i, name) in names.iter().enumerate() {
-            let last = i + 1 == names.len();
-            let child = at.join(name);
-            // An entry of a folder others may write to stays where it is only under the sticky
-            // bit, and only when its owner is this user or root (checked below).
-            if stat.st_mode & 0o022 != 0 && stat.st_mode & libc::S_ISVTX == 0 {
-                return Err(format!(
-                    "{} is writable by other users (mode {:o}) and could be replaced",
-                    at.display(),
-                    stat.st_mode & 0o7777
-                ));
-            }
-            let opened = open_or_make(&fd, name, if last { USE } else { SEARCH })
-                .map_err(|e| format!("{} could not be made or opened as a folder ({e})", child.display()))?;
-            let child_stat = fstat(&opened).map_err(|e| format!("{}: {e}", child.display()))?;
-            check_owner(&child, &child_stat)?;
-            fd = opened;
-            stat = child_stat;
-            at = child;
+/// The plain names and `..` of a path, in order (`.` and the root left out).
+fn names(path: &Path) -> VecDeque<OsString> {
+    path.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_owned()),
+            Component::ParentDir => Some(OsString::from("..")),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A walk down from `/`: each folder entered, held open and checked.
+struct Walk {
+    /// The folders entered, `/` first: descriptor, status and the path they were reached by.
+    stack: Vec<(OwnedFd, FileStat, PathBuf)>,
+}
+
+/// What one name of a walk was.
+enum Step {
+    /// A folder, now the walk's last.
+    Entered,
+    /// A link, to be followed from the walk's last folder: its target.
+    Link(PathBuf),
+}
+
+impl Walk {
+    fn new() -> Result<Walk, String> {
+        let root = PathBuf::from("/");
+        let fd = openat(nix::fcntl::AT_FDCWD, "/", SEARCH, Mode::empty()).map_err(|e| format!("/: {e}"))?;
+        let stat = fstat(&fd).map_err(|e| format!("/: {e}"))?;
+        check_owner(&root, &stat)?;
+        Ok(Walk { stack: vec![(fd, stat, root)] })
+    }
+
+    fn last(&self) -> &(OwnedFd, FileStat, PathBuf) {
+        self.stack.last().expect("the walk holds /")
+    }
+
+    /// `..`: back to the folder the last one was entered from (`/` stays `/`).
+    fn up(&mut self) {
+        if self.stack.len() > 1 {
+            self.stack.pop();
         }
-        if !private(&stat) {
+    }
+
+    fn back_to_root(&mut self) {
+        self.stack.truncate(1);
+    }
+
+    /// Looks `name` up in the last folder: a link is read (never followed), a folder entered
+    /// (made when missing). Either must belong to this user or root.
+    fn step(&mut self, name: &OsString) -> Result<Step, String> {
+        let (fd, stat, at) = self.last();
+        let child = at.join(name);
+        // An entry of a folder others may write to stays where it is only under the sticky
+        // bit, and only when its owner is this user or root (checked below).
+        if stat.st_mode & 0o022 != 0 && stat.st_mode & libc::S_ISVTX == 0 {
+            return Err(format!(
+                "{} is writable by other users (mode {:o}) and could be replaced",
+                at.display(),
+                stat.st_mode & 0o7777
+            ));
+        }
+        if let Ok(entry) = fstatat(fd, name.as_os_str(), AtFlags::AT_SYMLINK_NOFOLLOW) {
+            if SFlag::from_bits_truncate(entry.st_mode & SFlag::S_IFMT.bits()) == SFlag::S_IFLNK {
+                check_owner(&child, &entry)
+                    .map_err(|why| format!("{why}, and is a link it can point anywhere"))?;
+                let target = nix::fcntl::readlinkat(fd, name.as_os_str())
+                    .map_err(|e| format!("the link {} could not be read ({e})", child.display()))?;
+                return Ok(Step::Link(PathBuf::from(target)));
+            }
+        }
+        let opened = open_or_make(fd, name, SEARCH)
+            .map_err(|e| format!("{} could not be made or opened as a folder ({e})", child.display()))?;
+        let child_stat = fstat(&opened).map_err(|e| format!("{}: {e}", child.display()))?;
+        check_owner(&child, &child_stat)?;
+        self.stack.push((opened, child_stat, child));
+        Ok(Step::Entered)
+    }
+
+    /// The last folder, to be used, when it is this user's and only this user can write to it.
+    fn finish(self) -> Result<Dir, String> {
+        let (fd, stat, at) = self.last();
+        if !private(stat) {
             return Err(format!(
                 "it is not a folder of this user that only this user can write to (owner {}, mode {:o})",
                 stat.st_uid,
                 stat.st_mode & 0o7777
             ));
         }
+        let fd = openat(fd, ".", USE, Mode::empty()).map_err(|e| format!("{}: {e}", at.display()))?;
         Ok(Dir { fd: Arc::new(fd) })
+    }
+}
+
+impl Dir {
+    /// Opens the folder at `path` (creating what is missing, 0700) by walking it from `/` one
+    /// component at a time, and checks that no other user can change where the walk leads; the
+    /// error says what could.
+    ///
+    /// Links are followed by the walk itself, as the kernel would follow them, and each is
+    /// checked as any entry of its folder: a link another user owns is refused (the kernel's
+    /// `protected_symlinks` rule refuses the same in sticky folders), since its owner can point
+    /// it anywhere at any time.
+    pub fn open(path: &Path) -> Result<Dir, String> {
+        let absolute = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            std::env::current_dir().map_err(|e| format!("the current folder is unknown ({e})"))?.join(path)
+        };
+        let mut walk = Walk::new()?;
+        let mut pending: VecDeque<OsString> = names(&absolute);
+        let mut links = 0;
+        while let Some(name) = pending.pop_front() {
+            if name == ".." {
+                walk.up();
+                continue;
+            }
+            match walk.step(&name)? {
+                Step::Entered => {}
+                Step::Link(target) => {
+                    links += 1;
+                    if links > MAX_LINKS {
+                        return Err(format!(
+                            "{} leads through more than {MAX_LINKS} links",
+                            absolute.display()
+                        ));
+                    }
+                    if target.is_absolute() {
+                        walk.back_to_root();
+                    }
+                    for name in names(&target).into_iter().rev() {
+                        pending.push_front(name);
+                    }
+                }
+            }
+        }
+        walk.finish()
     }
 
     /// The folder `name` in this one (created when missing), held open when it is this user's
@@ -369,6 +452,67 @@ mod tests {
         // folder writable by others is refused itself.
         std::fs::set_permissions(shared.join("cache"), std::fs::Permissions::from_mode(0o777)).unwrap();
         assert!(Dir::open(&shared.join("cache")).unwrap_err().contains("only this user can write"));
+        std::fs::remove_dir_all(&base).ok();
+    }
+
+    #[test]
+    fn links_on_the_path_are_walked_as_the_kernel_follows_them() {
+        let base = scratch("links");
+        std::fs::create_dir_all(base.join("real/deeper")).unwrap();
+        // This user's links, absolute and relative, with `..` in the target.
+        std::os::unix::fs::symlink(base.join("real"), base.join("abs")).unwrap();
+        std::os::unix::fs::symlink("real/deeper/..", base.join("rel")).unwrap();
+        let mut f = Dir::open(&base.join("abs/cache")).unwrap().create("a").unwrap();
+        f.write_all(b"a").unwrap();
+        f.finish().unwrap();
+        assert!(base.join("real/cache/a").is_file());
+        let mut f = Dir::open(&base.join("rel/cache")).unwrap().create("b").unwrap();
+        f.write_all(b"b").unwrap();
+        f.finish().unwrap();
+        assert!(base.join("real/cache/b").is_file());
+        // A loop of links ends the walk with a reason, not a hang.
+        std::os::unix::fs::symlink(base.join("loop2"), base.join("loop1")).unwrap();
+        std::os::unix::fs::symlink(base.join("loop1"), base.join("loop2")).unwrap();
+        let why = Dir::open(&base.join("loop1/cache")).unwrap_err();
+        assert!(why.contains("more than 40 links"), "{why}");
+        // A link to a folder others can write to leads to that folder's check.
+        std::fs::create_dir(base.join("open")).unwrap();
+        std::fs::set_permissions(base.join("open"), std::fs::Permissions::from_mode(0o777)).unwrap();
+        std::os::unix::fs::symlink(base.join("open"), base.join("to-open")).unwrap();
+        let why = Dir::open(&base.join("to-open/cache")).unwrap_err();
+        assert!(why.contains("writable by other users"), "{why}");
+        assert!(!base.join("open/cache").exists());
+        std::fs::remove_dir_all(&base).ok();
+    }
+
+    #[test]
+    fn a_link_of_another_user_is_not_followed() {
+        // Only root can give a link to another user; the test suite runs as root.
+        if me() != 0 {
+            eprintln!("skipped: giving a link to another user needs root");
+            return;
+        }
+        let base = scratch("their-link");
+        let sticky = base.join("tmp");
+        std::fs::create_dir(&sticky).unwrap();
+        std::fs::set_permissions(&sticky, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let target = base.join("roots");
+        std::fs::create_dir(&target).unwrap();
+        let link = sticky.join("cache");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        nix::unistd::fchownat(
+            nix::fcntl::AT_FDCWD,
+            &link,
+            Some(nix::unistd::Uid::from_raw(65534)),
+            Some(nix::unistd::Gid::from_raw(65534)),
+            AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .unwrap();
+        for path in [link.clone(), link.join("rperf")] {
+            let why = Dir::open(&path).unwrap_err();
+            assert!(why.contains("belongs to another user (uid 65534)") && why.contains("link"), "{why}");
+        }
+        assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "nothing is made where the link leads");
         std::fs::remove_dir_all(&base).ok();
     }
 
