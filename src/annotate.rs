@@ -97,5 +97,6 @@ pub fn run(a: AnnotateArgs) -> anyhow::Result<i32> {
             out.flush()?;
         }
     }
+    crate::exit::late_symbol_notes();
     Ok(0)
 }

@@ -28,6 +28,13 @@ pub fn code(result: anyhow::Result<i32>) -> i32 {
     }
 }
 
+/// Says what symbolization left out while the output was written (outputs that name frames as
+/// they go, `annotate`'s source lines), after the output.
+pub fn late_symbol_notes() {
+    let late: Vec<_> = rperf_symbols::notes::take().into_iter().map(rperf_report::Warning::Symbols).collect();
+    warnings(&late, None);
+}
+
 /// Prints a report's warnings, each as one escaped line, naming the recording they are about
 /// when a command reads more than one (`report --diff`).
 pub fn warnings(warnings: &[rperf_report::Warning], about: Option<&std::path::Path>) {

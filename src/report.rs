@@ -472,6 +472,7 @@ pub fn run(a: ReportArgs) -> anyhow::Result<i32> {
             out.flush()?;
         }
     }
+    crate::exit::late_symbol_notes();
     // The process ends now and its memory with it: the profile's many allocations are not
     // freed one by one first (a few percent of a large report's time).
     std::mem::forget((profile, base));

@@ -2,7 +2,8 @@
 //! (`rperf report`, `rperf dump`): the file header's layout, the feature-section ids (perf's and
 //! rperf's own), and the encodings of the sections rperf writes.
 //!
-//! Bytes only, but for `mapped`, the one place input files are mapped: no files are opened here. The recorder gathers what goes into a section and the
+//! Bytes only, but for `mapped`, the one place input files are mapped, and `inflate`, the one
+//! place their compressed sections are inflated (under bounds): no files are opened here. The recorder gathers what goes into a section and the
 //! reporter decides what to do with what comes out; both go through these functions, so the
 //! two sides cannot drift apart.
 //!
@@ -21,6 +22,7 @@ pub mod encode;
 pub mod events;
 pub mod feature;
 pub mod header;
+pub mod inflate;
 pub mod mapped;
 pub mod repaired;
 pub mod sample;

@@ -82,6 +82,7 @@ pub fn convert_with(
     progress.finish();
     warnings.extend(profile.unnamed_warning());
     warnings.extend(rperf_symbols::cache::take_warning().map(crate::Warning::Symbols));
+    warnings.extend(rperf_symbols::notes::take().into_iter().map(crate::Warning::Symbols));
     let mut profile = profile;
     warnings.append(&mut profile.warnings);
     Ok((Profile { warnings, ..profile }, samples))

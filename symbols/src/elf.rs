@@ -442,25 +442,28 @@ fn plt_symbols(obj: &object::File<'_>) -> RawSymbols<'static> {
         .collect()
 }
 
-/// The most a `.gnu_debugdata` section may inflate to (real ones are a few MiB).
-const MINIDEBUGINFO_LIMIT: usize = 256 << 20;
+/// The most a `.gnu_debugdata` section may inflate to (real ones are a few MiB), and to at
+/// most `rperf_perfdata::inflate::MAX_RATIO` times its own size.
+const MINIDEBUGINFO_LIMIT: usize = 64 << 20;
 
 /// Function symbols from MiniDebugInfo: an xz-compressed ELF file in `.gnu_debugdata` whose
 /// .symtab holds the symbols a stripped binary's .dynsym lacks (Fedora, Android).
 /// The ELF file MiniDebugInfo packs in `.gnu_debugdata`, inflated.
 fn minidebuginfo(obj: &object::File<'_>) -> Option<Vec<u8>> {
     let packed = obj.section_by_name(".gnu_debugdata")?.data().ok()?;
-    let mut out = LimitedVec(Vec::new());
+    let limit =
+        packed.len().saturating_mul(rperf_perfdata::inflate::MAX_RATIO as usize).min(MINIDEBUGINFO_LIMIT);
+    let mut out = LimitedVec(Vec::new(), limit);
     lzma_rs::xz_decompress(&mut std::io::Cursor::new(packed), &mut out).ok()?;
     Some(out.0)
 }
 
 /// A Vec that refuses to grow past MINIDEBUGINFO_LIMIT (a corrupt stream cannot exhaust memory).
-struct LimitedVec(Vec<u8>);
+struct LimitedVec(Vec<u8>, usize);
 
 impl std::io::Write for LimitedVec {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.0.len() + buf.len() > MINIDEBUGINFO_LIMIT {
+        if self.0.len() + buf.len() > self.1 {
             return Err(std::io::Error::other(".gnu_debugdata inflates past its limit"));
         }
         self.0.extend_from_slice(buf);

@@ -25,6 +25,7 @@ pub mod kallsyms_cache;
 mod kept_frames;
 mod kernel;
 mod locate;
+pub mod notes;
 pub mod symdir;
 mod table;
 pub mod text;

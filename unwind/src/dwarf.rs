@@ -157,6 +157,20 @@ pub struct UnwindSections {
     debug_frame: Option<SectionBytes>,
 }
 
+/// The bytes of section `s`: in place, or inflated when compressed (under the bounds of
+/// `rperf_perfdata::inflate`: a hostile binary cannot declare its way to gigabytes).
+fn section_bytes<'d>(s: &object::Section<'d, '_>) -> Option<std::borrow::Cow<'d, [u8]>> {
+    use rperf_perfdata::inflate::{inflate, Compression};
+    let c = s.compressed_data().ok()?;
+    let format = match c.format {
+        object::CompressionFormat::None => return Some(std::borrow::Cow::Borrowed(c.data)),
+        object::CompressionFormat::Zlib => Compression::Zlib,
+        object::CompressionFormat::Zstandard => Compression::Zstd,
+        _ => return None,
+    };
+    inflate(format, c.data, c.uncompressed_size).ok().map(std::borrow::Cow::Owned)
+}
+
 impl UnwindSections {
     /// Extracts .eh_frame, .eh_frame_hdr, .debug_frame and .text from ELF bytes (copied).
     pub fn from_elf(data: &[u8]) -> Option<UnwindSections> {
@@ -181,7 +195,7 @@ impl UnwindSections {
         let sect = |name: &str| {
             let s = obj.section_by_name(name)?;
             let svma = s.address()..s.address() + s.size();
-            let bytes = match (s.uncompressed_data().ok()?, shared) {
+            let bytes = match (section_bytes(&s)?, shared) {
                 // In place, when the bytes lie in the shared data.
                 (std::borrow::Cow::Borrowed(b), Some(owner)) => {
                     let start = (b.as_ptr() as usize).checked_sub(data.as_ptr() as usize)?;

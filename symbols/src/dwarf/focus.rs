@@ -7,7 +7,8 @@ use std::sync::Arc;
 use object::{Object, ObjectSection};
 
 use super::inflated::Inflated;
-use super::sections::{endian_of, load_section, unused, Bytes, Reader, BESIDE_INFO};
+use super::sections::{endian_of, load_section, unused, Bytes, Reader, Source, BESIDE_INFO};
+use super::source::{compression, refused};
 
 /// The DWARF of `obj` with only the compile units that `.debug_aranges` says hold `addrs`, and
 /// the address ranges of those left out. `.debug_info` is read through once (inflated as a
@@ -21,10 +22,10 @@ pub(super) fn focused_dwarf(
     obj: &object::File<'_>,
     map: &Arc<memmap2::Mmap>,
     addrs: &[u64],
-    origin: Option<&str>,
+    src: Source<'_>,
 ) -> Option<(gimli::Dwarf<Reader>, AddressRanges)> {
     let endian = endian_of(obj);
-    let ranges = arange_units(load_section(obj, map, endian, ".debug_aranges", origin));
+    let ranges = arange_units(load_section(obj, map, endian, ".debug_aranges", src));
     if ranges.is_empty() {
         return None;
     }
@@ -36,11 +37,11 @@ pub(super) fn focused_dwarf(
     // `.debug_info`, on another thread of the pool when one is free.
     let (units, others) = rayon::join(
         || {
-            read_units(obj, &section, compressed, origin, endian, |at| {
+            read_units(obj, &section, compressed, src, endian, |at| {
                 !listed.contains(&at) || wanted.contains(&at)
             })
         },
-        || other_sections(obj, map, endian, origin),
+        || other_sections(obj, map, endian, src),
     );
     let (info, left_out) = units?;
     if left_out.is_empty() {
@@ -62,11 +63,11 @@ pub(super) fn focused_dwarf(
             gimli::SectionId::DebugInfo => Reader::new(info.clone(), endian),
             // Its unit offsets are those of the whole section: addr2line finds each unit's
             // ranges in the unit itself instead.
-            gimli::SectionId::DebugAranges => load_section(obj, map, endian, "", None),
-            id if unused(id) => load_section(obj, map, endian, "", None),
+            gimli::SectionId::DebugAranges => load_section(obj, map, endian, "", src.unkept()),
+            id if unused(id) => load_section(obj, map, endian, "", src.unkept()),
             id => match others.iter().find(|(loaded, _)| *loaded == id) {
                 Some((_, r)) => r.clone(),
-                None => load_section(obj, map, endian, id.name(), origin),
+                None => load_section(obj, map, endian, id.name(), src),
             },
         })
     })
@@ -79,9 +80,9 @@ fn other_sections(
     obj: &object::File<'_>,
     map: &Arc<memmap2::Mmap>,
     endian: gimli::RunTimeEndian,
-    origin: Option<&str>,
+    src: Source<'_>,
 ) -> Vec<(gimli::SectionId, Reader)> {
-    BESIDE_INFO.into_iter().map(|id| (id, load_section(obj, map, endian, id.name(), origin))).collect()
+    BESIDE_INFO.into_iter().map(|id| (id, load_section(obj, map, endian, id.name(), src))).collect()
 }
 
 /// The units of `.debug_info` that `keep` accepts, read in one pass (inflating the section as
@@ -91,25 +92,31 @@ fn read_units(
     obj: &object::File<'_>,
     section: &object::Section<'_, '_>,
     compressed: object::CompressedData<'_>,
-    origin: Option<&str>,
+    src: Source<'_>,
     endian: gimli::RunTimeEndian,
     keep: impl Fn(usize) -> bool,
 ) -> Option<(Vec<u8>, HashSet<usize>)> {
-    let inflated = Inflated::of(obj, section, origin);
+    let inflated = Inflated::of(obj, section, src.origin);
     let kept = inflated.as_ref().and_then(|k| k.map());
     // The section inflated as it is read is kept for the next time.
     let mut keeping = None;
-    let reader = match (compressed.format, &kept) {
+    let reader = match (compression(&compressed, section, src).ok()?, &kept) {
         (_, Some(kept)) => Units::Bytes(&kept[..]),
-        (object::CompressionFormat::None, _) => Units::Bytes(compressed.data),
+        (None, _) => Units::Bytes(compressed.data),
         // Inflated 1 MiB at a time: in small pieces, inflating costs several times more.
-        (object::CompressionFormat::Zlib, _) => {
-            let inflate = flate2::read::ZlibDecoder::new(compressed.data);
+        (Some(format), _) => {
+            let (data, declared) = (compressed.data, compressed.uncompressed_size);
+            let inflate = match rperf_perfdata::inflate::reader(format, data, data.len() as u64, declared) {
+                Ok(stream) => stream,
+                Err(why) => {
+                    refused(section, src, &why.to_string());
+                    return None;
+                }
+            };
             keeping = inflated.as_ref().and_then(|k| k.new_file());
             let tee = Tee { from: inflate, to: keeping.as_mut() };
             Units::Stream(Box::new(std::io::BufReader::with_capacity(1 << 20, tee)))
         }
-        _ => return None,
     };
     let (info, left_out, read) = copy_units(reader, endian, keep)?;
     if let (Some(file), Some(inflated)) = (keeping, &inflated) {

@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use object::{Object, ObjectSection};
 
+use super::source::{compression, refused, Source};
+
 /// The most bytes of inflated sections kept in the cache; the oldest go first.
 const KEEP_INFLATED: u64 = 1 << 30;
 
@@ -73,25 +75,24 @@ impl Inflated {
 pub(super) fn inflate_section(
     obj: &object::File<'_>,
     section: &object::Section<'_, '_>,
-    origin: &str,
+    src: Source<'_>,
     map: &memmap2::Mmap,
 ) {
-    let Some(inflated) = Inflated::of(obj, section, Some(origin)) else { return };
+    let Some(inflated) = Inflated::of(obj, section, src.origin) else { return };
     // A section larger than the cache keeps is left to naming, as one kept already.
     if inflated.len > KEEP_INFLATED || inflated.map().is_some() {
         return;
     }
-    let (Ok(compressed), Some(mut file)) = (section.compressed_data(), inflated.new_file()) else { return };
-    let whole = match compressed.format {
-        object::CompressionFormat::Zlib => {
-            let read = Spent { map, data: compressed.data, read: 0, gone: 0 };
-            copy_inflated(flate2::read::ZlibDecoder::new(read), &mut file, inflated.len)
-        }
-        _ => match section.uncompressed_data() {
-            Ok(bytes) => file.write_all(&bytes).is_ok(),
-            Err(_) => false,
-        },
-    };
+    let Ok(compressed) = section.compressed_data() else { return };
+    let Ok(Some(format)) = compression(&compressed, section, src) else { return };
+    let read = Spent { map, data: compressed.data, read: 0, gone: 0 };
+    let stream =
+        match rperf_perfdata::inflate::reader(format, read, compressed.data.len() as u64, inflated.len) {
+            Ok(stream) => stream,
+            Err(why) => return refused(section, src, &why.to_string()),
+        };
+    let Some(mut file) = inflated.new_file() else { return };
+    let whole = copy_inflated(stream, &mut file, inflated.len);
     if whole && file.written() == inflated.len && file.finish().is_ok() {
         inflated.keep_within_budget();
     }

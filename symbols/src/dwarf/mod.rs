@@ -1,9 +1,11 @@
 //! DWARF line and inline information (addr2line over gimli), read from the mapped binary or its
 //! separate debug file, with split DWARF (`.dwo`) loaded on demand.
 
+mod depth;
 mod focus;
 mod inflated;
 mod sections;
+mod source;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -12,7 +14,7 @@ use addr2line::{LookupContinuation, LookupResult};
 use object::{Object, ObjectSection};
 
 use focus::{focused_dwarf, AddressRanges};
-use sections::{dwarf_of, endian_of, load_section, Bytes, Reader, BESIDE_INFO};
+use sections::{dwarf_of, endian_of, load_section, Bytes, Reader, Source, BESIDE_INFO};
 
 /// One frame at an address: a function, and where in its source the address (or the call into
 /// the next inner frame) is.
@@ -26,15 +28,29 @@ pub struct SourceFrame {
     pub line: Option<u32>,
 }
 
+/// addr2line over some DWARF, and which of its units it may look up in.
+struct Lookup {
+    ctx: Mutex<addr2line::Context<Reader>>,
+    guard: depth::DepthGuard,
+}
+
+impl Lookup {
+    fn new(dwarf: gimli::Dwarf<Reader>, path: &Path) -> Option<Lookup> {
+        let dwarf = Arc::new(dwarf);
+        let ctx = addr2line::Context::from_arc_dwarf(dwarf.clone()).ok()?;
+        Some(Lookup { ctx: Mutex::new(ctx), guard: depth::DepthGuard::new(dwarf, path.to_path_buf()) })
+    }
+}
+
 /// The DWARF of one binary.
 pub struct DebugInfo {
     /// addr2line over every compile unit, or only over those `focus` names.
-    ctx: Mutex<addr2line::Context<Reader>>,
+    ctx: Lookup,
     /// When `ctx` holds only some compile units: the address ranges of those left out, sorted.
     /// Addresses inside them are looked up in `full`.
     left_out: Option<AddressRanges>,
     /// addr2line over every compile unit, built on first need when `ctx` holds only some.
-    full: std::sync::OnceLock<Option<Mutex<addr2line::Context<Reader>>>>,
+    full: std::sync::OnceLock<Option<Lookup>>,
     /// A lookup needed split DWARF (a `.dwo` file or `.dwp` package beside this file).
     split: std::sync::atomic::AtomicBool,
     map: Arc<memmap2::Mmap>,
@@ -72,15 +88,14 @@ impl DebugInfo {
             return None;
         }
         let origin = origin_of(path);
-        let origin = origin.as_deref();
-        let focused = (!addrs.is_empty()).then(|| focused_dwarf(&obj, &map, addrs, origin)).flatten();
+        let src = Source { path, origin: origin.as_deref() };
+        let focused = (!addrs.is_empty()).then(|| focused_dwarf(&obj, &map, addrs, src)).flatten();
         let (dwarf, left_out) = match focused {
             Some((dwarf, ranges)) => (dwarf, Some(ranges)),
-            None => (dwarf_of(&obj, &map, origin)?, None),
+            None => (dwarf_of(&obj, &map, src)?, None),
         };
-        let ctx = addr2line::Context::from_dwarf(dwarf).ok()?;
         Some(DebugInfo {
-            ctx: Mutex::new(ctx),
+            ctx: Lookup::new(dwarf, path)?,
             left_out,
             full: std::sync::OnceLock::new(),
             split: Default::default(),
@@ -115,16 +130,18 @@ impl DebugInfo {
             let full = self.full.get_or_init(|| {
                 let obj = object::File::parse(&self.map[..]).ok()?;
                 let origin = origin_of(&self.path);
-                let ctx =
-                    addr2line::Context::from_dwarf(dwarf_of(&obj, &self.map, origin.as_deref())?).ok()?;
-                Some(Mutex::new(ctx))
+                let src = Source { path: &self.path, origin: origin.as_deref() };
+                Lookup::new(dwarf_of(&obj, &self.map, src)?, &self.path)
             });
             match full {
                 Some(ctx) => ctx,
                 None => return Vec::new(),
             }
         };
-        let ctx = ctx.lock().unwrap_or_else(|e| e.into_inner());
+        if !ctx.guard.allows(svma) {
+            return Vec::new();
+        }
+        let ctx = ctx.ctx.lock().unwrap_or_else(|e| e.into_inner());
         let mut lookup = ctx.find_frames(svma);
         let iter = loop {
             match lookup {
@@ -160,9 +177,10 @@ impl DebugInfo {
 pub(crate) fn inflate_ahead(path: &Path, map: &memmap2::Mmap) {
     let Ok(obj) = object::File::parse(&map[..]) else { return };
     let Some(origin) = origin_of(path) else { return };
+    let src = Source { path, origin: Some(&origin) };
     let inflate = |id: gimli::SectionId| {
         if let Some(section) = obj.section_by_name(id.name()) {
-            inflated::inflate_section(&obj, &section, &origin, map);
+            inflated::inflate_section(&obj, &section, src, map);
         }
     };
     rayon::join(
@@ -192,6 +210,7 @@ impl DebugInfo {
             let map = map_file(Path::new(&name))?;
             let obj = object::File::parse(&map[..]).ok()?;
             let endian = endian_of(&obj);
+            let src = Source { path: Path::new(&name), origin: None };
             let empty = Reader::new(Bytes::whole(Vec::new()), endian);
             gimli::DwarfPackage::load(
                 |id| {
@@ -200,7 +219,7 @@ impl DebugInfo {
                         &map,
                         endian,
                         id.dwo_name().unwrap_or(id.name()),
-                        None,
+                        src,
                     ))
                 },
                 empty,
@@ -208,6 +227,11 @@ impl DebugInfo {
             .ok()
         });
         let mut unit = package.as_ref()?.find_cu(load.dwo_id, &load.parent).ok()??;
+        let mut name = self.path.clone().into_os_string();
+        name.push(".dwp");
+        if !depth::all_units_nest_within(&unit, Path::new(&name)) {
+            return None;
+        }
         unit.make_dwo(&load.parent);
         Some(Arc::new(unit))
     }
@@ -224,11 +248,15 @@ fn load_dwo(load: &addr2line::SplitDwarfLoad<Reader>) -> Option<Arc<gimli::Dwarf
     let map = map_file(&path)?;
     let obj = object::File::parse(&map[..]).ok()?;
     let endian = endian_of(&obj);
+    let src = Source { path: &path, origin: None };
     // .dwo files name their sections with a .dwo suffix.
     let mut dwarf = gimli::Dwarf::load(|id| {
-        Ok::<_, gimli::Error>(load_section(&obj, &map, endian, id.dwo_name().unwrap_or(id.name()), None))
+        Ok::<_, gimli::Error>(load_section(&obj, &map, endian, id.dwo_name().unwrap_or(id.name()), src))
     })
     .ok()?;
+    if !depth::all_units_nest_within(&dwarf, &path) {
+        return None;
+    }
     dwarf.make_dwo(&load.parent);
     Some(Arc::new(dwarf))
 }

@@ -1,0 +1,128 @@
+//! A bound on how deep a compile unit's entries nest before addr2line reads them.
+//!
+//! addr2line reads a function's inlined subroutines recursively, one call per level, so a unit
+//! nesting them tens of thousands deep (40 KB of `.debug_info` can) overflows the stack. Real
+//! code nests a few dozen levels. Before a lookup reaches a unit, the unit's entries are walked
+//! once, without recursion; a unit nesting deeper than `MAX_DEPTH` is not looked up in (its
+//! addresses keep their symbol-table names), and a note names it.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::sections::Reader;
+
+/// The deepest a unit's entries may nest.
+pub(super) const MAX_DEPTH: isize = 1024;
+
+/// Which units a lookup may go to, for one DWARF.
+pub(super) struct DepthGuard {
+    dwarf: Arc<gimli::Dwarf<Reader>>,
+    /// The file, for the note.
+    path: PathBuf,
+    /// (begin, end, unit offset) of every unit's address ranges, by begin; made on first need.
+    ranges: OnceLock<Vec<(u64, u64, usize)>>,
+    /// Units walked so far: whether each nests within the bound.
+    checked: Mutex<HashMap<usize, bool>>,
+}
+
+impl DepthGuard {
+    pub(super) fn new(dwarf: Arc<gimli::Dwarf<Reader>>, path: PathBuf) -> DepthGuard {
+        DepthGuard { dwarf, path, ranges: OnceLock::new(), checked: Mutex::new(HashMap::new()) }
+    }
+
+    /// Whether every unit whose ranges hold `svma` nests within the bound.
+    pub(super) fn allows(&self, svma: u64) -> bool {
+        let ranges = self.ranges.get_or_init(|| unit_ranges(&self.dwarf));
+        // Ranges may overlap: every range beginning at or below the address is a candidate.
+        let end = ranges.partition_point(|r| r.0 <= svma);
+        let units: Vec<usize> = ranges[..end].iter().filter(|r| svma < r.1).map(|r| r.2).collect();
+        let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
+        units.into_iter().all(|unit| {
+            *checked.entry(unit).or_insert_with(|| {
+                let within = nests_within(&self.dwarf, unit);
+                if !within {
+                    crate::notes::note(format!(
+                        "the compile unit at .debug_info offset {unit:#x} of {} nests its entries more \
+                         than {MAX_DEPTH} deep; its inline frames and source lines are left out",
+                        crate::text::printable(&self.path.to_string_lossy())
+                    ));
+                }
+                within
+            })
+        })
+    }
+}
+
+/// Whether every unit of `dwarf` (a split unit's `.dwo` file or package entry, read in whole
+/// by the lookup that needed it) nests within the bound; a note names the first that does not.
+pub(super) fn all_units_nest_within(dwarf: &gimli::Dwarf<Reader>, path: &std::path::Path) -> bool {
+    let mut units = dwarf.units();
+    while let Ok(Some(header)) = units.next() {
+        let Some(offset) = header.debug_info_offset().map(|o| o.0) else { continue };
+        if !nests_within(dwarf, offset) {
+            crate::notes::note(format!(
+                "the split compile unit at .debug_info offset {offset:#x} of {} nests its entries more \
+                 than {MAX_DEPTH} deep; its inline frames and source lines are left out",
+                crate::text::printable(&path.to_string_lossy())
+            ));
+            return false;
+        }
+    }
+    true
+}
+
+/// The address ranges of every unit: from `.debug_aranges` where it lists the unit, from the
+/// unit's own entry otherwise (as addr2line finds them).
+fn unit_ranges(dwarf: &gimli::Dwarf<Reader>) -> Vec<(u64, u64, usize)> {
+    let mut out = Vec::new();
+    let mut listed = std::collections::HashSet::new();
+    let mut headers = dwarf.debug_aranges.headers();
+    while let Ok(Some(h)) = headers.next() {
+        let unit = h.debug_info_offset().0;
+        listed.insert(unit);
+        let mut entries = h.entries();
+        while let Ok(Some(e)) = entries.next() {
+            let r = e.range();
+            if r.end > r.begin {
+                out.push((r.begin, r.end, unit));
+            }
+        }
+    }
+    let mut units = dwarf.units();
+    while let Ok(Some(header)) = units.next() {
+        let Some(offset) = header.debug_info_offset().map(|o| o.0) else { continue };
+        if listed.contains(&offset) {
+            continue;
+        }
+        let Ok(unit) = dwarf.unit(header) else { continue };
+        let Ok(mut ranges) = dwarf.unit_ranges(&unit) else { continue };
+        while let Ok(Some(r)) = ranges.next() {
+            if r.end > r.begin {
+                out.push((r.begin, r.end, offset));
+            }
+        }
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Whether the entries of the unit at `offset` nest at most `MAX_DEPTH` deep (true when the
+/// unit cannot be read that far: addr2line stops at the same error).
+fn nests_within(dwarf: &gimli::Dwarf<Reader>, offset: usize) -> bool {
+    let walk = || -> gimli::Result<bool> {
+        let header = dwarf.debug_info.header_from_offset(gimli::DebugInfoOffset(offset))?;
+        let unit = dwarf.unit(header)?;
+        let mut entries = unit.entries_raw(None)?;
+        while !entries.is_empty() {
+            if entries.next_depth() > MAX_DEPTH {
+                return Ok(false);
+            }
+            if let Some(abbrev) = entries.read_abbreviation()? {
+                entries.skip_attributes(abbrev.attributes())?;
+            }
+        }
+        Ok(true)
+    };
+    walk().unwrap_or(true)
+}
