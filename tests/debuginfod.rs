@@ -162,6 +162,8 @@ enum Behaviour {
     Endless,
     /// Announces a body of this many bytes.
     Announce(u64),
+    /// Sends a body of a megabyte one byte a second.
+    Trickle,
 }
 
 /// A stand-in server; counts the connections made to it.
@@ -208,6 +210,12 @@ fn answer(mut conn: TcpStream, behaviour: Behaviour) {
             let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {len}\r\nConnection: close\r\n\r\n");
             conn.write_all(head.as_bytes()).ok();
             conn.write_all(&[0u8; 4096]).ok();
+        }
+        Behaviour::Trickle => {
+            conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1048576\r\nConnection: close\r\n\r\n").ok();
+            while conn.write_all(b"\x7f").is_ok() {
+                std::thread::sleep(Duration::from_secs(1));
+            }
         }
     }
 }
@@ -318,6 +326,76 @@ fn a_file_with_another_build_id_is_discarded() {
         !kept.iter().any(|f| f.starts_with(&s.main_id)),
         "a file with another build id was kept: {kept:?}"
     );
+    // The refused file is not remembered as one no server has: a server that has it is asked.
+    assert!(!err.contains("no server had"), "{err}");
+    let server = Server::start(&s.full, &[&s.main_id, &s.lib_id]);
+    let env = [("DEBUGINFOD_URLS", server.url.as_str()), ("DEBUGINFOD_CACHE_PATH", cache.to_str().unwrap())];
+    let o = report(&s.data, &env, &[]);
+    assert!(stdout(&o).contains("main_outer"), "{}\n{}", stdout(&o), stderr(&o));
+}
+
+/// A server sending a byte a second is given up once it runs below 100 KiB/s for
+/// DEBUGINFOD_TIMEOUT seconds, as elfutils gives it up; the next server serves. A report
+/// killed during such a download leaves a partial file, which the next download of that file
+/// removes.
+#[test]
+fn a_server_too_slow_is_given_up_and_a_killed_download_is_cleaned_up() {
+    let s = subject("debuginfod-slow");
+    let cache = s.dir.join("cache");
+    let slow = stand_in(Behaviour::Trickle);
+    let server = Server::start(&s.full, &[&s.main_id, &s.lib_id]);
+    let urls = format!("{} {}", slow.url, server.url);
+    let env = [
+        ("DEBUGINFOD_URLS", urls.as_str()),
+        ("DEBUGINFOD_TIMEOUT", "2"),
+        ("DEBUGINFOD_CACHE_PATH", cache.to_str().unwrap()),
+    ];
+    let started = Instant::now();
+    let o = report(&s.data, &env, &[]);
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    assert!(err.contains(&format!("{} failed: the download ran at", slow.url)), "{err}");
+    assert!(
+        err.contains("below 100 KiB/s (DEBUGINFOD_TIMEOUT)") && err.contains(", fetching the debuginfo of"),
+        "{err}"
+    );
+    assert!(stdout(&o).contains("main_inner") && stdout(&o).contains("lib_inner"), "{}", stdout(&o));
+
+    // Killed in the middle of the slow download.
+    let cache = s.dir.join("cache-killed");
+    let mut cmd = rperf();
+    cmd.env("DEBUGINFOD_URLS", &slow.url)
+        .env("DEBUGINFOD_CACHE_PATH", &cache)
+        .env("DEBUGINFOD_TIMEOUT", "60")
+        .args(["report", "--sort", "dso,symbol,srcline", "-i"])
+        .arg(&s.data)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let partial = |c: &Path| -> Vec<String> {
+        let mut v = Vec::new();
+        for sub in std::fs::read_dir(c).into_iter().flatten().flatten() {
+            for f in std::fs::read_dir(sub.path()).into_iter().flatten().flatten() {
+                let n = f.file_name().to_string_lossy().into_owned();
+                if n.starts_with(".debuginfo.") {
+                    v.push(n);
+                }
+            }
+        }
+        v
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while partial(&cache).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!partial(&cache).is_empty(), "the killed download left no partial file to clean");
+    let env = [("DEBUGINFOD_URLS", server.url.as_str()), ("DEBUGINFOD_CACHE_PATH", cache.to_str().unwrap())];
+    let o = report(&s.data, &env, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(partial(&cache), Vec::<String>::new(), "the partial file was left");
 }
 
 #[test]

@@ -280,9 +280,11 @@ impl Dir {
         rperf_perfdata::mapped::map(&file).ok().map(Arc::new)
     }
 
-    /// A new file to become `name`.
+    /// A new file to become `name`. What a process that is gone left half-written for the same
+    /// name (it was killed while writing) is removed first.
     pub fn create(&self, name: &str) -> std::io::Result<NewFile> {
         let name = plain(name)?;
+        self.remove_leftovers(name);
         let temp = format!(".{name}.{}", std::process::id());
         let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
         let fd = openat(self.fd.as_fd(), temp.as_str(), flags, Mode::from_bits_truncate(0o600))?;
@@ -319,6 +321,17 @@ impl Dir {
     /// Removes the file `name`.
     pub fn remove(&self, name: &str) -> bool {
         plain(name).is_ok_and(|n| unlinkat(self.fd.as_fd(), n, UnlinkatFlags::NoRemoveDir).is_ok())
+    }
+
+    /// Removes the files `.NAME.PID` that processes no longer running left.
+    fn remove_leftovers(&self, name: &str) {
+        let prefix = format!(".{name}.");
+        for (file, _, _) in self.files() {
+            let Some(pid) = file.strip_prefix(&prefix).and_then(|p| p.parse::<u32>().ok()) else { continue };
+            if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+                self.remove(&file);
+            }
+        }
     }
 
     /// Removes the oldest regular files until the rest take at most `limit` bytes.
@@ -513,6 +526,23 @@ mod tests {
             assert!(why.contains("belongs to another user (uid 65534)") && why.contains("link"), "{why}");
         }
         assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "nothing is made where the link leads");
+        std::fs::remove_dir_all(&base).ok();
+    }
+
+    #[test]
+    fn what_a_killed_writer_left_is_removed_by_the_next() {
+        let base = scratch("leftovers");
+        let dir = Dir::open(&base.join("c")).unwrap();
+        // pid_max is at most 2^22: no process has this pid.
+        std::fs::write(base.join("c/.debuginfo.99999999"), "half").unwrap();
+        // A running process's file is its own, still being written.
+        std::fs::write(base.join("c/.debuginfo.1"), "busy").unwrap();
+        let mut f = dir.create("debuginfo").unwrap();
+        f.write_all(b"whole").unwrap();
+        f.finish().unwrap();
+        let mut left: Vec<_> = dir.files().into_iter().map(|f| f.0).collect();
+        left.sort();
+        assert_eq!(left, [".debuginfo.1", "debuginfo"]);
         std::fs::remove_dir_all(&base).ok();
     }
 

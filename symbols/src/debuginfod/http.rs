@@ -20,12 +20,16 @@ pub(super) enum Outcome {
     NotKept(String),
 }
 
+/// The slowest a download may be, on average over each `Limits::timeout` (elfutils' rule).
+pub(super) const LOW_SPEED: u64 = 100 << 10;
+
 /// The limits of every request.
 pub(super) struct Limits {
-    /// For connecting, for the answer's first byte and between reads of the body.
+    /// For connecting, for the answer's first byte and between reads of the body; a download
+    /// slower than `LOW_SPEED` over this long is given up.
     pub timeout: Duration,
-    /// For a whole download, when set.
-    pub max_time: Option<Duration>,
+    /// For a whole download.
+    pub max_time: Duration,
     /// The largest file taken.
     pub max_size: u64,
 }
@@ -37,7 +41,7 @@ pub(super) fn agent(limits: &Limits) -> ureq::Agent {
         .timeout_connect(Some(limits.timeout))
         .timeout_recv_response(Some(limits.timeout))
         .timeout_per_read(Some(limits.timeout))
-        .timeout_recv_body(limits.max_time)
+        .timeout_recv_body(Some(limits.max_time))
         .user_agent(concat!("rperf/", env!("CARGO_PKG_VERSION")))
         .build();
     config.new_agent()
@@ -69,6 +73,8 @@ pub(super) fn get(
     let mut body = response.into_body().into_reader();
     let mut buf = vec![0u8; 1 << 16];
     let mut total = 0u64;
+    let started = std::time::Instant::now();
+    let mut pace = Pace::new(limits.timeout);
     loop {
         let n = match body.read(&mut buf) {
             Ok(0) => break,
@@ -76,6 +82,15 @@ pub(super) fn get(
             Err(e) => return Outcome::Failed(format!("the download stopped after {total} bytes ({e})")),
         };
         total += n as u64;
+        if let Some(why) = pace.too_slow(total) {
+            return Outcome::Failed(why);
+        }
+        if started.elapsed() > limits.max_time {
+            return Outcome::Failed(format!(
+                "the download took over {} s (DEBUGINFOD_MAXTIME) and was given up after {total} bytes",
+                limits.max_time.as_secs()
+            ));
+        }
         if total > limits.max_size {
             return Outcome::TooBig(total);
         }
@@ -84,6 +99,39 @@ pub(super) fn get(
         }
     }
     Outcome::Got(file, total)
+}
+
+/// Whether a download keeps up `LOW_SPEED`, judged over windows of the timeout's length.
+struct Pace {
+    window: Duration,
+    since: std::time::Instant,
+    at: u64,
+}
+
+impl Pace {
+    fn new(window: Duration) -> Pace {
+        Pace { window, since: std::time::Instant::now(), at: 0 }
+    }
+
+    /// Why the download is given up, when the window that just ended brought too little.
+    fn too_slow(&mut self, total: u64) -> Option<String> {
+        let spent = self.since.elapsed();
+        if spent < self.window {
+            return None;
+        }
+        let rate = (total - self.at) as f64 / spent.as_secs_f64();
+        if rate < LOW_SPEED as f64 {
+            return Some(format!(
+                "the download ran at {:.1} KiB/s over {} s, below {} KiB/s (DEBUGINFOD_TIMEOUT), and was \
+                 given up after {total} bytes",
+                rate / 1024.0,
+                spent.as_secs(),
+                LOW_SPEED >> 10
+            ));
+        }
+        (self.since, self.at) = (std::time::Instant::now(), total);
+        None
+    }
 }
 
 /// What went wrong with a request, in words.

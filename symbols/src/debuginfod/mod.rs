@@ -9,9 +9,11 @@
 //! summed up once (`take_summary`): what was fetched, what no server had, which server failed.
 //!
 //! The environment sets it as for elfutils: `DEBUGINFOD_URLS` (space-separated),
-//! `DEBUGINFOD_TIMEOUT` (seconds to connect and to get each next byte, 90),
-//! `DEBUGINFOD_MAXTIME` (seconds for one download, unlimited), `DEBUGINFOD_MAXSIZE` (bytes of
-//! one file; 4 GiB unless set) and `DEBUGINFOD_CACHE_PATH`.
+//! `DEBUGINFOD_TIMEOUT` (seconds to connect and to get each next byte, 90; a download slower
+//! than 100 KiB/s over that long is given up, as elfutils gives it up),
+//! `DEBUGINFOD_MAXTIME` (seconds for one download; 300 unless set, where elfutils has no
+//! bound: a server trickling just above the low speed would hold a report for hours),
+//! `DEBUGINFOD_MAXSIZE` (bytes of one file; 4 GiB unless set) and `DEBUGINFOD_CACHE_PATH`.
 
 mod http;
 mod store;
@@ -81,7 +83,7 @@ pub struct Config {
     /// For connecting, for the answer's first byte and between reads.
     pub timeout: Duration,
     /// For one whole download.
-    pub max_time: Option<Duration>,
+    pub max_time: Duration,
     /// The largest file taken, in bytes.
     pub max_size: u64,
     /// The cache folder.
@@ -90,6 +92,9 @@ pub struct Config {
 
 /// The largest file taken unless `DEBUGINFOD_MAXSIZE` says otherwise.
 const DEFAULT_MAX_SIZE: u64 = 4 << 30;
+
+/// The longest one download may take unless `DEBUGINFOD_MAXTIME` says otherwise.
+const DEFAULT_MAX_TIME: Duration = Duration::from_secs(300);
 
 /// Requests in flight at once, at most.
 const PARALLEL: usize = 8;
@@ -118,7 +123,7 @@ impl Config {
         Some(Config {
             urls,
             timeout: Duration::from_secs(number("DEBUGINFOD_TIMEOUT").unwrap_or(90)),
-            max_time: number("DEBUGINFOD_MAXTIME").map(Duration::from_secs),
+            max_time: number("DEBUGINFOD_MAXTIME").map_or(DEFAULT_MAX_TIME, Duration::from_secs),
             max_size: number("DEBUGINFOD_MAXSIZE").unwrap_or(DEFAULT_MAX_SIZE),
             cache: path("DEBUGINFOD_CACHE_PATH")
                 .or_else(|| path("XDG_CACHE_HOME").map(|d| d.join("debuginfod_client")))
@@ -242,6 +247,8 @@ impl Client {
 
     /// One file the cache lacks, from the first server that has it.
     fn fetch_one(&self, store: &Store, w: &Want, hex: &str) -> Option<Fetched> {
+        // Only a miss on every server is remembered: not a server that failed, nor a file
+        // refused (another build id), which says nothing of whether the file exists.
         let mut all_answered = true;
         for (i, url) in self.config.urls.iter().enumerate() {
             if !self.take_turn(i) {
@@ -250,7 +257,15 @@ impl Client {
             }
             let full = format!("{url}/buildid/{hex}/{}", w.artifact.name());
             let agent = self.agent.get_or_init(|| http::agent(&self.limits));
-            let outcome = http::get(agent, &full, &self.limits, || store.create(hex, w.artifact.name()));
+            let outcome = match http::get(agent, &full, &self.limits, || store.create(hex, w.artifact.name()))
+            {
+                http::Outcome::Failed(why) => http::Outcome::Failed(format!(
+                    "{why}, fetching the {} of {}",
+                    w.artifact.name(),
+                    crate::text::printable(&w.name)
+                )),
+                other => other,
+            };
             self.answered_by(i, &outcome);
             match outcome {
                 http::Outcome::Got(file, bytes) => {
@@ -260,6 +275,7 @@ impl Client {
                         t.bytes += bytes;
                         return Some(f);
                     }
+                    all_answered = false;
                 }
                 http::Outcome::NotThere => {}
                 http::Outcome::TooBig(len) => self.tally().problems.push(format!(
@@ -280,7 +296,6 @@ impl Client {
                 }
             }
         }
-        // A server that failed may have it: only a miss on every server is remembered.
         if all_answered {
             store.mark_missing(hex, w.artifact.name());
             self.tally().missing.push(w.name.clone());
@@ -449,7 +464,10 @@ mod tests {
         assert!(config(None, &[("DEBUGINFOD_URLS", "  ")]).is_none());
         let c = config(None, &[("DEBUGINFOD_URLS", " http://a:8002/  https://b "), ("HOME", "/h")]).unwrap();
         assert_eq!(c.urls, ["http://a:8002", "https://b"]);
-        assert_eq!((c.timeout, c.max_time, c.max_size), (Duration::from_secs(90), None, DEFAULT_MAX_SIZE));
+        assert_eq!(
+            (c.timeout, c.max_time, c.max_size),
+            (Duration::from_secs(90), DEFAULT_MAX_TIME, DEFAULT_MAX_SIZE)
+        );
         assert_eq!(c.cache, Some(PathBuf::from("/h/.cache/debuginfod_client")));
         let c = config(
             Some("http://c"),
@@ -466,7 +484,7 @@ mod tests {
         assert_eq!(c.urls, ["http://c"], "--debuginfod=URLS replaces DEBUGINFOD_URLS");
         assert_eq!(
             (c.timeout, c.max_time, c.max_size),
-            (Duration::from_secs(5), Some(Duration::from_secs(60)), 1000)
+            (Duration::from_secs(5), Duration::from_secs(60), 1000)
         );
         assert_eq!(c.cache, Some(PathBuf::from("/x/debuginfod_client")));
         let c = config(
