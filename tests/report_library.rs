@@ -12,46 +12,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use common::library::{library, script, scripts};
 use common::*;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The library `cargo build` made beside the rperf binary under test.
-fn library() -> PathBuf {
-    let lib = Path::new(env!("CARGO_BIN_EXE_rperf")).with_file_name("librperf_report.so");
-    assert!(
-        lib.is_file(),
-        "{} is missing: build it with `cargo build -p rperf-reportlib` (scripts/test.sh does)",
-        lib.display()
-    );
-    lib
-}
-
-/// A copy of simpleperf's scripts with rperf's library as `libsimpleperf_report.so`, as a user
-/// sets it up.
-fn scripts() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let from = simpleperf().parent().unwrap().join("../scripts");
-        assert!(from.is_dir(), "simpleperf's scripts not found at {}", from.display());
-        let dir = scratch("report_library_scripts").join("scripts");
-        let o = run(Command::new("cp").arg("-r").arg(&from).arg(&dir));
-        assert!(o.status.success(), "{}", stderr(&o));
-        let bin = dir.join("bin/linux/x86_64");
-        std::fs::create_dir_all(&bin).unwrap();
-        std::fs::copy(library(), bin.join("libsimpleperf_report.so")).unwrap();
-        copy_executable(&simpleperf(), &bin.join("simpleperf"));
-        dir
-    })
-}
-
-/// Runs one of simpleperf's scripts with `args` in `cwd`; returns its stdout.
-fn script(name: &str, args: &[&str], cwd: &Path) -> String {
-    let o = run(Command::new("python3").arg(scripts().join(name)).args(args).current_dir(cwd));
-    assert!(o.status.success(), "{name} {args:?} failed:\n{}", stderr(&o));
-    stdout(&o)
 }
 
 fn corpus(file: &str) -> String {

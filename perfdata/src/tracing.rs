@@ -9,6 +9,9 @@
 //! name, NUL, a u32 count, then u64 size and text each), then kallsyms, printk formats and,
 //! from version 0.6, the saved command lines. Only what comes before kallsyms is read here.
 
+/// The most raw data a sample can hold: a record's size is 16 bits.
+pub const MAX_RAW: u32 = u16::MAX as u32;
+
 /// One field of a tracepoint's raw data.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Field {
@@ -153,7 +156,12 @@ fn parse_field(line: &str) -> Option<Field> {
     };
     let name = head.rsplit([' ', '*']).next()?.to_string();
     let elem_count = count.unwrap_or(1);
-    Some(Field { name, offset: offset?, elem_size: size / elem_count, elem_count, signed, dynamic })
+    let offset: u32 = offset?;
+    // A field no sample's raw data can hold is no field: readers would index past the data.
+    if offset.checked_add(size).is_none_or(|end| end > MAX_RAW) {
+        return None;
+    }
+    Some(Field { name, offset, elem_size: size / elem_count, elem_count, signed, dynamic })
 }
 
 #[cfg(test)]
@@ -181,5 +189,17 @@ mod tests {
             ]
         );
         assert!(decode_formats(b"garbage").is_empty());
+    }
+
+    #[test]
+    fn fields_past_any_raw_data_are_dropped() {
+        let text = "name: e\nID: 7\nformat:\n\
+            \tfield:int near;\toffset:8;\tsize:4;\tsigned:1;\n\
+            \tfield:int far;\toffset:2000000028;\tsize:4;\tsigned:1;\n\
+            \tfield:char wraps[4];\toffset:4294967295;\tsize:4;\tsigned:1;\n\
+            \tfield:char edge[8];\toffset:65528;\tsize:8;\tsigned:1;\n";
+        let f = parse_format("s", text).unwrap();
+        let names: Vec<_> = f.fields.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["near", "edge"]);
     }
 }

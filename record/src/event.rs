@@ -154,13 +154,11 @@ pub fn find_tracefs() -> Result<std::path::PathBuf, (String, String)> {
     if unsafe { libc::geteuid() } == 0 {
         let target = c"/sys/kernel/tracing";
         // SAFETY: the strings are NUL-terminated and live across the call; no data is passed.
-        let rc = unsafe {
-            libc::mount(c"nodev".as_ptr(), target.as_ptr(), c"tracefs".as_ptr(), 0, std::ptr::null())
-        };
-        if rc == 0 {
-            if let Some(p) = found() {
-                return Ok(p);
-            }
+        unsafe { libc::mount(c"nodev".as_ptr(), target.as_ptr(), c"tracefs".as_ptr(), 0, std::ptr::null()) };
+        // Another rperf mounting it at the same time makes this mount fail (EBUSY): look again
+        // either way.
+        if let Some(p) = found() {
+            return Ok(p);
         }
     }
     Err((

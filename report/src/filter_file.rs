@@ -24,7 +24,8 @@ pub struct TimeRanges {
 impl TimeRanges {
     /// Parses a filter file's text; the error names the line and what is wrong with it.
     pub fn parse(text: &str) -> Result<TimeRanges, String> {
-        let mut open: HashMap<(u8, i32), u64> = HashMap::new();
+        // Each open range's begin, and the line that began it.
+        let mut open: HashMap<(u8, i32), (u64, usize)> = HashMap::new();
         let mut out = TimeRanges { clock: "monotonic".into(), ..Default::default() };
         for (n, line) in text.lines().enumerate() {
             let words: Vec<&str> = line.split_whitespace().collect();
@@ -53,13 +54,21 @@ impl TimeRanges {
                 _ => return Err(bad("unknown command or wrong number of arguments")),
             };
             if command.ends_with("_BEGIN") {
-                open.entry((scope, id)).or_insert(time);
+                open.entry((scope, id)).or_insert((time, n + 1));
                 continue;
             }
-            let Some(begin) = open.remove(&(scope, id)) else { return Err(bad("an END without a BEGIN")) };
+            let Some((begin, from)) = open.remove(&(scope, id)) else {
+                return Err(bad("an END without a BEGIN"));
+            };
+            if time < begin {
+                return Err(bad(&format!(
+                    "the range ends at {time}, before it begins at {begin} (line {from}); an END's time is \
+                     at or after its BEGIN's"
+                )));
+            }
             out.scope(scope, id).push((begin, time));
         }
-        for ((scope, id), begin) in open {
+        for ((scope, id), (begin, _)) in open {
             out.scope(scope, id).push((begin, u64::MAX));
         }
         Ok(out)
@@ -108,5 +117,9 @@ mod tests {
         assert!(TimeRanges::parse("CLOCK tai\n").is_err());
         assert_eq!(TimeRanges::parse("").unwrap().clock, "monotonic");
         assert_eq!(TimeRanges::parse("CLOCK perf\n").unwrap().clock, "perf");
+        // A range that ends before it begins is a mistake, not an empty range.
+        let e = TimeRanges::parse("GLOBAL_BEGIN 10\nPROCESS_BEGIN 4 500\nPROCESS_END 4 200\n").unwrap_err();
+        assert!(e.starts_with("line 3: the range ends at 200, before it begins at 500 (line 2)"), "{e}");
+        assert!(TimeRanges::parse("THREAD_BEGIN 1 7\nTHREAD_END 1 7\n").is_ok());
     }
 }

@@ -76,8 +76,11 @@ impl Filters {
             "--exclude-thread-name" => self.exclude_thread_names.push(regex()?),
             "--include-thread-name" | "--comm" => self.thread_names.push(regex()?),
             "--filter-file" => {
-                let text = std::fs::read_to_string(value)
+                // A filter file is lines of text: a few megabytes for the largest.
+                let text = crate::proguard::read_named(std::path::Path::new(value), 64 << 20)
                     .map_err(|e| format!("--filter-file {}: {e}", value.escape_debug()))?;
+                let text = String::from_utf8(text)
+                    .map_err(|_| format!("--filter-file {}: not text (UTF-8)", value.escape_debug()))?;
                 let ranges = crate::filter_file::TimeRanges::parse(&text)
                     .map_err(|e| format!("--filter-file {}: {e}", value.escape_debug()))?;
                 self.time_ranges = Some(ranges);

@@ -19,6 +19,19 @@ struct Class {
     methods: HashMap<String, String>,
 }
 
+/// The largest mapping file read (a large app's is a few hundred megabytes).
+const MAX_MAPPING: u64 = 1 << 30;
+
+/// The file at `path` the user named, read when it is a regular file of at most `limit` bytes
+/// (a link to one will do): a device or FIFO named by mistake must not fill memory or hang.
+pub(crate) fn read_named(path: &Path, limit: u64) -> Result<Vec<u8>, String> {
+    use rperf_symbols::trusted::{read, Owners, Refusal};
+    read(path, limit, Owners::Anyone, true).map_err(|r| match r {
+        Refusal::Missing => "no such file".to_string(),
+        Refusal::Unsafe(why) => why,
+    })
+}
+
 impl ProguardMapping {
     /// Reads a mapping file; the error names the file and the line it could not read.
     pub fn read(path: &Path) -> Result<ProguardMapping, crate::Error> {
@@ -30,7 +43,7 @@ impl ProguardMapping {
     /// Adds the classes of another mapping file.
     pub fn add(&mut self, path: &Path) -> Result<(), crate::Error> {
         let bad = |why: String| crate::Error::Proguard { path: path.to_path_buf(), why };
-        let text = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+        let text = read_named(path, MAX_MAPPING).map_err(bad)?;
         let text = String::from_utf8_lossy(&text);
         let mut class: Option<String> = None;
         for (n, line) in text.lines().enumerate() {

@@ -28,6 +28,12 @@ pub struct Session {
     modes: CString,
     build_id: CString,
     feature: FeatureSection,
+    /// The tracepoint data handed out for the sample at hand: its raw data, with zeros after
+    /// it as far as any field of its format, or a string its `__data_loc` fields name, reaches.
+    tracing: Vec<u8>,
+    /// What earlier recordings of the handle told (`SetRecordFile` again): the feature
+    /// sections handed out of them stay valid until the handle is destroyed.
+    retired: Vec<report::Facts>,
 }
 
 /// The profile and where the caller is in it.
@@ -117,6 +123,8 @@ impl Default for Session {
             modes: CString::default(),
             build_id: CString::default(),
             feature: FeatureSection { data: std::ptr::null(), data_size: 0 },
+            tracing: Vec::new(),
+            retired: Vec::new(),
         }
     }
 }
@@ -137,7 +145,7 @@ impl Session {
         self.settable("SetRecordFile")?;
         let facts = report::facts(&path).map_err(|e| e.to_string())?;
         self.opts.input = path;
-        self.facts = Some(facts);
+        self.retired.extend(self.facts.replace(facts));
         Ok(())
     }
 
@@ -293,12 +301,33 @@ impl Session {
 
     /// The sample's tracepoint data; null when it has none, or its event is no tracepoint
     /// (simpleperf records raw data for every event of a recording with tracepoints).
-    pub fn tracing_data(&self) -> Result<*const c_char, String> {
+    ///
+    /// simpleperf's scripts read each field at its offset in the data, and a `__data_loc`
+    /// string where the data's own offset and length say, without bounds: the data handed out
+    /// reaches as far as either does (the format's fields lie within a record's 64 KiB, a
+    /// `__data_loc` within 128 KiB), zeros past the sample's own bytes.
+    pub fn tracing_data(&mut self) -> Result<*const c_char, String> {
         self.current("GetTracingDataOfCurrentSample")?;
         let loaded = self.loaded.as_ref().expect("a sample is at hand");
         let raw = &loaded.sample.raw;
-        let tracepoint = self.current.event.tracing_data_format.field_count > 0;
-        Ok(if raw.is_empty() || !tracepoint { std::ptr::null() } else { raw.as_ptr().cast() })
+        let event = &loaded.events[loaded.sample.section as usize];
+        if raw.is_empty() || event.fields.is_empty() {
+            return Ok(std::ptr::null());
+        }
+        let mut reach = raw.len().max(event.size as usize);
+        for f in event.fields.iter().filter(|f| f.is_dynamic != 0) {
+            let at = f.offset as usize;
+            if let Some(loc) = raw.get(at..at + 4) {
+                let (offset, len) =
+                    (u16::from_le_bytes([loc[0], loc[1]]), u16::from_le_bytes([loc[2], loc[3]]));
+                reach = reach.max(usize::from(offset) + usize::from(len));
+            }
+        }
+        self.tracing.clear();
+        self.tracing.extend_from_slice(raw);
+        // And one NUL more: a string read up to its NUL ends inside.
+        self.tracing.resize(reach + 1, 0);
+        Ok(self.tracing.as_ptr().cast())
     }
 
     /// The build id of a binary as recorded (`0x` and 40 hex digits), or "".
@@ -370,7 +399,9 @@ fn event_info(s: &report::Section, formats: &[rperf_perfdata::tracing::EventForm
             is_dynamic: f.dynamic as u32,
         });
         names.push(n);
-        size = size.max(f.offset + f.elem_size * f.elem_count);
+        // Within a record's size (`decode_formats` keeps no other field).
+        let end = f.elem_size.checked_mul(f.elem_count).and_then(|n| n.checked_add(f.offset));
+        size = size.max(end.unwrap_or(rperf_perfdata::tracing::MAX_RAW));
     }
     EventInfo { name: c_string(name.to_string()), fields, size, _names: names }
 }

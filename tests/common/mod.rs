@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod android;
+pub mod library;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
