@@ -138,7 +138,8 @@ impl DebugInfo {
                 None => return Vec::new(),
             }
         };
-        if !ctx.guard.allows(svma) {
+        // addr2line looks up [svma, svma + 1) without checking: no code lies at the last address.
+        if svma == u64::MAX || !ctx.guard.allows(svma) {
             return Vec::new();
         }
         let ctx = ctx.ctx.lock().unwrap_or_else(|e| e.into_inner());
