@@ -45,14 +45,7 @@ struct Section {
 
 impl Section {
     fn new() -> std::io::Result<Section> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .mode(0o600)
-            .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
-            .open(std::env::temp_dir())?;
-        Ok(Section { file, len: 0 })
+        Ok(Section { file: crate::writer::unnamed_file()?, len: 0 })
     }
 
     fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {

@@ -126,14 +126,7 @@ impl JitStore {
 
     fn file(&mut self) -> std::io::Result<&File> {
         if self.file.is_none() {
-            use std::os::unix::fs::OpenOptionsExt;
-            let f = std::fs::OpenOptions::new()
-                .read(true)
-                .write(true)
-                .mode(0o600)
-                .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
-                .open(std::env::temp_dir())?;
-            self.file = Some(f);
+            self.file = Some(crate::writer::unnamed_file()?);
         }
         Ok(self.file.as_ref().expect("made above"))
     }

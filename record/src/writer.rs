@@ -527,6 +527,19 @@ fn not_replaceable(meta: &std::fs::Metadata) -> Option<String> {
     ))
 }
 
+/// A new file without a name (0600, in the temporary folder), for what is gathered during a
+/// recording and copied into it at the end: gone with its last descriptor, never reachable
+/// through a path another user could swap.
+pub(crate) fn unnamed_file() -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
+        .open(std::env::temp_dir())
+}
+
 /// Opens the FIFO or character device `path` for writing (without creating, truncating or
 /// following a link), and an unnamed file to make the recording in, in the temporary folder.
 fn open_stream(path: &Path) -> Result<(File, File), Error> {
@@ -542,13 +555,7 @@ fn open_stream(path: &Path) -> Result<(File, File), Error> {
         return Err(Error::file(path, io::Error::other("it changed while being opened")));
     }
     let dir = std::env::temp_dir();
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .mode(0o600)
-        .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
-        .open(&dir)
-        .map_err(|e| {
+    let file = unnamed_file().map_err(|e| {
             let e = io::Error::new(
                 e.kind(),
                 format!("{e}: the recording for {} is made in an unnamed file there first; set TMPDIR to a folder of a filesystem that has room and supports O_TMPFILE", path.display()),
