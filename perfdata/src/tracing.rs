@@ -197,7 +197,7 @@ mod tests {
             \tfield:int near;\toffset:8;\tsize:4;\tsigned:1;\n\
             \tfield:int far;\toffset:2000000028;\tsize:4;\tsigned:1;\n\
             \tfield:char wraps[4];\toffset:4294967295;\tsize:4;\tsigned:1;\n\
-            \tfield:char edge[8];\toffset:65528;\tsize:8;\tsigned:1;\n";
+            \tfield:char edge[8];\toffset:65527;\tsize:8;\tsigned:1;\n";
         let f = parse_format("s", text).unwrap();
         let names: Vec<_> = f.fields.iter().map(|f| f.name.as_str()).collect();
         assert_eq!(names, ["near", "edge"]);
