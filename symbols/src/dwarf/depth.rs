@@ -37,19 +37,22 @@ impl DepthGuard {
         // Ranges may overlap: every range beginning at or below the address is a candidate.
         let end = ranges.partition_point(|r| r.0 <= svma);
         let units: Vec<usize> = ranges[..end].iter().filter(|r| svma < r.1).map(|r| r.2).collect();
-        let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
         units.into_iter().all(|unit| {
-            *checked.entry(unit).or_insert_with(|| {
-                let within = nests_within(&self.dwarf, unit);
-                if !within {
-                    crate::notes::note(format!(
-                        "the compile unit at .debug_info offset {unit:#x} of {} nests its entries more \
-                         than {MAX_DEPTH} deep; its inline frames and source lines are left out",
-                        crate::text::printable(&self.path.to_string_lossy())
-                    ));
-                }
-                within
-            })
+            let known = self.checked.lock().unwrap_or_else(|e| e.into_inner()).get(&unit).copied();
+            if let Some(within) = known {
+                return within;
+            }
+            // Walked without the lock: lookups in other binaries go on meanwhile.
+            let within = nests_within(&self.dwarf, unit);
+            let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
+            if checked.insert(unit, within).is_none() && !within {
+                crate::notes::note(format!(
+                    "the compile unit at .debug_info offset {unit:#x} of {} nests its entries more \
+                     than {MAX_DEPTH} deep; its inline frames and source lines are left out",
+                    crate::text::printable(&self.path.to_string_lossy())
+                ));
+            }
+            within
         })
     }
 }
@@ -112,6 +115,11 @@ fn unit_ranges(dwarf: &gimli::Dwarf<Reader>) -> Vec<(u64, u64, usize)> {
 fn nests_within(dwarf: &gimli::Dwarf<Reader>, offset: usize) -> bool {
     let walk = || -> gimli::Result<bool> {
         let header = dwarf.debug_info.header_from_offset(gimli::DebugInfoOffset(offset))?;
+        // Each level takes an entry's code and a null entry at least: a small unit cannot
+        // nest past the bound, and is not walked.
+        if header.length_including_self() <= 2 * MAX_DEPTH as usize {
+            return Ok(true);
+        }
         let unit = dwarf.unit(header)?;
         let mut entries = unit.entries_raw(None)?;
         while !entries.is_empty() {
