@@ -101,11 +101,21 @@ impl OutputFile {
     /// moved to NAME.old; never written through).
     pub fn finish(mut self) -> anyhow::Result<()> {
         let Some(temp) = self.temp.take() else { return Ok(()) };
+        let bytes = std::fs::metadata(&temp).map_or(0, |m| m.len());
         if self.recording {
             rperf_record::writer::publish_as(&temp, &self.path)?;
         } else {
             std::fs::rename(&temp, &self.path)
                 .with_context(|| format!("cannot write {}", self.path.display()))?;
+        }
+        // A report's output, said as a recording is (recordings say so where they are made).
+        if !self.recording {
+            let path = rperf_symbols::text::printable(&self.path.to_string_lossy()).into_owned();
+            let size = match bytes {
+                b if b < 100_000 => format!("{:.1} KB", b as f64 / 1e3),
+                b => format!("{:.1} MB", b as f64 / 1e6),
+            };
+            crate::log::say(crate::log::Level::Info, &format!("rperf: wrote {path} ({size})"));
         }
         Ok(())
     }

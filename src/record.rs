@@ -262,6 +262,30 @@ fn options(a: RecordArgs, argv: &[String]) -> anyhow::Result<RecordOptions> {
     })
 }
 
+/// Fails as starting it would when `program` (a path, or a name looked up in PATH) names no
+/// file that can be run.
+fn check_runnable(program: &str) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable =
+        |p: &std::path::Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    let found = if program.contains('/') {
+        runnable(std::path::Path::new(program))
+    } else {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path).any(|dir| runnable(&dir.join(program)))
+    };
+    if !found {
+        let why = match std::path::Path::new(program).metadata() {
+            Ok(m) if m.is_dir() => "it is a directory".to_string(),
+            Ok(_) if program.contains('/') => "it is not executable (chmod +x)".to_string(),
+            _ if program.contains('/') => "no such file".to_string(),
+            _ => "not found in PATH".to_string(),
+        };
+        bail!("cannot run '{}': {why}", rperf_symbols::text::printable(program));
+    }
+    Ok(())
+}
+
 fn check_output_writable(path: &std::path::Path) -> anyhow::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
     if !dir.is_dir() {
@@ -289,6 +313,10 @@ pub fn run(a: RecordArgs, argv: &[String]) -> anyhow::Result<i32> {
     }
     let system_wide_with_command = a.target.system_wide_with_command();
     let command = a.target.command.clone();
+    // Before the events are planned: a command that cannot run is the one thing to say.
+    if let Some(program) = command.first() {
+        check_runnable(program)?;
+    }
     let use_cmd_exit_code = a.use_cmd_exit_code;
     let mut opts = options(a, argv)?;
     if system_wide_with_command {

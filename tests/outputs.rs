@@ -101,8 +101,17 @@ fn svg_flamegraph_is_well_formed_with_title_and_names() {
     let data = inline_data();
     let dir = scratch("out_svg");
     let svg = dir.join("flame.svg");
-    report(data, &["-o", svg.to_str().unwrap(), "--title", "Inline workload"]);
+    let o = run(rperf()
+        .args(["report", "-o", svg.to_str().unwrap(), "--title", "Inline workload", "-i"])
+        .arg(data));
     let text = std::fs::read_to_string(&svg).unwrap();
+    // Said as a recording is: where the output went, and its size.
+    let size = match text.len() {
+        n if n < 100_000 => format!("{:.1} KB", n as f64 / 1e3),
+        n => format!("{:.1} MB", n as f64 / 1e6),
+    };
+    let said = format!("rperf: wrote {} ({size})", svg.display());
+    assert!(o.status.success() && stderr(&o).contains(&said), "{said}: {}", stderr(&o));
     let o = run(Command::new("python3")
         .args(["-c", "import sys, xml.dom.minidom; xml.dom.minidom.parse(sys.argv[1])"])
         .arg(&svg));

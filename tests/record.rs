@@ -279,7 +279,13 @@ fn exit_code_is_the_commands() {
     perf_script(&dir.join("b.data"));
     let o = run(rperf().arg("record").arg("-o").arg(dir.join("c.data")).args(["--", "/no/such/program"]));
     assert!(!o.status.success());
-    assert!(stderr(&o).contains("cannot run '/no/such/program'"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("cannot run '/no/such/program': no such file"), "{}", stderr(&o));
+    // The one thing said: not the event notes that would precede a recording.
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(!dir.join("c.data").exists(), "nothing is made for a command that cannot run");
+    let o =
+        run(rperf().arg("record").arg("-o").arg(dir.join("d.data")).args(["--", "no-such-program-in-path"]));
+    assert!(stderr(&o).contains("cannot run 'no-such-program-in-path': not found in PATH"), "{}", stderr(&o));
 }
 
 #[test]
