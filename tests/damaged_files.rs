@@ -185,6 +185,41 @@ fn killed_recording_reports_what_was_flushed() {
     // 256 KiB of frame-pointer samples is well over a thousand of them.
     assert!(samples > 1000, "{samples} samples survive:\n{text}");
     assert!(text.contains("hot_loop"), "{text}");
+    assert!(stderr(&o).contains("the recorder was killed before it finished"), "{}", stderr(&o));
+}
+
+/// A recording reported while it is still being made is not called cut short: its recorder
+/// holds the file, and the warning says to report it again once recording ends.
+#[test]
+fn a_recording_in_progress_is_said_to_be_one() {
+    let p = programs();
+    let dir = scratch("damaged_in_progress");
+    let data = dir.join("live.data");
+    let mut rec = rperf()
+        .args(["record", "-g", "fp", "-o"])
+        .arg(&data)
+        .arg("--")
+        .args([p.workload_fp.to_str().unwrap(), "30", "1"])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while std::fs::metadata(&data).map_or(0, |m| m.len()) < 256 << 10
+        && start.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = run(rperf().args(["report", "--sort", "symbol", "-i"]).arg(&data));
+    // SIGINT ends the recording (and its command) cleanly.
+    // SAFETY: kill with a pid of a child of this process.
+    unsafe { libc::kill(rec.id() as i32, libc::SIGINT) };
+    rec.wait().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("it is still being recorded (its recorder holds it)"), "{err}");
+    assert!(!err.contains("killed"), "{err}");
+    let o = run(rperf().args(["report", "--sort", "symbol", "-i"]).arg(&data));
+    assert!(!stderr(&o).contains("no feature sections"), "{}", stderr(&o));
 }
 
 #[test]

@@ -136,6 +136,10 @@ impl PerfDataWriter {
         published: bool,
         attrs: &[FileAttr],
     ) -> Result<PerfDataWriter, Error> {
+        // Held until the recorder exits: a report of the file meanwhile can tell it is still
+        // being written rather than cut short (`flock`, advisory; a failure changes nothing).
+        // SAFETY: flock on a descriptor this function owns; no memory is passed.
+        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX | libc::LOCK_NB) };
         let mut w = PerfDataWriter {
             file,
             path,

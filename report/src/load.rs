@@ -243,7 +243,15 @@ fn cut_short(path: &Path, file: &std::fs::File, warnings: &mut Vec<crate::Warnin
         .as_ref()
         .and_then(|h| recorded_kernel_text(file, h.data))
         .is_some_and(|t| Some(t) == running_kernel_text());
-    warnings.push(crate::Warning::CutShort { path: path.to_path_buf(), made_here: here });
+    // The recorder holds its file locked until it exits.
+    let recording = match rustix::fs::flock(file, rustix::fs::FlockOperation::NonBlockingLockShared) {
+        Ok(()) => {
+            rustix::fs::flock(file, rustix::fs::FlockOperation::Unlock).ok();
+            false
+        }
+        Err(e) => e == rustix::io::Errno::WOULDBLOCK,
+    };
+    warnings.push(crate::Warning::CutShort { path: path.to_path_buf(), made_here: here, recording });
     here
 }
 

@@ -12,10 +12,16 @@ pub enum Warning {
     /// `perfdata::checked` and the record reader found and did).
     #[error(transparent)]
     Repaired(#[from] rperf_perfdata::checked::Repaired),
-    /// The recording has no feature sections: the recorder was killed before it finished.
+    /// The recording has no feature sections: it is still being recorded, or the recorder was
+    /// killed before it finished.
     #[error(
-        "{} has no feature sections: its recording was cut short (the recorder was killed before it finished); {}",
+        "{} has no feature sections: {}; {}",
         path.display(),
+        if *recording {
+            "it is still being recorded (its recorder holds it), so this report shows what was written up to the last flush; report it again once recording ends"
+        } else {
+            "its recording was cut short (the recorder was killed before it finished)"
+        },
         if *made_here {
             "it was made on this machine since its last boot, so kernel frames are named from this kernel and binaries are read as they are now"
         } else {
@@ -27,6 +33,8 @@ pub enum Warning {
         path: PathBuf,
         /// It was made on this machine since its last boot.
         made_here: bool,
+        /// Its recorder still holds it (rperf's recorder locks its file while it writes).
+        recording: bool,
     },
     /// Reading stopped at a record that could not be read.
     #[error("{}: stopped reading after {records} records: {reason}; the report shows what was readable", path.display())]
