@@ -131,15 +131,15 @@ pub struct RecordArgs {
 }
 
 /// Rewrites simpleperf-style `-g [fp|dwarf[,N]]` of `rperf record` and `rperf top` into
-/// `--call-graph=...`, so that `-g` alone (followed by the command) means DWARF for `record`,
-/// as in simpleperf, and frame pointers for `top`, as in perf top. Only the subcommand counts:
+/// `--call-graph=...`, so that `-g` alone (followed by the command) means DWARF for both, as in
+/// simpleperf: frame pointers give broken callers through code built without them (most -O2
+/// builds), and `top -g` means what `record -g` means. Only the subcommand counts:
 /// `rperf report -i record -g` keeps its `-g`.
 pub fn expand_short_g(args: Vec<String>) -> Vec<String> {
-    let alone = match args.get(1).map(String::as_str) {
-        Some("record") => "dwarf",
-        Some("top") => "fp",
-        _ => return args,
-    };
+    if !matches!(args.get(1).map(String::as_str), Some("record" | "top")) {
+        return args;
+    }
+    let alone = "dwarf";
     let mut out = Vec::with_capacity(args.len());
     let mut it = args.into_iter().peekable();
     while let Some(a) = it.next() {

@@ -30,8 +30,9 @@ pub struct TopArgs {
     /// Samples per second.
     #[arg(short = 'F', long = "freq", default_value_t = 1000)]
     freq: u64,
-    /// Record call chains and show the selected row's callers: fp (frame pointers; what -g
-    /// alone means) or dwarf[,STACK_SIZE] (copies of the user stack, unwound at each refresh).
+    /// Record call chains and show the selected row's callers: dwarf[,STACK_SIZE] (copies of
+    /// the user stack, unwound at each refresh; what -g alone means, as for record) or fp
+    /// (frame pointers: cheaper, where the code keeps them).
     #[arg(long = "call-graph", value_name = "MODE")]
     call_graph: Option<String>,
     /// Sort keys, as for rperf report.
@@ -358,5 +359,16 @@ mod tests {
         assert_eq!(super::fit("abcdef", 4), "abc…");
         assert_eq!(super::fit("abcd", 4), "abcd");
         assert_eq!(super::fit("ab", 4), "ab");
+    }
+
+    #[test]
+    fn g_alone_means_dwarf_for_top_as_for_record() {
+        let expand =
+            |args: &[&str]| crate::record::expand_short_g(args.iter().map(|a| a.to_string()).collect());
+        for cmd in ["top", "record"] {
+            assert_eq!(expand(&["rperf", cmd, "-g", "-p", "1"])[2], "--call-graph=dwarf");
+            assert_eq!(expand(&["rperf", cmd, "-g", "fp", "-p", "1"])[2], "--call-graph=fp");
+        }
+        assert_eq!(expand(&["rperf", "report", "-g"])[2], "-g");
     }
 }

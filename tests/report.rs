@@ -101,6 +101,26 @@ fn same_answer_as_perf_on_a_frame_pointer_recording() {
     compare_with_perf(&data);
 }
 
+/// Frame-pointer call chains through code built without frame pointers end at garbage return
+/// addresses: the report says so once the share is large, with the remedy, rather than only
+/// counting "Error Callchains".
+#[test]
+fn frame_pointer_chains_through_code_without_them_are_said_to_be_cut() {
+    let p = programs();
+    let say = "call chains end at a return address in no mapping";
+    let broken = record_fp("rep_broken_chains", &p.mixed, &["1", "1"]);
+    let o = run(rperf().args(["report", "-g", "--sort", "dso,symbol", "-i"]).arg(&broken));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(say) && stderr(&o).contains("record with -g (DWARF unwinding)"),
+        "{}",
+        stderr(&o)
+    );
+    let whole = record_fp("rep_whole_chains", &p.mixed_fp, &["1", "1"]);
+    let o = run(rperf().args(["report", "-g", "--sort", "dso,symbol", "-i"]).arg(&whole));
+    assert!(!stderr(&o).contains(say), "{}", stderr(&o));
+}
+
 #[test]
 fn rperf_dwarf_recording_reports_full_call_chains() {
     let p = programs();

@@ -81,6 +81,7 @@ pub fn convert_with(
         profile.finish(model, |model| resolver.finish_symbols(model, &mut warnings), info, Vec::new());
     progress.finish();
     warnings.extend(profile.unnamed_warning());
+    warnings.extend(profile.broken_chains_warning());
     warnings.extend(rperf_symbols::cache::take_warning().map(crate::Warning::Symbols));
     warnings.extend(rperf_symbols::notes::take().into_iter().map(crate::Warning::Symbols));
     let mut profile = profile;

@@ -291,6 +291,18 @@ impl Profile {
         })
     }
 
+    /// A warning when a fifth or more of the main section's samples have broken call chains
+    /// (`Section::error_callchains`).
+    pub fn broken_chains_warning(&self) -> Option<crate::Warning> {
+        let s = self.main_section()?;
+        (s.error_callchains > 0 && s.error_callchains * 5 >= s.samples).then(|| {
+            crate::Warning::BrokenChains {
+                percent: 100.0 * s.error_callchains as f64 / s.samples.max(1) as f64,
+                event: s.name.clone(),
+            }
+        })
+    }
+
     /// The functions of a counted stack, innermost first, with the off-CPU marker in front of
     /// off-CPU time when `marker` is asked for.
     pub fn frames(&self, stack: StackId, off_cpu: bool, marker: bool) -> impl Iterator<Item = FuncId> + '_ {

@@ -112,4 +112,17 @@ pub enum Warning {
     /// From the symbols crate: kernel symbols, debuginfod servers, the cache folder.
     #[error("{0}")]
     Symbols(String),
+    /// Many call chains end at a caller in no mapping: frame pointers through code built
+    /// without them.
+    #[error(
+        "{percent:.0}% of the {event} samples' call chains end at a return address in no mapping, as frame-pointer \
+         call chains do through code built without frame pointers (most -O2 builds): their callers are cut \
+         there; record with -g (DWARF unwinding) rather than -g fp, or build with -fno-omit-frame-pointer"
+    )]
+    BrokenChains {
+        /// Their share of the section's samples.
+        percent: f64,
+        /// The section's event.
+        event: String,
+    },
 }

@@ -238,6 +238,7 @@ impl ElfInfo {
     /// (unless they needed split DWARF, which lies in other files).
     pub fn source_frames(&self, svmas: &[u64]) -> std::collections::HashMap<u64, Vec<crate::SourceFrame>> {
         let Some(found) = self.dwarf_file() else { return Default::default() };
+        let dwarf_path = found.0.clone();
         let kept = self.build_id.as_deref().and_then(|id| crate::kept_frames::KeptFrames::open(id, &found.0));
         let missing: Vec<u64> =
             svmas.iter().copied().filter(|&a| kept.as_ref().is_none_or(|k| k.get(a).is_none())).collect();
@@ -265,8 +266,9 @@ impl ElfInfo {
             for a in missing {
                 kept.insert(a, debug.frames(a));
             }
-            // Split DWARF's frames depend on the `.dwo` and `.dwp` files too: not kept.
-            if !debug.reads_split_dwarf() {
+            // Split DWARF's frames depend on the `.dwo` and `.dwp` files too: not kept. Nor are
+            // those of a file something was left out of, so that each report says what.
+            if !debug.reads_split_dwarf() && !crate::notes::left_out_of(&dwarf_path) {
                 kept.save();
             }
         }

@@ -1,6 +1,8 @@
 //! What symbolization left out of a report and why (a debug section refused, a unit cut), for
 //! the report to say: each note once, in the order first met.
 
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// The most notes kept; past them, only how many more there were.
@@ -19,6 +21,26 @@ pub fn note(why: String) {
     } else {
         notes.1 += 1;
     }
+}
+
+/// The files something was left out of (kept for the process's life: `take` does not clear it).
+static LEFT_OUT: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
+
+/// Notes `why` something of `file` was left out: said once, and remembered of the file, whose
+/// lookups are then not kept in the cache folder (a later report reading them back would not
+/// say it again).
+pub fn note_about(file: &Path, why: String) {
+    LEFT_OUT
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashSet::new)
+        .insert(file.to_path_buf());
+    note(why);
+}
+
+/// Whether something of `file` was left out (`note_about`).
+pub fn left_out_of(file: &Path) -> bool {
+    LEFT_OUT.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|s| s.contains(file))
 }
 
 /// The notes so far, taken: the next call gets only newer ones.

@@ -46,11 +46,14 @@ impl DepthGuard {
             let within = nests_within(&self.dwarf, unit);
             let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
             if checked.insert(unit, within).is_none() && !within {
-                crate::notes::note(format!(
-                    "the compile unit at .debug_info offset {unit:#x} of {} nests its entries more \
+                crate::notes::note_about(
+                    &self.path,
+                    format!(
+                        "the compile unit at .debug_info offset {unit:#x} of {} nests its entries more \
                      than {MAX_DEPTH} deep; its inline frames and source lines are left out",
-                    crate::text::printable(&self.path.to_string_lossy())
-                ));
+                        crate::text::printable(&self.path.to_string_lossy())
+                    ),
+                );
             }
             within
         })
@@ -64,11 +67,14 @@ pub(super) fn all_units_nest_within(dwarf: &gimli::Dwarf<Reader>, path: &std::pa
     while let Ok(Some(header)) = units.next() {
         let Some(offset) = header.debug_info_offset().map(|o| o.0) else { continue };
         if !nests_within(dwarf, offset) {
-            crate::notes::note(format!(
-                "the split compile unit at .debug_info offset {offset:#x} of {} nests its entries more \
+            crate::notes::note_about(
+                path,
+                format!(
+                    "the split compile unit at .debug_info offset {offset:#x} of {} nests its entries more \
                  than {MAX_DEPTH} deep; its inline frames and source lines are left out",
-                crate::text::printable(&path.to_string_lossy())
-            ));
+                    crate::text::printable(&path.to_string_lossy())
+                ),
+            );
             return false;
         }
     }

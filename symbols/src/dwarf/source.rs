@@ -40,9 +40,12 @@ pub(super) fn compression(
 
 /// Says that `section` of `src` is left out, and why.
 pub(super) fn refused(section: &object::Section<'_, '_>, src: Source<'_>, why: &str) {
-    crate::notes::note(format!(
-        "the debug section {} of {} {why}; it is left out",
-        crate::text::printable(section.name().unwrap_or("?")),
-        crate::text::printable(&src.path.to_string_lossy())
-    ));
+    crate::notes::note_about(
+        src.path,
+        format!(
+            "the debug section {} of {} {why}; it is left out",
+            crate::text::printable(section.name().unwrap_or("?")),
+            crate::text::printable(&src.path.to_string_lossy())
+        ),
+    );
 }
