@@ -20,8 +20,8 @@ pub(super) struct DepthGuard {
     dwarf: Arc<gimli::Dwarf<Reader>>,
     /// The file, for the note.
     path: PathBuf,
-    /// (begin, end, unit offset) of every unit's address ranges, by begin; made on first need.
-    ranges: OnceLock<Vec<(u64, u64, usize)>>,
+    /// Every unit's address ranges, made on first need.
+    ranges: OnceLock<UnitRanges>,
     /// Units walked so far: whether each nests within the bound.
     checked: Mutex<HashMap<usize, bool>>,
 }
@@ -33,11 +33,8 @@ impl DepthGuard {
 
     /// Whether every unit whose ranges hold `svma` nests within the bound.
     pub(super) fn allows(&self, svma: u64) -> bool {
-        let ranges = self.ranges.get_or_init(|| unit_ranges(&self.dwarf));
-        // Ranges may overlap: every range beginning at or below the address is a candidate.
-        let end = ranges.partition_point(|r| r.0 <= svma);
-        let units: Vec<usize> = ranges[..end].iter().filter(|r| svma < r.1).map(|r| r.2).collect();
-        units.into_iter().all(|unit| {
+        let ranges = self.ranges.get_or_init(|| UnitRanges::of(&self.dwarf));
+        ranges.holding(svma).all(|unit| {
             let known = self.checked.lock().unwrap_or_else(|e| e.into_inner()).get(&unit).copied();
             if let Some(within) = known {
                 return within;
@@ -79,6 +76,40 @@ pub(super) fn all_units_nest_within(dwarf: &gimli::Dwarf<Reader>, path: &std::pa
         }
     }
     true
+}
+
+/// Every unit's address ranges: (begin, end, unit offset) by begin, and for each the furthest
+/// end of it and those before it, so that the ranges holding an address are found without
+/// looking at every range that begins below it (ranges may overlap).
+struct UnitRanges {
+    ranges: Vec<(u64, u64, usize)>,
+    reach: Vec<u64>,
+}
+
+impl UnitRanges {
+    fn of(dwarf: &gimli::Dwarf<Reader>) -> UnitRanges {
+        let ranges = unit_ranges(dwarf);
+        let reach = ranges
+            .iter()
+            .scan(0u64, |far, r| {
+                *far = (*far).max(r.1);
+                Some(*far)
+            })
+            .collect();
+        UnitRanges { ranges, reach }
+    }
+
+    /// The units whose ranges hold `svma` (a unit may come more than once).
+    fn holding(&self, svma: u64) -> impl Iterator<Item = usize> + '_ {
+        let end = self.ranges.partition_point(|r| r.0 <= svma);
+        // Back from the last range beginning at or below the address, while any range up to
+        // there reaches past it.
+        (0..end)
+            .rev()
+            .take_while(move |&i| self.reach[i] > svma)
+            .filter(move |&i| svma < self.ranges[i].1)
+            .map(move |i| self.ranges[i].2)
+    }
 }
 
 /// The address ranges of every unit: from `.debug_aranges` where it lists the unit, from the
@@ -139,4 +170,23 @@ fn nests_within(dwarf: &gimli::Dwarf<Reader>, offset: usize) -> bool {
         Ok(true)
     };
     walk().unwrap_or(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::UnitRanges;
+
+    #[test]
+    fn ranges_holding_an_address_are_found_back_to_the_furthest_reach() {
+        let ranges = vec![(0x100, 0x900, 1), (0x200, 0x300, 2), (0x400, 0x500, 3), (0x600, 0x700, 4)];
+        let reach = vec![0x900, 0x900, 0x900, 0x900];
+        let r = UnitRanges { ranges, reach };
+        assert_eq!(r.holding(0x450).collect::<Vec<_>>(), [3, 1]);
+        assert_eq!(r.holding(0x350).collect::<Vec<_>>(), [1]);
+        assert_eq!(r.holding(0x950).count(), 0);
+        assert_eq!(r.holding(0x50).count(), 0);
+        let ranges = vec![(0x100, 0x200, 1), (0x200, 0x300, 2), (0x300, 0x400, 3)];
+        let r = UnitRanges { reach: vec![0x200, 0x300, 0x400], ranges };
+        assert_eq!(r.holding(0x250).collect::<Vec<_>>(), [2]);
+    }
 }
