@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::library::{library, script};
@@ -13,19 +12,6 @@ use common::*;
 
 fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap())
-}
-
-/// rperf's recording of sched_switch events of `sleep`.
-fn sched_switch_recording(dir: &Path) -> PathBuf {
-    let data = dir.join("perf.data");
-    let o = run(rperf().args(["record", "-e", "sched:sched_switch", "-o"]).arg(&data).args([
-        "--",
-        "sh",
-        "-c",
-        "for i in 1 2 3 4 5; do sleep 0.01; done",
-    ]));
-    assert!(o.status.success(), "{}", stderr(&o));
-    data
 }
 
 /// `bytes` (a recording) with `from` replaced by `to` in its sched_switch format, in the tracing
@@ -68,7 +54,8 @@ fn with_format_edit(bytes: &[u8], from: &str, to: &str) -> Vec<u8> {
 #[test]
 fn a_tracepoint_field_outside_every_sample_is_left_out() {
     let dir = scratch("library_far_field");
-    let data = sched_switch_recording(&dir);
+    let data = dir.join("perf.data");
+    record_sched_switch(&data);
     let plain = script("report_sample.py", &["-i", data.to_str().unwrap(), "--show_tracing_data"], &dir);
     assert!(plain.contains("prev_pid"), "{plain}");
     let far = dir.join("far.data");
@@ -109,7 +96,8 @@ fn python(program: &str, env: &[(&str, &str)]) -> String {
 #[test]
 fn feature_sections_outlive_a_second_record_file() {
     let dir = scratch("library_second_file");
-    let first = sched_switch_recording(&dir);
+    let first = dir.join("perf.data");
+    record_sched_switch(&first);
     let second = dir.join("second.data");
     std::fs::copy(&first, &second).unwrap();
     let program = format!(
@@ -148,7 +136,8 @@ lib.DestroyReportLib(h)
 #[test]
 fn mapping_and_filter_files_must_be_files() {
     let dir = scratch("library_named_files");
-    let data = sched_switch_recording(&dir);
+    let data = dir.join("perf.data");
+    record_sched_switch(&data);
     let fifo = dir.join("fifo");
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: c is a valid NUL-terminated path.

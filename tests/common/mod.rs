@@ -149,6 +149,17 @@ pub fn record_fp(name: &str, program: &Path, args: &[&str]) -> PathBuf {
     data
 }
 
+/// Records the sched_switch events of a shell sleeping five times into `data`.
+pub fn record_sched_switch(data: &Path) {
+    let o = run(rperf().args(["record", "-e", "sched:sched_switch", "-o"]).arg(data).args([
+        "--",
+        "sh",
+        "-c",
+        "for i in 1 2 3 4 5; do sleep 0.01; done",
+    ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 /// Records `dd` copying /dev/zero to /dev/null in small blocks: time mostly in the kernel.
 /// `args` go to `rperf record`; returns the recording.
 pub fn record_syscalls(name: &str, args: &[&str]) -> PathBuf {
