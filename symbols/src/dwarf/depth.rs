@@ -115,20 +115,8 @@ impl UnitRanges {
 /// The address ranges of every unit: from `.debug_aranges` where it lists the unit, from the
 /// unit's own entry otherwise (as addr2line finds them).
 fn unit_ranges(dwarf: &gimli::Dwarf<Reader>) -> Vec<(u64, u64, usize)> {
-    let mut out = Vec::new();
-    let mut listed = std::collections::HashSet::new();
-    let mut headers = dwarf.debug_aranges.headers();
-    while let Ok(Some(h)) = headers.next() {
-        let unit = h.debug_info_offset().0;
-        listed.insert(unit);
-        let mut entries = h.entries();
-        while let Ok(Some(e)) = entries.next() {
-            let r = e.range();
-            if r.end > r.begin {
-                out.push((r.begin, r.end, unit));
-            }
-        }
-    }
+    let mut out = super::focus::arange_units(&dwarf.debug_aranges);
+    let listed: std::collections::HashSet<usize> = out.iter().map(|r| r.2).collect();
     let mut units = dwarf.units();
     while let Ok(Some(header)) = units.next() {
         let Some(offset) = header.debug_info_offset().map(|o| o.0) else { continue };

@@ -25,7 +25,7 @@ pub(super) fn focused_dwarf(
     src: Source<'_>,
 ) -> Option<(gimli::Dwarf<Reader>, AddressRanges)> {
     let endian = endian_of(obj);
-    let ranges = arange_units(load_section(obj, map, endian, ".debug_aranges", src));
+    let ranges = arange_units(&load_section(obj, map, endian, ".debug_aranges", src).into());
     if ranges.is_empty() {
         return None;
     }
@@ -129,9 +129,9 @@ fn read_units(
 }
 
 /// (begin, end, unit offset) of every address range `.debug_aranges` lists, by begin.
-fn arange_units(aranges: Reader) -> Vec<(u64, u64, usize)> {
+pub(super) fn arange_units(aranges: &gimli::DebugAranges<Reader>) -> Vec<(u64, u64, usize)> {
     let mut ranges = Vec::new();
-    let mut headers = gimli::DebugAranges::from(aranges).headers();
+    let mut headers = aranges.headers();
     while let Ok(Some(h)) = headers.next() {
         let unit = h.debug_info_offset().0;
         let mut entries = h.entries();
