@@ -17,6 +17,8 @@ rperf may name more code than simpleperf (debug files simpleperf does not read).
 A differing row whose only difference is the function's name, where both names are symbols at
 one address of that binary (`log` and `logf64` in libm), is marked as an alias: README lists
 the choice among aliases as a deliberate difference.
+--names-only compares rows without their shares: what is named, not what it weighs (off-CPU
+recordings, which rperf weighs as simpleperf's newer report library does; see README).
 """
 import argparse
 import difflib
@@ -124,6 +126,8 @@ def compare(args, data, opts):
     _, rout, rerr = report([args.rperf] + base)
     theirs = sections(sout)
     ours = sections(rout)
+    if args.names_only:
+        ours = {event: [without_shares(r) for r in rows] for event, rows in ours.items()}
     total = same = 0
     misses = []
     for event, rows in theirs.items():
@@ -134,6 +138,8 @@ def compare(args, data, opts):
             if args.named_only and "[+" in row.rsplit(" ", 1)[-1]:
                 continue
             total += 1
+            if args.names_only:
+                row = without_shares(row)
             if have[row] > 0:
                 have[row] -= 1
                 same += 1
@@ -144,6 +150,14 @@ def compare(args, data, opts):
     return {"file": os.path.basename(data), "options": " ".join(opts) or "(default)",
             "rows": total, "identical": same, "misses": misses,
             "rperf_error": rerr.strip().splitlines()[-1] if not rout and rerr.strip() else None}
+
+
+def without_shares(row):
+    """A row without its leading share columns (`12.34%`)."""
+    fields = row.split(" ")
+    while fields and fields[0].endswith("%"):
+        fields.pop(0)
+    return " ".join(fields)
 
 
 def main():
@@ -157,6 +171,7 @@ def main():
     ap.add_argument("--files", help="comma-separated recordings (default: every .data file)")
     ap.add_argument("--symfs", help="symbol folder for both tools (default: the corpus; '' for none)")
     ap.add_argument("--named-only", action="store_true")
+    ap.add_argument("--names-only", action="store_true")
     ap.add_argument("--min-percent", type=float, default=0.5)
     ap.add_argument("--show", type=int, default=20, help="differing rows to print per file")
     ap.add_argument("--json", action="store_true")

@@ -89,6 +89,8 @@ pub(crate) fn make_attr(
         a.set_mmap2(1);
         a.set_comm_exec(1);
         a.set_build_id(1);
+        // Off-CPU time ends when the thread is switched back in.
+        a.set_context_switch(u64::from(opts.trace_offcpu));
     }
     a.set_sample_id_all(1);
     // CLOCK_MONOTONIC unless `--clockid` says otherwise: the clock runtimes stamp their JIT

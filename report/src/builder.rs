@@ -13,7 +13,8 @@ use crate::lists::Lists;
 use crate::model::{DsoKind, ExecType, Model};
 use crate::options::OffCpuMode;
 use crate::profile::{
-    EventDesc, Info, Names, Place, Profile, Row, Sample, Section, StackCount, StackId, Thread, Unit,
+    EventDesc, GroupValue, Info, Names, Place, Profile, Row, Sample, Section, StackCount, StackId, Thread,
+    Unit,
 };
 use crate::resolve::{AddrId, Func, FuncId, Symbolized};
 
@@ -41,9 +42,18 @@ impl Clone for Log {
 #[derive(Clone)]
 struct Pending {
     row: Row,
-    /// Its places and tracepoint data, when samples are logged.
+    /// Its places, tracepoint data and counter group, when samples are logged.
     places: Vec<Place>,
     raw: Box<[u8]>,
+    group: Box<[GroupValue]>,
+}
+
+/// What the sample log keeps of a sample besides its row.
+#[derive(Clone, Copy)]
+struct Logged<'a> {
+    places: &'a [Place],
+    raw: &'a [u8],
+    group: &'a [GroupValue],
 }
 
 #[derive(Clone, Default)]
@@ -178,7 +188,8 @@ impl ProfileBuilder {
                     off_cpu: false,
                     weight: s.period,
                 };
-                self.commit(model, s.attr, row, places, raw, s.counted);
+                let logged = Logged { places, raw, group: s.group };
+                self.commit(model, s.attr, row, logged, s.counted);
             }
             return;
         };
@@ -190,22 +201,32 @@ impl ProfileBuilder {
             self.sections[sec].truncated += u64::from(s.truncated);
             self.sections[sec].error_callchains += u64::from(s.broken_chain);
         }
-        let (places, raw) = match self.log.0 {
-            Some(_) => (places.to_vec(), raw.into()),
-            None => Default::default(),
-        };
-        let row = Row { time: s.time, thread: s.thread, cpu: s.cpu, stack, off_cpu: switch, weight: 0 };
-        let this = Pending { row, places, raw };
-        if let Some(prev) = self.pending.insert(s.thread.tid, this) {
-            // Counted under the thread's name when its time ends, as simpleperf counts it: time
-            // that ran into an exec is the new program's.
+        let on_section = tr.on_section;
+        // The thread's switch-out waiting for its length ends here, counted under the thread's
+        // name now, as simpleperf counts it: time that ran into an exec is the new program's.
+        if let Some(prev) = self.pending.remove(&s.thread.tid) {
             let prev = Pending { row: Row { thread: s.thread, ..prev.row }, ..prev };
             self.settle(model, prev, s.time);
         }
+        let row =
+            Row { time: s.time, thread: s.thread, cpu: s.cpu, stack, off_cpu: switch, weight: s.period };
+        if !switch {
+            // On the CPU, a sample weighs the time its period says.
+            if let Some(sec) = on_section {
+                self.commit(model, sec, row, Logged { places, raw, group: s.group }, &[]);
+            }
+            return;
+        }
+        let (places, raw, group) = match self.log.0 {
+            Some(_) => (places.to_vec(), raw.into(), s.group.into()),
+            None => Default::default(),
+        };
+        self.pending.insert(s.thread.tid, Pending { row, places, raw, group });
     }
 
-    /// A thread exited: its last sample lasts until now.
-    pub fn thread_exit(&mut self, model: &Model, tid: i32, time: u64) {
+    /// A thread was switched in, or exited (recordings without switch records): the
+    /// switch-out sample it waited in lasts until now.
+    pub fn switched_in(&mut self, model: &Model, tid: i32, time: u64) {
         if self.timing.is_none() {
             return;
         }
@@ -246,24 +267,17 @@ impl ProfileBuilder {
         id
     }
 
-    /// Gives a thread's previous sample its weight: the time until `until`.
+    /// Gives a thread's switch-out sample its weight: the time until `until` (at least 1 ns,
+    /// as simpleperf weighs it).
     fn settle(&mut self, model: &Model, prev: Pending, until: u64) {
-        let Some(tr) = &self.timing else { return };
-        let Some(sec) = (if prev.row.off_cpu { tr.off_section } else { tr.on_section }) else { return };
-        let row = Row { weight: until.saturating_sub(prev.row.time), ..prev.row };
-        self.commit(model, sec, row, &prev.places, &prev.raw, &[]);
+        let Some(sec) = self.timing.as_ref().and_then(|tr| tr.off_section) else { return };
+        let row = Row { weight: until.saturating_sub(prev.row.time).max(1), ..prev.row };
+        let logged = Logged { places: &prev.places, raw: &prev.raw, group: &prev.group };
+        self.commit(model, sec, row, logged, &[]);
     }
 
     /// Counts a weighed sample into a section, when it passes the thread filters.
-    fn commit(
-        &mut self,
-        model: &Model,
-        sec: usize,
-        row: Row,
-        places: &[Place],
-        raw: &[u8],
-        counted: &[(usize, u64)],
-    ) {
+    fn commit(&mut self, model: &Model, sec: usize, row: Row, logged: Logged<'_>, counted: &[(usize, u64)]) {
         let Row { time, thread, cpu, stack, off_cpu, weight } = row;
         let f = &self.filters;
         // Relative --time bounds count from the first sample (samples arrive in time order).
@@ -294,7 +308,8 @@ impl ProfileBuilder {
             c.rows.push(row);
         }
         if let Some(log) = &mut self.log.0 {
-            log.push(sec as u32, &row, places, raw);
+            let process = model.threads.get(&row.thread.pid).map(|t| t.comm);
+            log.push(sec as u32, &row, process, (logged.places, logged.raw), logged.group);
         }
     }
 
@@ -361,6 +376,7 @@ impl ProfileBuilder {
             (funcs.len() - 1) as FuncId
         });
         self.proguard.iter().for_each(|m| m.rename(&mut funcs));
+        let threads = model.threads.iter().map(|(&tid, t)| (tid, (t.pid, t.comm))).collect();
         let names = Names { comms: model.strings, dsos: model.dsos, funcs, srclines, files };
         // Java stacks read as methods (ART's frames hidden unless asked for).
         let java_dex = match self.merge_java {
@@ -415,6 +431,7 @@ impl ProfileBuilder {
             stack_origin,
             tracepoint_formats: std::mem::take(&mut self.tracepoint_formats),
             java_dex,
+            threads,
         };
         (profile, sample_log)
     }
@@ -496,104 +513,5 @@ fn time_sections(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::options::{Needs, ReportOptions};
-
-    const ROWS: Needs = Needs { samples: true, lines: false, places: false, callers: true };
-
-    fn events() -> Vec<EventDesc> {
-        vec![
-            EventDesc { name: "cpu-clock".into(), type_: 1, config: 0 },
-            EventDesc { name: "sched:sched_switch".into(), type_: 2, config: 300 },
-            EventDesc { name: "dummy".into(), type_: 1, config: 9 },
-        ]
-    }
-
-    fn finish(b: ProfileBuilder, model: Model) -> Profile {
-        let n = b.stacks.iter().flatten().max().map_or(0, |m| *m as usize + 1);
-        b.finish(
-            model,
-            |m| {
-                let dso = m.dso("/bin/x", None, DsoKind::File);
-                let funcs = (0..n)
-                    .map(|i| Func { dso, name: format!("f{i}"), inlined: false, system: None })
-                    .collect();
-                (Symbolized::identity(n), funcs, Vec::new(), Vec::new())
-            },
-            Info::default(),
-            Vec::new(),
-        )
-        .0
-    }
-
-    #[test]
-    fn off_cpu_samples_are_weighed_by_the_time_to_the_next_one() {
-        let opts = ReportOptions::default();
-        let mut model = Model::default();
-        let comm = model.intern("t");
-        let thread = Thread { comm, pid: 1, tid: 1 };
-        let mut b = ProfileBuilder::new(&events(), true, &opts.profile_config(), ROWS).unwrap();
-        let sample = |attr, time, addrs: &'static [AddrId]| Sample {
-            attr,
-            time,
-            thread,
-            cpu: 0,
-            period: 1000,
-            addrs,
-            truncated: false,
-            broken_chain: false,
-            places: &[],
-            raw: None,
-            counted: &[],
-        };
-        b.add_sample(&model, &sample(0, 10_000, &[0]));
-        b.add_sample(&model, &sample(1, 11_000, &[1]));
-        b.add_sample(&model, &sample(0, 51_000, &[0]));
-        b.thread_exit(&model, 1, 52_000);
-        // A thread's last switch-out, with nothing after it, has no known length: left out.
-        let idle = Thread { comm, pid: 2, tid: 2 };
-        b.add_sample(&model, &Sample { thread: idle, ..sample(1, 20_000, &[1]) });
-        let p = finish(b, model);
-        assert_eq!(p.sections.len(), 1);
-        let s = &p.sections[0];
-        assert_eq!((s.samples, s.weight), (3, 42_000));
-        let off: u64 = s.stacks.iter().filter(|c| c.off_cpu).map(|c| c.weight).sum();
-        assert_eq!(off, 40_000);
-        assert_eq!(s.rows.iter().map(|r| r.weight).sum::<u64>(), 42_000);
-        // The marker leads off-CPU stacks when asked for.
-        let c = s.stacks.iter().find(|c| c.off_cpu).unwrap();
-        assert_eq!(p.frames(c.stack, true, true).next(), p.off_cpu_marker);
-    }
-
-    #[test]
-    fn other_recordings_keep_one_section_per_event() {
-        let opts = ReportOptions::default();
-        let b = ProfileBuilder::new(&events(), false, &opts.profile_config(), Needs::default()).unwrap();
-        let p = finish(b, Model::default());
-        assert_eq!(p.sections.len(), 3);
-        assert!(p.sections.iter().all(|s| s.unit == Unit::Events));
-        let opts = ReportOptions { trace_offcpu: Some(OffCpuMode::OffCpu), ..Default::default() };
-        assert!(ProfileBuilder::new(&events(), false, &opts.profile_config(), Needs::default()).is_err());
-    }
-
-    #[test]
-    fn max_stack_and_thread_filters_apply_once() {
-        let mut opts = ReportOptions { max_stack: 2, ..Default::default() };
-        opts.filters.tids = vec![2];
-        let mut model = Model::default();
-        let comm = model.intern("t");
-        let mut b = ProfileBuilder::new(&events()[..1], false, &opts.profile_config(), ROWS).unwrap();
-        for tid in [1, 2, 2] {
-            let thread = Thread { comm, pid: 1, tid };
-            b.add_sample(
-                &model,
-                &Sample { time: 5, thread, period: 7, addrs: &[0, 1, 2], ..Default::default() },
-            );
-        }
-        let p = finish(b, model);
-        let s = &p.sections[0];
-        assert_eq!((s.samples, s.weight, s.rows.len()), (2, 14, 2));
-        assert_eq!(p.stacks[s.stacks[0].stack as usize], vec![0, 1]);
-    }
-}
+#[path = "builder_tests.rs"]
+mod tests;

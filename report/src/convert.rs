@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use linux_perf_data::linux_perf_event_reader::{
-    CommOrExecRecord, CpuMode, EventRecord, ForkOrExitRecord, LostRecord, Mmap2FileId, Mmap2Record,
-    MmapRecord, RawData, RawEventRecord, RecordType,
+    CommOrExecRecord, ContextSwitchRecord, CpuMode, EventRecord, ForkOrExitRecord, LostRecord, Mmap2FileId,
+    Mmap2Record, MmapRecord, RawData, RawEventRecord, RecordType,
 };
 use linux_perf_data::PerfFileRecord;
 use rperf_symbols::BinaryFinder;
@@ -257,7 +257,12 @@ impl Converter {
         match crate::decode::parse(raw, patched) {
             Some(EventRecord::Comm(r)) => self.handle_comm(&r),
             Some(EventRecord::Fork(r)) => self.handle_fork(&r),
-            Some(EventRecord::Exit(r)) => self.handle_exit(&r),
+            Some(EventRecord::Exit(r)) => self.profile.switched_in(&self.model, r.tid, r.timestamp),
+            Some(EventRecord::ContextSwitch(ContextSwitchRecord::In { .. })) => {
+                if let (Ok(c), Some(time)) = (raw.common_data(), raw.timestamp()) {
+                    self.profile.switched_in(&self.model, c.tid.unwrap_or(-1), time);
+                }
+            }
             Some(EventRecord::Mmap(r)) => self.handle_mmap(&r),
             Some(EventRecord::Mmap2(r)) => self.handle_mmap2(&r),
             Some(EventRecord::Lost(r)) => self.handle_lost(attr, &r),
@@ -276,10 +281,6 @@ impl Converter {
 
     fn handle_fork(&mut self, r: &ForkOrExitRecord) {
         self.model.fork(r.pid, r.ppid, r.tid, r.ptid);
-    }
-
-    fn handle_exit(&mut self, r: &ForkOrExitRecord) {
-        self.profile.thread_exit(&self.model, r.tid, r.timestamp);
     }
 
     fn handle_mmap(&mut self, m: &MmapRecord<'_>) {
@@ -411,7 +412,8 @@ impl Converter {
             self.places.extend(chain.iter().map(|f| place(model, pid, f)));
         }
         self.counted.clear();
-        for &(event, value) in &d.group {
+        for g in &d.group {
+            let (event, value) = (g.event as usize, g.value);
             let last = self.last_group.insert((tid, event), value).unwrap_or(0);
             self.counted.push((event, value.saturating_sub(last)));
         }
@@ -428,6 +430,7 @@ impl Converter {
             places: &self.places,
             raw: if self.keep_places { d.raw.as_deref() } else { None },
             counted: &self.counted,
+            group: if self.keep_places { &d.group } else { &[] },
         };
         self.profile.add_sample(&self.model, &sample);
         d.chain
@@ -456,6 +459,7 @@ impl Converter {
                 places: &[],
                 raw: None,
                 counted: &[],
+                group: &[],
             };
             self.profile.add_sample(&self.model, &sample);
         }

@@ -28,7 +28,7 @@ pub(crate) struct Decoded<'a> {
     /// Its tracepoint data.
     pub(crate) raw: Option<std::borrow::Cow<'a, [u8]>>,
     /// The values of its counter group, by event (simpleperf's `--add-counter`).
-    pub(crate) group: Vec<(usize, u64)>,
+    pub(crate) group: Vec<crate::profile::GroupValue>,
     /// Its branch stack's taken branches, (from, to), newest first (with `-b`).
     pub(crate) branches: Vec<(u64, u64)>,
 }
@@ -56,8 +56,14 @@ impl<'a> Decoded<'a> {
                 (Some(events), Some(id)) => events.get(&id).copied(),
                 _ => Some(d.attr + i),
             };
-            d.group =
-                values.iter().enumerate().filter_map(|(i, (v, id))| Some((event(i, *id)?, *v))).collect();
+            d.group = values
+                .iter()
+                .enumerate()
+                .filter_map(|(i, &(value, id))| {
+                    let event = event(i, id)? as u32;
+                    Some(crate::profile::GroupValue { event, id: id.unwrap_or(0), value })
+                })
+                .collect();
         }
         if branches {
             d.branches = crate::decode::branch_stack(raw).unwrap_or_default();

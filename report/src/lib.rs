@@ -22,6 +22,7 @@
 #![deny(missing_docs)]
 
 mod annotate;
+mod binary_symbols;
 mod builder;
 mod configs;
 mod convert;
@@ -53,6 +54,7 @@ mod warning;
 mod windows;
 
 pub use annotate::{annotate, AnnotateOptions, FunctionCode};
+pub use binary_symbols::{binary_symbols, BinarySymbol};
 pub use dump::dump;
 pub use error::Error;
 pub use filter_file::TimeRanges;
@@ -64,7 +66,7 @@ pub use options::{
     CallOrder, Debuginfod, Filters, Format, Needs, OffCpuMode, ReportOptions, SortKey, StackPrefix, TimeBound,
 };
 pub use output::{Table, TableRow};
-pub use profile::{Offered, Place, Profile, Row, Section, Thread, Unit};
+pub use profile::{GroupValue, Offered, Place, Profile, Row, Section, Thread, Unit};
 pub use proguard::ProguardMapping;
 pub use resolve::NameStyle;
 pub use sample_log::{LoggedSample, SampleReader};

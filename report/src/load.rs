@@ -84,6 +84,8 @@ pub struct Facts {
     pub features: HashMap<u32, Vec<u8>>,
     /// Build ids by path, as recorded.
     pub build_ids: HashMap<String, Vec<u8>>,
+    /// Its events' names, in the file's order.
+    pub events: Vec<String>,
 }
 
 /// Reads what `path`'s header says.
@@ -96,7 +98,8 @@ pub fn facts(path: &Path) -> Result<Facts, Error> {
         .iter()
         .filter_map(|f| Some((f.0, rec.perf_file.feature_section_data(f)?.to_vec())))
         .collect();
-    Ok(Facts { off_cpu: rec.off_cpu, features, build_ids: rec.build_ids })
+    let events = rec.events.into_iter().map(|e| e.name).collect();
+    Ok(Facts { off_cpu: rec.off_cpu, features, build_ids: rec.build_ids, events })
 }
 
 /// Opens `opts.input` and reads its header and metadata.

@@ -200,6 +200,8 @@ impl AddressSpace {
 pub struct Thread {
     /// Its name (interned).
     pub comm: u32,
+    /// Its process.
+    pub pid: i32,
 }
 
 /// Processes, threads and DSOs.
@@ -307,7 +309,7 @@ impl Model {
     /// when the new program starts).
     pub fn comm(&mut self, pid: i32, tid: i32, name: &str, exec: bool) {
         let comm = self.intern(name);
-        self.threads.insert(tid, Thread { comm });
+        self.threads.insert(tid, Thread { comm, pid });
         if exec && pid == tid {
             if let Some(space) = self.processes.get_mut(&pid) {
                 space.generation = new_generation();
@@ -319,7 +321,7 @@ impl Model {
     pub fn fork(&mut self, pid: i32, ppid: i32, tid: i32, ptid: i32) {
         let parent_comm = self.threads.get(&ptid).or_else(|| self.threads.get(&ppid)).map(|t| t.comm);
         if let Some(comm) = parent_comm {
-            self.threads.insert(tid, Thread { comm });
+            self.threads.insert(tid, Thread { comm, pid });
         }
         if pid != ppid {
             if let Some(mut space) = self.processes.get(&ppid).cloned() {

@@ -233,6 +233,9 @@ pub struct Profile {
     pub java_dex: std::collections::HashMap<AddrId, DexMethod>,
     /// What the samples held before the filters, to say which filter matched nothing.
     pub offered: Offered,
+    /// The threads the recording described, by thread id, as they were at its end: their
+    /// process and name (an index of `Names::comms`).
+    pub threads: rustc_hash::FxHashMap<i32, (i32, u32)>,
 }
 
 impl Profile {
@@ -338,6 +341,20 @@ pub struct Sample<'a> {
     /// What each counter of its counter group counted since the thread's previous sample,
     /// by event (simpleperf's `--add-counter`); empty without a group.
     pub counted: &'a [(usize, u64)],
+    /// Its counter group's values as recorded (kept with its places).
+    pub group: &'a [GroupValue],
+}
+
+/// One counter of a sample's counter group (simpleperf's `--add-counter`), as recorded: the
+/// counter's running total.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GroupValue {
+    /// Index of the counter's event in the file.
+    pub event: u32,
+    /// The counter's id (0 when the recording gives none).
+    pub id: u64,
+    /// Its running total.
+    pub value: u64,
 }
 
 /// An event of the file.

@@ -4,16 +4,18 @@
 //! so that memory grows with distinct stacks and mappings, not with samples.
 //!
 //! An entry: section (u32), time (u64), comm, pid, tid, cpu, stack (u32 each), off-CPU (u8),
-//! weight (u64), the number of places (u32) and each place's address (u64) and interned
-//! mapping (u32), the length of the tracepoint data (u32) and the data. Native byte order: the
-//! file lives only as long as the profile.
+//! weight (u64), the process's name (u32, `u32::MAX` when unknown), the number of places (u32)
+//! and each place's address (u64) and interned mapping (u32), the length of the tracepoint
+//! data (u32) and the data, the number of counter group values (u32) and each one's event
+//! (u32), id and value (u64 each). Native byte order: the file lives only as long as the
+//! profile.
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Write};
 
 use rustc_hash::FxHashMap;
 
-use crate::profile::{Place, Row, StackId, Thread};
+use crate::profile::{GroupValue, Place, Row, StackId, Thread};
 
 /// Writes samples as they are counted.
 pub struct SampleLog {
@@ -39,6 +41,11 @@ pub struct LoggedSample {
     pub places: Vec<Place>,
     /// Its tracepoint data; empty when none.
     pub raw: Vec<u8>,
+    /// The name of its process (the thread whose id is the pid) when the sample was taken, as
+    /// an index of `Names::comms`; None when the recording never named it.
+    pub process: Option<u32>,
+    /// Its counter group's values as recorded (simpleperf's `--add-counter`).
+    pub group: Vec<GroupValue>,
 }
 
 /// Reads the logged samples back, those the profile's filters keep, in the order they were
@@ -74,8 +81,16 @@ impl SampleLog {
         })
     }
 
-    /// Appends a sample.
-    pub fn push(&mut self, section: u32, row: &Row, places: &[Place], raw: &[u8]) {
+    /// Appends a sample: its row, its process's name, its places and tracepoint data, and its
+    /// counter group.
+    pub fn push(
+        &mut self,
+        section: u32,
+        row: &Row,
+        process: Option<u32>,
+        (places, raw): (&[Place], &[u8]),
+        group: &[GroupValue],
+    ) {
         if self.failed.is_some() {
             return;
         }
@@ -90,6 +105,7 @@ impl SampleLog {
         entry.extend_from_slice(&row.stack.to_ne_bytes());
         entry.push(row.off_cpu as u8);
         entry.extend_from_slice(&row.weight.to_ne_bytes());
+        entry.extend_from_slice(&process.unwrap_or(u32::MAX).to_ne_bytes());
         entry.extend_from_slice(&(places.len() as u32).to_ne_bytes());
         for p in places {
             let next = self.maps.len() as u32;
@@ -102,6 +118,12 @@ impl SampleLog {
         }
         entry.extend_from_slice(&(raw.len() as u32).to_ne_bytes());
         entry.extend_from_slice(raw);
+        entry.extend_from_slice(&(group.len() as u32).to_ne_bytes());
+        for g in group {
+            entry.extend_from_slice(&g.event.to_ne_bytes());
+            entry.extend_from_slice(&g.id.to_ne_bytes());
+            entry.extend_from_slice(&g.value.to_ne_bytes());
+        }
         match self.out.write_all(&entry) {
             Ok(()) => self.count += 1,
             Err(e) => self.failed = Some(e),
@@ -158,6 +180,7 @@ impl SampleReader {
             let stack: StackId = self.u32()?;
             let off_cpu = self.bytes::<1>()?[0] != 0;
             let weight = self.u64()?;
+            out.process = Some(self.u32()?).filter(|&p| p != u32::MAX);
             out.places.clear();
             for _ in 0..self.u32()? {
                 let ip = self.u64()?;
@@ -168,6 +191,11 @@ impl SampleReader {
             let raw_len = self.u32()? as usize;
             out.raw.resize(raw_len, 0);
             self.input.read_exact(&mut out.raw)?;
+            out.group.clear();
+            for _ in 0..self.u32()? {
+                let (event, id, value) = (self.u32()?, self.u64()?, self.u64()?);
+                out.group.push(GroupValue { event, id, value });
+            }
             let shown = self.sections.get(section as usize).copied().flatten();
             let kept = self.kept.get(stack as usize).copied().unwrap_or(false);
             let (Some(section), true) = (shown, kept) else { continue };
@@ -203,18 +231,21 @@ mod tests {
         let thread = Thread { comm: 1, pid: 10, tid: 11 };
         let row = |time, stack| Row { time, thread, cpu: 2, stack, off_cpu: false, weight: 7 };
         let place = |ip| Place { ip, map: (0x1000, 0x2000, 0) };
-        log.push(0, &row(5, 0), &[place(0x1100), place(0x1200)], b"raw");
-        log.push(1, &row(6, 1), &[place(0x1300)], b"");
-        log.push(0, &row(7, 2), &[], b"");
-        log.push(2, &row(8, 0), &[], b"");
+        let group = [GroupValue { event: 1, id: 9, value: 300 }];
+        log.push(0, &row(5, 0), Some(4), (&[place(0x1100), place(0x1200)], b"raw"), &group);
+        log.push(1, &row(6, 1), None, (&[place(0x1300)], b""), &[]);
+        log.push(0, &row(7, 2), None, (&[], b""), &[]);
+        log.push(2, &row(8, 0), None, (&[], b""), &[]);
         // Stack 1 is filtered out; section 2 is dropped and section 0 becomes 1.
         let mut r = log.finish(vec![true, false, true], vec![Some(1), Some(0), None]);
         let mut s = LoggedSample::default();
         assert!(r.next_into(&mut s).unwrap());
         assert_eq!((s.section, s.row.time, s.row.weight, s.raw.as_slice()), (1, 5, 7, &b"raw"[..]));
         assert_eq!(s.places, [place(0x1100), place(0x1200)]);
+        assert_eq!((s.process, s.group.as_slice()), (Some(4), &group[..]));
         assert!(r.next_into(&mut s).unwrap());
         assert_eq!((s.section, s.row.time, s.places.len(), s.raw.len()), (1, 7, 0, 0));
+        assert_eq!((s.process, s.group.len()), (None, 0));
         assert!(!r.next_into(&mut s).unwrap());
         assert!(!r.next_into(&mut s).unwrap());
     }

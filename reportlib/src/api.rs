@@ -243,3 +243,85 @@ pub extern "C" fn GetBuildIdForPath(lib: *mut ReportLib, path: *const c_char) ->
 pub extern "C" fn GetFeatureSection(lib: *mut ReportLib, name: *const c_char) -> *const FeatureSection {
     guard(lib, "GetFeatureSection", std::ptr::null(), |s| s.feature(text(name, "the feature name")?))
 }
+
+#[no_mangle]
+pub extern "C" fn RemoveMethod(lib: *mut ReportLib, regex: *const c_char) -> bool {
+    guard(lib, "RemoveMethod", false, |s| {
+        s.settable("RemoveMethod")?;
+        let pattern = text(regex, "the method name pattern")?;
+        let r = regex::Regex::new(pattern)
+            .map_err(|e| format!("`{}` is not a regular expression: {e}", pattern.escape_debug()))?;
+        s.remove_methods.push(r);
+        Ok(true)
+    })
+}
+
+/// Names functions as their binaries store them (`_Z5func2ii`), not demangled.
+#[no_mangle]
+pub extern "C" fn DisableDemangle(lib: *mut ReportLib) {
+    guard(lib, "DisableDemangle", (), |s| {
+        s.settable("DisableDemangle")?;
+        s.opts.names = report::NameStyle::Mangled;
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "C" fn GetEventCountersOfCurrentSample(lib: *mut ReportLib) -> *const EventCountersView {
+    guard(lib, "GetEventCountersOfCurrentSample", std::ptr::null(), |s| s.event_counters())
+}
+
+#[no_mangle]
+pub extern "C" fn GetProcessNameOfCurrentSample(lib: *mut ReportLib) -> *const c_char {
+    guard(lib, "GetProcessNameOfCurrentSample", std::ptr::null(), |s| s.process_name())
+}
+
+#[no_mangle]
+pub extern "C" fn GetAllBuildIds(lib: *mut ReportLib) -> *const BuildIdPair {
+    guard(lib, "GetAllBuildIds", std::ptr::null(), |s| s.all_build_ids())
+}
+
+#[no_mangle]
+pub extern "C" fn GetThread(lib: *mut ReportLib, tid: c_int) -> Thread {
+    let unknown = || Thread { pid: -1, tid: -1, comm: std::ptr::null() };
+    guard(lib, "GetThread", unknown(), |s| s.thread(tid))
+}
+
+#[no_mangle]
+pub extern "C" fn ReadSymbolsForPath(lib: *mut ReportLib, path: *const c_char) -> *const Symbol {
+    guard(lib, "ReadSymbolsForPath", std::ptr::null(), |s| s.symbols_for_path(text(path, "the path")?))
+}
+
+/// The function `SetETMCallback` takes: called with each ETM trace element decoded.
+pub type EtmCallback = extern "C" fn(trace_id: u8, element: *const std::ffi::c_void);
+
+/// Asks for the recording's ETM trace elements. This library does not decode ETM trace: it
+/// says so here, and the first call that reads a recording holding ETM trace fails saying so.
+#[no_mangle]
+pub extern "C" fn SetETMCallback(lib: *mut ReportLib, callback: Option<EtmCallback>) {
+    guard(lib, "SetETMCallback", (), |s| {
+        s.settable("SetETMCallback")?;
+        if callback.is_none() {
+            return Err("the callback is null".into());
+        }
+        s.etm_wanted = true;
+        eprintln!(
+            "rperf report library: SetETMCallback: this library does not decode ETM trace; no trace \
+             element will be handed to the callback"
+        );
+        Ok(())
+    })
+}
+
+/// The binary and offset of an address in an ETM trace: always "in no binary", as this
+/// library decodes no ETM trace (said on stderr).
+#[no_mangle]
+pub extern "C" fn ConvertETMAddressToVaddrInFile(lib: *mut ReportLib, trace_id: u8, addr: u64) -> DsoAddress {
+    let none = DsoAddress { path: std::ptr::null(), offset: 0 };
+    guard(lib, "ConvertETMAddressToVaddrInFile", none, |_| {
+        Err(format!(
+            "trace id {trace_id}, address {addr:#x}: this library decodes no ETM trace, so no trace \
+             id has a thread to map addresses"
+        ))
+    })
+}

@@ -1,7 +1,7 @@
 //! The structs the library hands out, with the layouts `simpleperf_report_lib.py` declares
 //! (field for field, in order).
 
-use std::ffi::c_char;
+use std::ffi::{c_char, CString};
 
 /// A sample (`SampleStruct`).
 #[repr(C)]
@@ -121,4 +121,75 @@ pub struct CallChain {
 pub struct FeatureSection {
     pub data: *const c_char,
     pub data_size: u32,
+}
+
+/// One counter of a sample's counter group (`EventCounterStructure`): its event's name, its
+/// id and its running total.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct EventCounter {
+    pub name: *const c_char,
+    pub id: u64,
+    pub count: u64,
+}
+
+/// A sample's counters (`EventCountersViewStructure`).
+#[repr(C)]
+pub struct EventCountersView {
+    pub nr: usize,
+    pub event_counter: *const EventCounter,
+}
+
+/// A binary and its build id (`BuildIdPairStructure`); a list of them ends with a null
+/// `filename`.
+#[repr(C)]
+pub struct BuildIdPair {
+    /// 20 bytes: the build id, zero-padded.
+    pub build_id: *const u8,
+    pub filename: *const c_char,
+}
+
+/// A binary and an offset in it (`DsoAddress`); `path` null when the address is in no binary.
+#[repr(C)]
+pub struct DsoAddress {
+    pub path: *const c_char,
+    pub offset: u64,
+}
+
+/// A thread (`Thread`): its process, its id and its name; `pid` -1 when unknown.
+#[repr(C)]
+pub struct Thread {
+    pub pid: i32,
+    pub tid: i32,
+    pub comm: *const c_char,
+}
+
+/// What the lookups (`lookups.rs`) handed out, kept until the next call of the same function.
+pub struct Answers {
+    pub(crate) counters: Vec<EventCounter>,
+    pub(crate) counters_view: EventCountersView,
+    /// The recording's event names, by index in the file (for counters).
+    pub(crate) event_names: Vec<CString>,
+    pub(crate) build_ids: Vec<[u8; 20]>,
+    pub(crate) build_id_names: Vec<CString>,
+    pub(crate) build_id_pairs: Vec<BuildIdPair>,
+    pub(crate) symbols: Vec<Symbol>,
+    pub(crate) symbol_names: Vec<CString>,
+    pub(crate) symbols_path: CString,
+}
+
+impl Default for Answers {
+    fn default() -> Self {
+        Answers {
+            counters: Vec::new(),
+            counters_view: EventCountersView { nr: 0, event_counter: std::ptr::null() },
+            event_names: Vec::new(),
+            build_ids: Vec::new(),
+            build_id_names: Vec::new(),
+            build_id_pairs: Vec::new(),
+            symbols: Vec::new(),
+            symbol_names: Vec::new(),
+            symbols_path: CString::default(),
+        }
+    }
 }

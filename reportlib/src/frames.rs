@@ -19,10 +19,10 @@ pub struct Session {
     pub merge_java: bool,
     /// Code without a symbol is named `BINARY[+hex]` rather than `unknown`.
     pub show_ip: bool,
-    loaded: Option<Loaded>,
+    pub(crate) loaded: Option<Loaded>,
     facts: Option<report::Facts>,
     /// Strings handed out: kept for the session.
-    strings: Strings,
+    pub(crate) strings: Strings,
     current: Current,
     /// Answers of calls that return a string or a struct, kept until the next such call.
     modes: CString,
@@ -34,15 +34,22 @@ pub struct Session {
     /// What earlier recordings of the handle told (`SetRecordFile` again): the feature
     /// sections handed out of them stay valid until the handle is destroyed.
     retired: Vec<report::Facts>,
+    /// Frames of functions whose names match one of these are left out; a sample left with
+    /// no frame is skipped (`RemoveMethod`).
+    pub remove_methods: Vec<regex::Regex>,
+    /// The answers of the lookups (`lookups.rs`), kept until the next such call.
+    pub(crate) answers: crate::ctypes::Answers,
+    /// A caller asked for the recording's ETM trace elements (`SetETMCallback`).
+    pub etm_wanted: bool,
 }
 
 /// The profile and where the caller is in it.
-struct Loaded {
-    profile: Profile,
+pub(crate) struct Loaded {
+    pub(crate) profile: Profile,
     /// Its samples, read one at a time.
     samples: report::SampleReader,
     /// The sample at hand.
-    sample: report::LoggedSample,
+    pub(crate) sample: report::LoggedSample,
     /// Per section: the event as the library names it, with its tracepoint format.
     events: Vec<EventInfo>,
 }
@@ -67,16 +74,18 @@ struct Current {
 }
 
 #[derive(Default)]
-struct Strings {
+pub(crate) struct Strings {
     dsos: HashMap<u32, CString>,
     funcs: HashMap<u32, CString>,
-    comms: HashMap<u32, CString>,
+    pub(crate) comms: HashMap<u32, CString>,
     /// simpleperf's name for code without a symbol.
-    unknown: CString,
+    pub(crate) unknown: CString,
+    /// Its name for ART's old JIT debug files.
+    jit_cache: CString,
 }
 
 impl Strings {
-    fn get<K: std::hash::Hash + Eq>(
+    pub(crate) fn get<K: std::hash::Hash + Eq>(
         map: &mut HashMap<K, CString>,
         key: K,
         make: impl FnOnce() -> String,
@@ -110,7 +119,11 @@ impl Default for Session {
             show_ip: false,
             loaded: None,
             facts: None,
-            strings: Strings { unknown: c"unknown".into(), ..Default::default() },
+            strings: Strings {
+                unknown: c"unknown".into(),
+                jit_cache: c"[JIT cache]".into(),
+                ..Default::default()
+            },
             current: Current {
                 sample: Sample::default(),
                 symbol: Symbol::default(),
@@ -125,6 +138,9 @@ impl Default for Session {
             feature: FeatureSection { data: std::ptr::null(), data_size: 0 },
             tracing: Vec::new(),
             retired: Vec::new(),
+            remove_methods: Vec::new(),
+            answers: Default::default(),
+            etm_wanted: false,
         }
     }
 }
@@ -149,7 +165,7 @@ impl Session {
         Ok(())
     }
 
-    fn facts(&mut self) -> Result<&report::Facts, String> {
+    pub(crate) fn facts(&mut self) -> Result<&report::Facts, String> {
         if self.facts.is_none() {
             self.facts = Some(report::facts(&self.opts.input).map_err(|e| e.to_string())?);
         }
@@ -182,8 +198,11 @@ impl Session {
     }
 
     /// Reads the recording, on the first call that needs its samples.
-    fn load(&mut self) -> Result<&mut Loaded, String> {
+    pub(crate) fn load(&mut self) -> Result<&mut Loaded, String> {
         if self.loaded.is_none() {
+            if self.etm_wanted {
+                self.no_etm_decoder()?;
+            }
             let needs = Needs { samples: false, lines: false, places: true, callers: true };
             self.opts.show_ip = self.show_ip;
             self.opts.merge_java_methods = self.merge_java;
@@ -200,20 +219,40 @@ impl Session {
         Ok(self.loaded.as_mut().expect("loaded above"))
     }
 
-    /// Moves to the next sample; null at the end.
-    pub fn next_sample(&mut self) -> Result<*const Sample, String> {
-        let loaded = self.load()?;
-        let more = loaded.samples.next_into(&mut loaded.sample);
-        self.current.at = matches!(more, Ok(true));
-        if !more.map_err(|e| e.to_string())? {
-            return Ok(std::ptr::null());
+    /// ETM trace elements were asked for: a recording with ETM trace cannot give them.
+    fn no_etm_decoder(&mut self) -> Result<(), String> {
+        let input = self.opts.input.clone();
+        let etm = self.facts()?.events.iter().any(|e| e.starts_with("cs-etm") || e.starts_with("cs_etm"));
+        match etm {
+            true => Err(format!(
+                "{} holds ETM trace, and this library does not decode ETM trace: no trace element \
+                 can be handed to the ETM callback. `rperf dump -i {}` shows its records",
+                input.display(),
+                input.display()
+            )),
+            false => Ok(()),
         }
-        self.describe();
-        Ok(&self.current.sample)
     }
 
-    /// Fills the C view of the sample at hand.
-    fn describe(&mut self) {
+    /// Moves to the next sample; null at the end.
+    pub fn next_sample(&mut self) -> Result<*const Sample, String> {
+        loop {
+            let loaded = self.load()?;
+            let more = loaded.samples.next_into(&mut loaded.sample);
+            self.current.at = matches!(more, Ok(true));
+            if !more.map_err(|e| e.to_string())? {
+                return Ok(std::ptr::null());
+            }
+            // A sample whose every frame `RemoveMethod` removed is skipped.
+            if self.describe() {
+                return Ok(&self.current.sample);
+            }
+            self.current.at = false;
+        }
+    }
+
+    /// Fills the C view of the sample at hand; false when no frame of it is left.
+    fn describe(&mut self) -> bool {
         let loaded = self.loaded.as_ref().expect("loaded");
         let p = &loaded.profile;
         let (section, r, places) = (loaded.sample.section, loaded.sample.row, &loaded.sample.places);
@@ -227,13 +266,17 @@ impl Session {
             places.get(o).copied().unwrap_or_default()
         };
         cur.mappings.clear();
-        cur.mappings.extend((0..addrs.len()).map(|k| {
-            let m = place_of(k).map;
-            Mapping { start: m.0, end: m.1, pgoff: m.2 }
+        cur.mappings.extend((0..addrs.len()).map(|k| match place_of(k).map {
+            // Outside every mapping: the whole address space, as simpleperf's mapping of
+            // unknown code spans it (a location then lies within its mapping).
+            (0, 0, 0) => Mapping { start: 0, end: u64::MAX, pgoff: 0 },
+            m => Mapping { start: m.0, end: m.1, pgoff: m.2 },
         }));
         cur.entries.clear();
         for (k, &a) in addrs.iter().enumerate() {
-            let mut symbol = symbol(p, a, strings, &cur.mappings[k], self.show_ip);
+            let naming =
+                Naming { show_ip: self.show_ip, merge_java: self.merge_java, remove: &self.remove_methods };
+            let Some(mut symbol) = symbol(p, a, strings, &cur.mappings[k], naming) else { continue };
             if p.names.dsos[p.symbols.location(a).0 as usize].kind == report::DsoKind::Unknown {
                 // Outside every mapping, the place is the address itself.
                 symbol.vaddr_in_file = place_of(k).ip;
@@ -248,7 +291,8 @@ impl Session {
             Strings::get(&mut strings.comms, r.thread.comm, || p.names.comm(r.thread.comm).to_string());
         let (first, rest) = match cur.entries.split_first() {
             Some((f, _)) => (*f, 1),
-            None => (CallChainEntry::default(), 0),
+            None if addrs.is_empty() => (CallChainEntry::default(), 0),
+            None => return false,
         };
         cur.sample = Sample {
             ip: first.ip,
@@ -275,9 +319,10 @@ impl Session {
                 fields: if ev.fields.is_empty() { std::ptr::null() } else { ev.fields.as_ptr() },
             },
         };
+        true
     }
 
-    fn current(&self, what: &str) -> Result<(), String> {
+    pub(crate) fn current(&self, what: &str) -> Result<(), String> {
         match self.current.at {
             true => Ok(()),
             false => Err(format!("{what}: no sample at hand; call GetNextSample first")),
@@ -356,18 +401,49 @@ impl Session {
     }
 }
 
-/// The library's view of one frame address.
-fn symbol(p: &Profile, a: u32, strings: &mut Strings, mapping: &Mapping, show_ip: bool) -> Symbol {
+/// How the library names frames.
+struct Naming<'a> {
+    show_ip: bool,
+    merge_java: bool,
+    /// Frames of functions whose names match one of these are left out (`RemoveMethod`).
+    remove: &'a [regex::Regex],
+}
+
+/// The library's view of one frame address; None when it is left out.
+fn symbol(
+    p: &Profile,
+    a: u32,
+    strings: &mut Strings,
+    mapping: &Mapping,
+    naming: Naming<'_>,
+) -> Option<Symbol> {
+    let Naming { show_ip, merge_java, remove } = naming;
     let (mut dso, _) = p.symbols.location(a);
     let mut func = *p.symbols.funcs(a).last().expect("every address has a function");
     let mut vaddr = p.symbols.vaddr_in_file(a);
     let (mut start, mut len) = p.symbols.symbol_range(a);
-    if let Some(&(d, f, s)) = p.java_dex.get(&a) {
+    let merged = p.java_dex.get(&a);
+    if let Some(&(d, f, s)) = merged {
         (dso, func, vaddr, start, len) = (d, f, s, s, 0);
     }
-    let dso_name =
-        Strings::get(&mut strings.dsos, dso, || p.names.dsos[dso as usize].display_name().to_string());
+    let d = &p.names.dsos[dso as usize];
+    // Merging Java methods, a compiled method with no dex method of its name, in one of the
+    // files older ART versions wrote for debuggers (`TemporaryFile-XXXXXX`), is shown in
+    // `[JIT cache]`, as simpleperf's newer library shows it.
+    let dso_name = if merge_java
+        && merged.is_none()
+        && d.kind == report::DsoKind::File
+        && d.exec_type() == report::ExecType::Jit
+    {
+        strings.jit_cache.as_ptr()
+    } else {
+        Strings::get(&mut strings.dsos, dso, || d.display_name().to_string())
+    };
     let unnamed = p.symbols.is_unnamed(func);
+    let shown = if unnamed && !show_ip { "unknown" } else { p.names.func(func).name.as_str() };
+    if remove.iter().any(|r| r.is_match(shown)) {
+        return None;
+    }
     let name = if unnamed && !show_ip {
         strings.unknown.as_ptr()
     } else {
@@ -376,7 +452,14 @@ fn symbol(p: &Profile, a: u32, strings: &mut Strings, mapping: &Mapping, show_ip
     if unnamed {
         (start, len) = (vaddr, 0);
     }
-    Symbol { dso_name, vaddr_in_file: vaddr, symbol_name: name, symbol_addr: start, symbol_len: len, mapping }
+    Some(Symbol {
+        dso_name,
+        vaddr_in_file: vaddr,
+        symbol_name: name,
+        symbol_addr: start,
+        symbol_len: len,
+        mapping,
+    })
 }
 
 /// The library's event of a section: its event name (an off-CPU section's is the event its

@@ -17,5 +17,6 @@
 mod api;
 mod ctypes;
 mod frames;
+mod lookups;
 
 pub use api::*;

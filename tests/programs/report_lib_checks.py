@@ -10,7 +10,6 @@ Prints one line per check, `ok NAME`, `FAIL NAME: why`, or `skip NAME: why` (a c
 one failed. Checks of files the corpus lacks are left out.
 """
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -154,22 +153,22 @@ def removed_methods():
     assert any('android.widget' in m for m in methods)
 
 
-def jit_symfile_frames(setup):
-    """How many frames are in ART's JIT symbol files (`./TemporaryFile-XXXXXX`)."""
+def jit_files_and_cache(setup):
+    """Whether frames are in ART's old JIT debug files (`./TemporaryFile-XXXXXX`), and whether
+    frames are in `[JIT cache]`."""
     lib = opened('perf_with_interpreter_frames.data', setup)
-    n = sum('TemporaryFile-' in f.dso_name for _ in each_sample_keep(lib) for f in frames(lib))
+    dsos = {f.dso_name for _ in each_sample_keep(lib) for f in frames(lib)}
     lib.Close()
-    return n
+    return any('TemporaryFile-' in d for d in dsos), '[JIT cache]' in dsos
 
 
 @check
 def java_methods_merged_by_default():
-    # A newer simpleperf than the one here also names the JIT files' remaining frames
-    # `[JIT cache]` when merging; the simpleperf here keeps their names, as rperf does
-    # (report_library.rs compares the library with its report-sample frame for frame).
-    merged = jit_symfile_frames(None)
-    assert merged == jit_symfile_frames(lambda lib: lib.MergeJavaMethods(True)), merged
-    assert merged < jit_symfile_frames(lambda lib: lib.MergeJavaMethods(False)), merged
+    # As simpleperf's newer library does: merging, the compiled methods left in the old JIT
+    # files are shown in `[JIT cache]`.
+    assert jit_files_and_cache(None) == (False, True)
+    assert jit_files_and_cache(lambda lib: lib.MergeJavaMethods(True)) == (False, True)
+    assert jit_files_and_cache(lambda lib: lib.MergeJavaMethods(False)) == (True, False)
 
 
 @check
@@ -207,11 +206,19 @@ def mode_counts(mode):
     return got
 
 
+# Each mode's (samples, period) by event, as simpleperf's test of its newer library gives them:
+# on-CPU samples keep their period, a switch-out sample weighs the time until its thread's next
+# sample or switch-in.
+OFF_CPU_MODES = {
+    'on-cpu': {'cpu-clock:u': (208, 52000000)},
+    'off-cpu': {'sched:sched_switch': (91, 344124304)},
+    'on-off-cpu': {'cpu-clock:u': (208, 52000000), 'sched:sched_switch': (91, 344124304)},
+    'mixed-on-off-cpu': {'cpu-clock:u': (299, 396124304)},
+}
+
+
 @check
 def off_cpu_modes():
-    # simpleperf's test gives each mode's counts as a newer simpleperf makes them (on-CPU
-    # samples keep their period there); the simpleperf here weighs every sample by its time,
-    # and its report of the mixed mode (its default) is what the library is held to.
     lib = ReportLib()
     for call in (lib.GetSupportedTraceOffCpuModes, lambda: lib.SetTraceOffCpuMode('on-cpu')):
         try:
@@ -225,13 +232,7 @@ def off_cpu_modes():
     assert sorted(lib.GetSupportedTraceOffCpuModes()) == sorted(modes), lib.GetSupportedTraceOffCpuModes()
     lib.Close()
     got = {mode: mode_counts(mode) for mode in modes}
-    assert set(got['on-cpu']) == {'cpu-clock:u'} and set(got['off-cpu']) == {'sched:sched_switch'}, got
-    assert got['on-off-cpu'] == {**got['on-cpu'], **got['off-cpu']}, got
-    simpleperf = os.path.join(SCRIPTS, 'bin/linux/x86_64/simpleperf')
-    text = subprocess.run([simpleperf, 'report', '-i', os.path.join(CORPUS, 'perf_with_trace_offcpu_v2.data')],
-                          capture_output=True, text=True, check=True).stdout
-    field = lambda name: int(next(l for l in text.splitlines() if l.startswith(name)).split(':')[1])  # noqa: E731
-    assert got['mixed-on-off-cpu'] == {'cpu-clock:u': (field('Samples'), field('Time in ns'))}, (got, text[:400])
+    assert got == OFF_CPU_MODES, got
     lib = opened('perf.data')
     assert lib.GetSupportedTraceOffCpuModes() == []
     try:
@@ -315,10 +316,57 @@ def process_names():
     assert names == {'com.example.android.displayingbitmaps'}, names
 
 
+@check
+def event_counters():
+    lib = opened('perf_with_add_counter.data')
+    seen = set()
+    for s in each_sample_keep(lib):
+        c = lib.GetEventCountersOfCurrentSample()
+        seen.add(tuple((c.event_counter[i].name, c.event_counter[i].id) for i in range(c.nr)))
+        if s.time == 163881994146395:
+            first = [c.event_counter[i].count for i in range(c.nr)]
+    lib.Close()
+    assert seen == {(('cpu-cycles', 8470), ('instructions', 8471))}, seen
+    assert first == [3520, 295], first
+
+
+@check
+def all_build_ids():
+    lib = opened('perf_with_symbols.data')
+    ids = lib.GetAllBuildIds()
+    lib.Close()
+    assert ids['/data/t2'] == '0x70f1fe24500fc8b0d9eb477199ca1ca21acca4de', ids
+
+
+@check
+def threads():
+    lib = opened('perf_display_bitmaps.data')
+    app = 'com.example.android.displayingbitmaps'
+    assert lib.GetThread(31850) == (31850, 31850, app), lib.GetThread(31850)
+    assert lib.GetThread(31881) == (31850, 31881, 'RenderThread'), lib.GetThread(31881)
+    assert lib.GetThread(-5) is None
+    lib.Close()
+
+
+@check
+def symbols_of_a_binary():
+    lib = opened('perf_with_symbols.data')
+    symbols = lib.GetSymbols('/data/t2')
+    missing = lib.GetSymbols('/no/such/binary')
+    lib.Close()
+    assert (0x4004ed, 0x14, 'func2(int, int)') in symbols, symbols
+    assert symbols == sorted(symbols), symbols
+    assert missing is None, missing
+
+
 NEEDS = {
     'removed_methods': 'RemoveMethod',
     'demangling': 'DisableDemangle',
     'process_names': 'GetProcessNameOfCurrentSample',
+    'event_counters': 'GetEventCountersOfCurrentSample',
+    'all_build_ids': 'GetAllBuildIds',
+    'threads': 'GetThread',
+    'symbols_of_a_binary': 'GetSymbols',
 }
 failed = skipped = 0
 for fn in CHECKS:
