@@ -8,7 +8,8 @@
 # rperf top in a terminal, strace to see what a report opens, Debian's debuginfod server to
 # serve debug info to the client's tests) and mounting
 # tracefs for the tracepoint tests; protobuf, texttable and jinja2 (pip) for simpleperf's
-# Python scripts, which the report library tests run. The device binaries are built before the
+# Python scripts, which the report library tests run (pandas and bokeh<3.4 for the newest
+# scripts' purgatorio). The device binaries are built before the
 # tests, which run them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,9 +40,9 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 # simpleperf's Python scripts, which the report library tests run, import these (for the
 # python3 on PATH, whichever it is).
-if ! python3 -c 'import google.protobuf, texttable, jinja2' 2>/dev/null; then
-  python3 -m pip install -q protobuf texttable jinja2 2>/dev/null ||
-    python3 -m pip install -q --break-system-packages protobuf texttable jinja2
+if ! python3 -c 'import google.protobuf, texttable, jinja2, pandas, bokeh' 2>/dev/null; then
+  python3 -m pip install -q protobuf texttable jinja2 pandas 'bokeh<3.4' 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages protobuf texttable jinja2 pandas 'bokeh<3.4'
 fi
 if [ ! -d /sys/kernel/tracing/events ] && [ "$(id -u)" = 0 ]; then
   mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
