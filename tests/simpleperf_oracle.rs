@@ -43,11 +43,8 @@ fn corpus_reports_match_simpleperf_row_for_row() {
     // README's figure: 3,442 of 3,715 (the off-CPU recordings weighed on purpose as simpleperf's
     // newer library weighs them: their rows are held by name below).
     assert!(same >= 3442, "{same} of {rows} rows identical; differing:\n{misses}");
-    let (same, rows, _, misses) = compare(&[
-        "--names-only",
-        "--files",
-        "perf_with_trace_offcpu.data,perf_with_trace_offcpu_v2.data",
-    ]);
+    let (same, rows, _, misses) =
+        compare(&["--names-only", "--files", "perf_with_trace_offcpu.data,perf_with_trace_offcpu_v2.data"]);
     assert_eq!(same, rows, "off-CPU rows by name; differing:\n{misses}");
 }
 
