@@ -100,15 +100,17 @@ impl Converter {
         let needs = opts.needs;
         let profile = ProfileBuilder::new(&rec.events, rec.off_cpu, profile, needs)?;
         let this_kernel = crate::load::recorded_on_this_kernel(&rec.perf_file) || rec.cut_short_here;
+        let mut finder = BinaryFinder::new(&opts.symfs);
+        finder.add_symdirs(&opts.symdirs);
+        finder.set_same_kernel(this_kernel);
+        let vmlinux = crate::resolve::vmlinux(&finder, opts, &rec.build_ids);
         let kernel = crate::resolve::kernel_source(
             opts.kallsyms.as_deref(),
+            vmlinux.as_deref(),
             &rec.perf_file,
             &rec.stored_symbols,
             this_kernel,
         )?;
-        let mut finder = BinaryFinder::new(&opts.symfs);
-        finder.add_symdirs(&opts.symdirs);
-        finder.set_same_kernel(this_kernel);
         let section = |id| rec.perf_file.feature_section_data(linux_perf_data::Feature(id));
         let mut profile = profile;
         if let Some(d) = section(linux_perf_data::Feature::TRACING_DATA.0) {

@@ -44,6 +44,13 @@ pub struct ElfInfo {
 }
 
 impl ElfInfo {
+    /// The address of section `name`, when the file has it.
+    pub fn section_address(&self, name: &str) -> Option<u64> {
+        let obj = object::File::parse(&self.data[..]).ok()?;
+        let address = obj.section_by_name(name)?.address();
+        Some(address)
+    }
+
     /// Maps and parses `path`.
     pub fn load(path: &Path) -> Result<ElfInfo, Error> {
         Self::load_with_debug_roots(path, &[])

@@ -10,12 +10,27 @@ pub struct KernelSymbols {
     /// (first symbol address, module) for each run of module symbols, by address; a run of
     /// core kernel symbols has None.
     modules: Vec<(u64, Option<String>)>,
+    /// Symbols of a kernel image (`vmlinux`): the table's addresses are the file's, where
+    /// `.text` starts at this address; a running kernel placed it elsewhere (KASLR), at the
+    /// start of its kernel mapping.
+    pub file_text: Option<u64>,
 }
 
 impl KernelSymbols {
     /// A table from symbols the recording carries.
     pub fn from_table(table: SymbolTable) -> KernelSymbols {
-        KernelSymbols { table, modules: Vec::new() }
+        KernelSymbols { table, modules: Vec::new(), file_text: None }
+    }
+
+    /// The function symbols of a kernel image (`vmlinux`), at the file's addresses; None when
+    /// it has no `.text` section or no symbols.
+    pub fn from_vmlinux(elf: &crate::ElfInfo) -> Option<KernelSymbols> {
+        let text = elf.section_address(".text")?;
+        let table = elf.symbols().clone();
+        if table.is_empty() {
+            return None;
+        }
+        Some(KernelSymbols { table, modules: Vec::new(), file_text: Some(text) })
     }
 
     /// Parses `/proc/kallsyms`-format text; only text symbols are kept. Hidden (all-zero)
@@ -32,7 +47,7 @@ impl KernelSymbols {
         }
         owners.dedup_by(|next, prev| next.1 == prev.1);
         let modules = if owners.iter().any(|o| o.1.is_some()) { owners } else { Vec::new() };
-        KernelSymbols { table: SymbolTable::new(raw), modules }
+        KernelSymbols { table: SymbolTable::new(raw), modules, file_text: None }
     }
 
     /// The text symbols of `/proc/kallsyms`-format text that hold `addrs`, and nothing else:
@@ -71,7 +86,7 @@ impl KernelSymbols {
         }
         modules.dedup_by(|next, prev| next.0 == prev.0);
         let modules = if modules.iter().any(|o| o.1.is_some()) { modules } else { Vec::new() };
-        KernelSymbols { table: SymbolTable::new(raw), modules }
+        KernelSymbols { table: SymbolTable::new(raw), modules, file_text: None }
     }
 
     /// The loadable module whose code holds `addr` (`ext4`), None for the core kernel.

@@ -1,6 +1,6 @@
-//! Where a report's kernel symbols come from: `--kallsyms`, rperf's snapshot in the recording,
-//! simpleperf's stored kernel symbols, or this machine's kernel when the recording was made on
-//! it.
+//! Where a report's kernel symbols come from: `--kallsyms`, a kernel image (`vmlinux`) in the
+//! symbol folders, rperf's snapshot in the recording, simpleperf's stored kernel symbols, or
+//! this machine's kernel when the recording was made on it.
 
 use linux_perf_data::SimpleperfFileRecord;
 use rperf_symbols::{KernelSymbols, SymbolTable};
@@ -8,10 +8,30 @@ use rperf_symbols::{KernelSymbols, SymbolTable};
 use super::KernelSource;
 use crate::Error;
 
-/// Where kernel symbols come from: `--kallsyms`, rperf's snapshot, simpleperf's stored kernel
-/// symbols, or this machine's kernel when the recording was made on it (`this_kernel`).
+/// The kernel image (`vmlinux`) the symbol folders (`--symfs`, `--symdir`) hold for the
+/// recording's kernel: by its build id (a binary cache's `build_id_list`), else a `vmlinux`
+/// whose build id matches or cannot be compared. None without symbol folders.
+pub fn vmlinux(
+    finder: &rperf_symbols::BinaryFinder,
+    opts: &crate::configs::LoadConfig,
+    build_ids: &std::collections::HashMap<String, Vec<u8>>,
+) -> Option<std::path::PathBuf> {
+    if opts.symfs.is_empty() && opts.symdirs.is_empty() {
+        return None;
+    }
+    let id = build_ids.get("[kernel.kallsyms]").filter(|b| b.iter().any(|&x| x != 0));
+    match finder.find("vmlinux", id.map(Vec::as_slice)) {
+        rperf_symbols::Found::File(path) => Some(path),
+        _ => None,
+    }
+}
+
+/// Where kernel symbols come from: `--kallsyms`, a kernel image, rperf's snapshot,
+/// simpleperf's stored kernel symbols, or this machine's kernel when the recording was made
+/// on it (`this_kernel`).
 pub fn kernel_source(
     kallsyms: Option<&std::path::Path>,
+    vmlinux: Option<&std::path::Path>,
     perf_file: &linux_perf_data::PerfFile,
     stored: &[SimpleperfFileRecord],
     this_kernel: bool,
@@ -31,6 +51,11 @@ pub fn kernel_source(
         return Ok(KernelSource::Pending(Box::new(move |addrs| {
             (KernelSymbols::from_kallsyms_for(&text, addrs), None)
         })));
+    }
+    // A kernel image read fails quietly: the other sources are tried.
+    let image = vmlinux.and_then(|p| rperf_symbols::ElfInfo::load(p).ok());
+    if let Some(k) = image.as_ref().and_then(KernelSymbols::from_vmlinux) {
+        return ready(k);
     }
     let snapshot = linux_perf_data::Feature(rperf_perfdata::feature::RPERF_KALLSYMS);
     if let Some(d) = perf_file.feature_section_data(snapshot) {

@@ -27,7 +27,7 @@ pub use binaries::{fetch_missing_binaries, is_kernel_address};
 use binaries::{file_offset, Binaries};
 use intern::Interner;
 pub use jit_sources::JitSources;
-pub use kernel_source::kernel_source;
+pub use kernel_source::{kernel_source, vmlinux};
 pub use types::{AddrId, Func, FuncId, KernelSource, Symbolized};
 use types::{AddrKind, FrameAddr};
 

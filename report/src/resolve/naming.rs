@@ -322,7 +322,11 @@ impl Resolver {
         let plain = |function: Option<String>| Named { function, ..Default::default() };
         match kind {
             AddrKind::Kernel => match self.binaries.kernel.loaded() {
-                Some(k) => k.table.lookup(key).map(|s| self.symbol_names(&s)).unwrap_or_default(),
+                Some(k) => {
+                    let in_image = k.file_text.and_then(|text| image_address(model, key, text));
+                    let named = k.table.lookup(in_image.unwrap_or(key)).map(|s| self.symbol_names(&s));
+                    Named { vaddr: in_image, ..named.unwrap_or_default() }
+                }
                 None => plain(None),
             },
             AddrKind::Unknown => plain(None),
@@ -453,4 +457,13 @@ mod tests {
             assert_eq!(rayon::broadcast(|_| kept()), vec![0; 3]);
         });
     }
+}
+
+/// A running kernel's address `addr` in its image (`vmlinux`), whose `.text` starts at `text`:
+/// the kernel placed `.text` at the start of its kernel mapping (KASLR), as simpleperf maps it.
+/// None outside the core kernel's mapping, or where the recording gives its start as 0.
+fn image_address(model: &Model, addr: u64, text: u64) -> Option<u64> {
+    let m = model.kernel.find(addr)?;
+    let core = model.dsos[m.dso as usize].path.starts_with("[kernel.kallsyms]");
+    (core && m.start != 0).then(|| addr - m.start + text)
 }
