@@ -440,6 +440,15 @@ impl Resolver {
     }
 }
 
+/// A running kernel's address `addr` in its image (`vmlinux`), whose `.text` starts at `text`:
+/// the kernel placed `.text` at the start of its kernel mapping (KASLR), as simpleperf maps it.
+/// None outside the core kernel's mapping, or where the recording gives its start as 0.
+fn image_address(model: &Model, addr: u64, text: u64) -> Option<u64> {
+    let m = model.kernel.find(addr)?;
+    let core = model.dsos[m.dso as usize].path.starts_with("[kernel.kallsyms]");
+    (core && m.start != 0).then(|| addr - m.start + text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::{forget_demangled, DEMANGLED};
@@ -457,13 +466,4 @@ mod tests {
             assert_eq!(rayon::broadcast(|_| kept()), vec![0; 3]);
         });
     }
-}
-
-/// A running kernel's address `addr` in its image (`vmlinux`), whose `.text` starts at `text`:
-/// the kernel placed `.text` at the start of its kernel mapping (KASLR), as simpleperf maps it.
-/// None outside the core kernel's mapping, or where the recording gives its start as 0.
-fn image_address(model: &Model, addr: u64, text: u64) -> Option<u64> {
-    let m = model.kernel.find(addr)?;
-    let core = model.dsos[m.dso as usize].path.starts_with("[kernel.kallsyms]");
-    (core && m.start != 0).then(|| addr - m.start + text)
 }
