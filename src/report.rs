@@ -162,8 +162,8 @@ pub struct ReportArgs {
     /// --format or -o says otherwise; it has no interactive browser).
     #[arg(long = "stdio")]
     stdio: bool,
-    /// perf's option for kernel symbols from a vmlinux image: rperf reads them from the
-    /// recording or from --kallsyms FILE (e.g. a copy of /proc/kallsyms of the recorded machine).
+    /// perf's option for kernel symbols from a vmlinux image: rperf reads the image from a
+    /// --symfs folder, or kernel symbols from the recording or --kallsyms FILE.
     #[arg(long = "vmlinux", value_name = "FILE", hide = true)]
     vmlinux: Option<PathBuf>,
     /// Show ART's frames (interpreter, trampolines, JIT plumbing) around Java and Kotlin
@@ -260,9 +260,11 @@ fn perf_spellings(a: &ReportArgs, format: Format) -> anyhow::Result<()> {
     }
     if let Some(v) = &a.vmlinux {
         bail!(
-            "--vmlinux {}: rperf names kernel code from the kernel symbols kept in the recording, \
-             or from /proc/kallsyms when the recording was made on this machine; for another \
-             machine's kernel pass a copy of its /proc/kallsyms with --kallsyms FILE",
+            "--vmlinux {}: rperf reads a kernel image from a symbol folder: put it there as \
+             `vmlinux` (or named by the folder's build_id_list) and pass --symfs DIR; otherwise \
+             kernel code is named from the kernel symbols kept in the recording, from \
+             /proc/kallsyms when the recording was made on this machine, or from a copy of the \
+             recorded machine's /proc/kallsyms given with --kallsyms FILE",
             v.display()
         );
     }
