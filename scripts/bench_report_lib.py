@@ -18,6 +18,7 @@ baseline while the library reads the file, against rperf report's peak (goal <= 
 process's peak against rperf report's is printed too.
 
 Usage: scripts/bench_report_lib.py [--runs 3] [--min-mb 100] [--keep DIR]
+                                  [--scripts scripts|scripts-newest]
 """
 import argparse
 import os
@@ -31,7 +32,7 @@ import time
 from benchutil import run_with_peak_rss
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPTS = os.path.join(ROOT, "..", "shared", "simpleperf", "scripts")
+SIMPLEPERF = os.path.join(ROOT, "..", "shared", "simpleperf")
 
 LOOP = """
 import sys
@@ -64,6 +65,8 @@ def main():
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--min-mb", type=int, default=100)
     ap.add_argument("--keep", help="keep the recording and scripts in this folder")
+    ap.add_argument("--scripts", default="scripts", choices=["scripts", "scripts-newest"],
+                    help="which generation of simpleperf's scripts runs")
     args = ap.parse_args()
     rperf = os.path.join(ROOT, "target", "release", "rperf")
     lib = os.path.join(ROOT, "target", "release", "librperf_report.so")
@@ -74,7 +77,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     scripts = os.path.join(work, "scripts")
     if not os.path.isdir(scripts):
-        shutil.copytree(SCRIPTS, scripts)
+        shutil.copytree(os.path.join(SIMPLEPERF, args.scripts), scripts)
         os.makedirs(os.path.join(scripts, "bin", "linux", "x86_64"), exist_ok=True)
     shutil.copy(lib, os.path.join(scripts, "bin", "linux", "x86_64", "libsimpleperf_report.so"))
     data = os.path.join(work, "perf.data")
