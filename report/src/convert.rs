@@ -103,14 +103,11 @@ impl Converter {
         let mut finder = BinaryFinder::new(&opts.symfs);
         finder.add_symdirs(&opts.symdirs);
         finder.set_same_kernel(this_kernel);
-        let vmlinux = crate::resolve::vmlinux(&finder, opts, &rec.build_ids);
-        let kernel = crate::resolve::kernel_source(
-            opts.kallsyms.as_deref(),
-            vmlinux.as_deref(),
-            &rec.perf_file,
-            &rec.stored_symbols,
-            this_kernel,
-        )?;
+        let folders = !opts.symfs.is_empty() || !opts.symdirs.is_empty();
+        let vmlinux = crate::resolve::vmlinux(&finder, folders, &rec.build_ids);
+        let kallsyms = (opts.kallsyms.as_deref(), vmlinux.as_deref());
+        let kernel =
+            crate::resolve::kernel_source(kallsyms, &rec.perf_file, &rec.stored_symbols, this_kernel)?;
         let section = |id| rec.perf_file.feature_section_data(linux_perf_data::Feature(id));
         let mut profile = profile;
         if let Some(d) = section(linux_perf_data::Feature::TRACING_DATA.0) {
@@ -119,14 +116,10 @@ impl Converter {
         if let Some(image) = section(rperf_perfdata::feature::RPERF_VDSO) {
             finder.set_recorded_vdso(image.to_vec());
         }
+        let dex = linux_perf_data::simpleperf_dso_type::DSO_DEX_FILE;
         let mut model = Model::default();
-        model.dex_paths = rec
-            .stored_symbols
-            .iter()
-            .filter(|r| r.r#type == linux_perf_data::simpleperf_dso_type::DSO_DEX_FILE)
-            .map(|r| r.path.clone())
-            .collect();
-        let mut profile = profile;
+        model.dex_paths =
+            rec.stored_symbols.iter().filter(|r| r.r#type == dex).map(|r| r.path.clone()).collect();
         profile.threads.name(|name| model.intern(name));
         let config = ResolveConfig {
             names: opts.names,

@@ -211,6 +211,15 @@ pub extern "C" fn AggregateThreads(lib: *mut ReportLib, regexes: *const *const c
 
 #[no_mangle]
 pub extern "C" fn GetNextSample(lib: *mut ReportLib) -> *const Sample {
+    // A recording's ETM trace is decoded first, holding no borrow of the handle: the callback
+    // may call the library back.
+    if let Some(job) = guard(lib, "GetNextSample", None, |s| s.etm_job()) {
+        let binaries = job.run();
+        guard(lib, "GetNextSample", (), |s| {
+            s.etm_binaries.get_or_insert(binaries);
+            Ok(())
+        });
+    }
     guard(lib, "GetNextSample", std::ptr::null(), |s| s.next_sample())
 }
 
@@ -292,36 +301,21 @@ pub extern "C" fn ReadSymbolsForPath(lib: *mut ReportLib, path: *const c_char) -
     guard(lib, "ReadSymbolsForPath", std::ptr::null(), |s| s.symbols_for_path(text(path, "the path")?))
 }
 
-/// The function `SetETMCallback` takes: called with each ETM trace element decoded.
-pub type EtmCallback = extern "C" fn(trace_id: u8, element: *const std::ffi::c_void);
-
-/// Asks for the recording's ETM trace elements. This library does not decode ETM trace: it
-/// says so here, and the first call that reads a recording holding ETM trace fails saying so.
+/// Hands each element of the recording's ETM trace to `callback`, with its trace ID, as the
+/// first `GetNextSample` reads the recording (its samples follow).
 #[no_mangle]
-pub extern "C" fn SetETMCallback(lib: *mut ReportLib, callback: Option<EtmCallback>) {
+pub extern "C" fn SetETMCallback(lib: *mut ReportLib, callback: Option<crate::etm::EtmCallback>) {
     guard(lib, "SetETMCallback", (), |s| {
         s.settable("SetETMCallback")?;
-        if callback.is_none() {
-            return Err("the callback is null".into());
-        }
-        s.etm_wanted = true;
-        eprintln!(
-            "rperf report library: SetETMCallback: this library does not decode ETM trace; no trace \
-             element will be handed to the callback"
-        );
+        s.etm_callback = Some(callback.ok_or("the callback is null")?);
         Ok(())
     })
 }
 
-/// The binary and offset of an address in an ETM trace: always "in no binary", as this
-/// library decodes no ETM trace (said on stderr).
+/// The binary and its address of `addr` in the context of trace `trace_id`, as decoding
+/// stands; no binary (path null, offset `addr`) when none maps it.
 #[no_mangle]
 pub extern "C" fn ConvertETMAddressToVaddrInFile(lib: *mut ReportLib, trace_id: u8, addr: u64) -> DsoAddress {
     let none = DsoAddress { path: std::ptr::null(), offset: 0 };
-    guard(lib, "ConvertETMAddressToVaddrInFile", none, |_| {
-        Err(format!(
-            "trace id {trace_id}, address {addr:#x}: this library decodes no ETM trace, so no trace \
-             id has a thread to map addresses"
-        ))
-    })
+    guard(lib, "ConvertETMAddressToVaddrInFile", none, |s| s.etm_address(trace_id, addr))
 }

@@ -176,6 +176,8 @@ pub struct Answers {
     pub(crate) symbols: Vec<Symbol>,
     pub(crate) symbol_names: Vec<CString>,
     pub(crate) symbols_path: CString,
+    pub(crate) thread_comm: CString,
+    pub(crate) etm_path: CString,
 }
 
 impl Default for Answers {
@@ -190,6 +192,8 @@ impl Default for Answers {
             symbols: Vec::new(),
             symbol_names: Vec::new(),
             symbols_path: CString::default(),
+            thread_comm: CString::default(),
+            etm_path: CString::default(),
         }
     }
 }

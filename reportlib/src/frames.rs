@@ -39,8 +39,14 @@ pub struct Session {
     pub remove_methods: Vec<regex::Regex>,
     /// The answers of the lookups (`lookups.rs`), kept until the next such call.
     pub(crate) answers: crate::ctypes::Answers,
-    /// A caller asked for the recording's ETM trace elements (`SetETMCallback`).
-    pub etm_wanted: bool,
+    /// Where the recording's ETM trace elements go (`SetETMCallback`).
+    pub etm_callback: Option<crate::etm::EtmCallback>,
+    /// The ETM trace was decoded (or there was none).
+    pub(crate) etm_started: bool,
+    /// What decoding shares: threads and the thread each trace ID runs in.
+    pub(crate) etm_state: Option<std::sync::Arc<std::sync::Mutex<rperf_etm::State>>>,
+    /// The recording's binaries, for `ConvertETMAddressToVaddrInFile`.
+    pub(crate) etm_binaries: Option<crate::etm::Binaries>,
 }
 
 /// The profile and where the caller is in it.
@@ -140,7 +146,10 @@ impl Default for Session {
             retired: Vec::new(),
             remove_methods: Vec::new(),
             answers: Default::default(),
-            etm_wanted: false,
+            etm_callback: None,
+            etm_started: false,
+            etm_state: None,
+            etm_binaries: None,
         }
     }
 }
@@ -200,9 +209,6 @@ impl Session {
     /// Reads the recording, on the first call that needs its samples.
     pub(crate) fn load(&mut self) -> Result<&mut Loaded, String> {
         if self.loaded.is_none() {
-            if self.etm_wanted {
-                self.no_etm_decoder()?;
-            }
             let needs = Needs { samples: false, lines: false, places: true, callers: true };
             self.opts.show_ip = self.show_ip;
             self.opts.merge_java_methods = self.merge_java;
@@ -217,21 +223,6 @@ impl Session {
             self.loaded = Some(Loaded { profile, samples, sample: Default::default(), events });
         }
         Ok(self.loaded.as_mut().expect("loaded above"))
-    }
-
-    /// ETM trace elements were asked for: a recording with ETM trace cannot give them.
-    fn no_etm_decoder(&mut self) -> Result<(), String> {
-        let input = self.opts.input.clone();
-        let etm = self.facts()?.events.iter().any(|e| e.starts_with("cs-etm") || e.starts_with("cs_etm"));
-        match etm {
-            true => Err(format!(
-                "{} holds ETM trace, and this library does not decode ETM trace: no trace element \
-                 can be handed to the ETM callback. `rperf dump -i {}` shows its records",
-                input.display(),
-                input.display()
-            )),
-            false => Ok(()),
-        }
     }
 
     /// Moves to the next sample; null at the end.

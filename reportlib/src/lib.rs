@@ -16,6 +16,7 @@
 
 mod api;
 mod ctypes;
+mod etm;
 mod frames;
 mod lookups;
 

@@ -4,7 +4,7 @@
 
 use std::ffi::c_char;
 
-use crate::ctypes::{BuildIdPair, EventCounter, EventCountersView, Symbol, Thread};
+use crate::ctypes::{BuildIdPair, DsoAddress, EventCounter, EventCountersView, Symbol, Thread};
 use crate::frames::{c_string, Session, Strings};
 
 impl Session {
@@ -42,9 +42,17 @@ impl Session {
         })
     }
 
-    /// A thread the recording described, as it was at the end of the recording; pid -1 when
-    /// there is none with that id.
+    /// A thread the recording described, as it was at the end of the recording (while its ETM
+    /// trace is decoded, as the records so far say); pid -1 when there is none with that id.
     pub fn thread(&mut self, tid: i32) -> Result<Thread, String> {
+        if let Some(state) = &self.etm_state {
+            let state = state.lock().unwrap_or_else(|e| e.into_inner());
+            let Some((pid, comm)) = state.threads.thread(tid) else {
+                return Ok(Thread { pid: -1, tid: -1, comm: std::ptr::null() });
+            };
+            self.answers.thread_comm = c_string(comm.to_string());
+            return Ok(Thread { pid, tid, comm: self.answers.thread_comm.as_ptr() });
+        }
         self.load()?;
         let loaded = self.loaded.as_ref().expect("loaded above");
         let Some(&(pid, comm)) = loaded.profile.threads.get(&tid) else {
@@ -110,5 +118,39 @@ impl Session {
             .collect();
         a.symbols.push(Symbol::default());
         Ok(a.symbols.as_ptr())
+    }
+
+    /// The ETM trace to decode before the samples, once, when a callback wants it and the
+    /// recording has it.
+    pub fn etm_job(&mut self) -> Result<Option<crate::etm::EtmJob>, String> {
+        let Some(callback) = self.etm_callback else { return Ok(None) };
+        if std::mem::replace(&mut self.etm_started, true) {
+            return Ok(None);
+        }
+        let Some(recording) = rperf_etm::EtmRecording::open(&self.opts.input)? else { return Ok(None) };
+        let state = std::sync::Arc::new(std::sync::Mutex::new(rperf_etm::State::default()));
+        self.etm_state = Some(state.clone());
+        let build_ids = self.facts()?.build_ids.clone();
+        let binaries = || {
+            let mut finder = rperf_symbols::BinaryFinder::new(&self.opts.symfs);
+            finder.add_symdirs(&self.opts.symdirs);
+            crate::etm::Binaries::new(finder, build_ids.clone())
+        };
+        self.etm_binaries = Some(binaries());
+        Ok(Some(crate::etm::EtmJob { recording, state, callback, binaries: binaries() }))
+    }
+
+    /// `addr` in trace `id`'s context: the binary recorded there and the address in it.
+    pub fn etm_address(&mut self, id: u8, addr: u64) -> Result<DsoAddress, String> {
+        let Some(state) = &self.etm_state else {
+            return Err("no ETM trace was decoded: call SetETMCallback, then GetNextSample".into());
+        };
+        let found = state.lock().unwrap_or_else(|e| e.into_inner()).locate(id, addr);
+        let (Some((mapping, offset)), Some(binaries)) = (found, self.etm_binaries.as_mut()) else {
+            return Ok(DsoAddress { path: std::ptr::null(), offset: addr });
+        };
+        let vaddr = binaries.vaddr_in_file(&mapping, offset);
+        self.answers.etm_path = c_string(mapping.path);
+        Ok(DsoAddress { path: self.answers.etm_path.as_ptr(), offset: vaddr })
     }
 }

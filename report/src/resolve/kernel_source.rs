@@ -13,10 +13,10 @@ use crate::Error;
 /// whose build id matches or cannot be compared. None without symbol folders.
 pub fn vmlinux(
     finder: &rperf_symbols::BinaryFinder,
-    opts: &crate::configs::LoadConfig,
+    symbol_folders: bool,
     build_ids: &std::collections::HashMap<String, Vec<u8>>,
 ) -> Option<std::path::PathBuf> {
-    if opts.symfs.is_empty() && opts.symdirs.is_empty() {
+    if !symbol_folders {
         return None;
     }
     let id = build_ids.get("[kernel.kallsyms]").filter(|b| b.iter().any(|&x| x != 0));
@@ -26,12 +26,11 @@ pub fn vmlinux(
     }
 }
 
-/// Where kernel symbols come from: `--kallsyms`, a kernel image, rperf's snapshot,
+/// Where kernel symbols come from: `--kallsyms` or a kernel image (the pair given), rperf's snapshot,
 /// simpleperf's stored kernel symbols, or this machine's kernel when the recording was made
 /// on it (`this_kernel`).
 pub fn kernel_source(
-    kallsyms: Option<&std::path::Path>,
-    vmlinux: Option<&std::path::Path>,
+    (kallsyms, vmlinux): (Option<&std::path::Path>, Option<&std::path::Path>),
     perf_file: &linux_perf_data::PerfFile,
     stored: &[SimpleperfFileRecord],
     this_kernel: bool,
