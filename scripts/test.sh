@@ -6,7 +6,7 @@
 # aarch64 cross-compiler and qemu user-mode emulation for the device builds, GNU time for the
 # recorder's peak memory, tmux to drive
 # rperf top in a terminal, strace to see what a report opens, Debian's debuginfod server to
-# serve debug info to the client's tests) and mounting
+# serve debug info to the client's tests, OpenCSD's library to decode ETM trace) and mounting
 # tracefs for the tracepoint tests; protobuf, texttable and jinja2 (pip) for simpleperf's
 # Python scripts, which the report library tests run (pandas and bokeh<3.4 for the newest
 # scripts' purgatorio). The device binaries are built before the
@@ -33,6 +33,7 @@ command -v strace >/dev/null 2>&1 || need+=(strace)
 command -v debuginfod >/dev/null 2>&1 || need+=(debuginfod)
 [ -x /usr/bin/time ] || need+=(time)
 command -v aarch64-linux-gnu-gcc >/dev/null 2>&1 || need+=(gcc-aarch64-linux-gnu)
+ldconfig -p 2>/dev/null | grep -q libopencsd_c_api.so.1 || need+=(libopencsd1)
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
   apt-get update -qq
