@@ -283,6 +283,33 @@ fn etm_scripts_decode_the_trace_as_simpleperf_does() {
     let fxt = dir.join("out.fxt").display().to_string();
     newest("report_fuchsia.py", &["-i", &data, "--binary_cache", &cache_arg, "-o", &fxt], &dir);
     assert!(std::fs::metadata(&fxt).unwrap().len() > 0);
+    // A callback that raises: Python reports it, decoding goes on, and the process lives.
+    let program = format!(
+        r#"
+import sys
+sys.path.insert(0, {scripts:?})
+from simpleperf_report_lib import ReportLib
+lib = ReportLib()
+lib.SetRecordFile({data:?})
+lib.SetSymfs({cache:?})
+calls = []
+def fail(trace_id, element):
+    calls.append(trace_id)
+    raise ValueError('a script error')
+lib.SetETMCallback(fail)
+while lib.GetNextSample():
+    pass
+lib.Close()
+print('alive', len(calls))
+"#,
+        scripts = scripts_newest().display().to_string(),
+        cache = cache_arg,
+    );
+    let o = run(Command::new("python3").arg("-c").arg(&program));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let calls: u64 = stdout(&o).trim().strip_prefix("alive ").expect(&stdout(&o)).parse().unwrap();
+    assert!(calls > 200, "{calls} elements handed on");
+    assert!(stderr(&o).contains("a script error"), "{}", stderr(&o));
     // Trace the file lacks is said, and the script still ends.
     let missing = etm.join("perf_with_missing_aux_data.data").display().to_string();
     let o = run(Command::new("python3")
