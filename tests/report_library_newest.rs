@@ -307,7 +307,8 @@ print('alive', len(calls))
     );
     let o = run(Command::new("python3").arg("-c").arg(&program));
     assert!(o.status.success(), "{}", stderr(&o));
-    let calls: u64 = stdout(&o).trim().strip_prefix("alive ").expect(&stdout(&o)).parse().unwrap();
+    let out = stdout(&o);
+    let calls: u64 = out.trim().strip_prefix("alive ").unwrap_or_else(|| panic!("{out}")).parse().unwrap();
     assert!(calls > 200, "{calls} elements handed on");
     assert!(stderr(&o).contains("a script error"), "{}", stderr(&o));
     // Trace the file lacks is said, and the script still ends.
