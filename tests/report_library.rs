@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::library::{library, script, scripts};
+use common::library::{library, path_with_stand_in_adb, script, scripts};
 use common::*;
 
 fn root() -> &'static Path {
@@ -177,10 +177,7 @@ fn simpleperfs_scripts_run_unchanged_on_rperfs_recordings() {
     assert!(dir.join("annotated_files/summary").is_file());
     // binary_cache_builder.py: the recorded binaries, found by the build ids the library gives
     // in a local folder (-lib); the phone is a stand-in adb that pulls nothing.
-    let fake = dir.join("fakebin");
-    std::fs::create_dir_all(&fake).unwrap();
-    write_executable(&fake.join("adb"), "#!/bin/sh\necho 'Android Debug Bridge version 1.0.41'\nexit 0\n");
-    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
+    let path = path_with_stand_in_adb(&dir);
     let program = &programs().mixed;
     let o = run(Command::new("python3")
         .arg(scripts().join("binary_cache_builder.py"))

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::library::{library, script_in, scripts, scripts_newest};
+use common::library::{library, path_with_stand_in_adb, script_in, scripts, scripts_newest};
 use common::*;
 
 fn corpus(file: &str) -> String {
@@ -202,10 +202,7 @@ fn newest_scripts_run_unchanged_on_a_fresh_recording() {
     std::fs::create_dir_all(&lib_dir).unwrap();
     let xz = which("xz");
     std::fs::copy(&xz, lib_dir.join("xz")).unwrap();
-    let fake = dir.join("fakebin");
-    std::fs::create_dir_all(&fake).unwrap();
-    write_executable(&fake.join("adb"), "#!/bin/sh\necho 'Android Debug Bridge version 1.0.41'\nexit 0\n");
-    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
+    let path = path_with_stand_in_adb(&dir);
     let o = run(Command::new("python3")
         .arg(scripts_newest().join("binary_cache_builder.py"))
         .args(["-i", &data, "-lib"])

@@ -84,29 +84,26 @@ impl Callbacks for Bridge<'_, '_> {
 }
 
 fn decoder_unit(unit: &TraceUnit) -> Option<Unit> {
-    match *unit {
-        TraceUnit::Etmv4 { configr, traceidr, idr0, idr1, idr2, idr8 } => {
-            Some(Unit::Etmv4(opencsd::Etmv4Config {
-                idr: [idr0, idr1, idr2, idr8, 0, 0, 0, 0, 0],
-                configr,
-                traceidr,
-                arch_ver: opencsd::ARCH_V8,
-                core_prof: opencsd::PROFILE_CORTEX_A,
-            }))
-        }
-        TraceUnit::Ete { configr, traceidr, idr0, idr1, idr2, idr8, devarch } => {
-            Some(Unit::Ete(opencsd::EteConfig {
-                idr0,
-                idr1,
-                idr2,
-                idr8,
-                devarch,
-                configr,
-                traceidr,
-                arch_ver: opencsd::ARCH_AA64,
-                core_prof: opencsd::PROFILE_CORTEX_A,
-            }))
-        }
+    let (arch_ver, core_prof) = (opencsd::ARCH_V8, opencsd::PROFILE_CORTEX_A);
+    match unit {
+        TraceUnit::Etmv4(r) => Some(Unit::Etmv4(opencsd::Etmv4Config {
+            idr: [r.idr0, r.idr1, r.idr2, r.idr8, 0, 0, 0, 0, 0],
+            configr: r.configr,
+            traceidr: r.traceidr,
+            arch_ver,
+            core_prof,
+        })),
+        TraceUnit::Ete(r, devarch) => Some(Unit::Ete(opencsd::EteConfig {
+            idr0: r.idr0,
+            idr1: r.idr1,
+            idr2: r.idr2,
+            idr8: r.idr8,
+            devarch: *devarch,
+            configr: r.configr,
+            traceidr: r.traceidr,
+            arch_ver: opencsd::ARCH_AA64,
+            core_prof,
+        })),
         TraceUnit::Etmv3 => None,
     }
 }

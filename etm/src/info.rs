@@ -8,13 +8,24 @@ const ETMV3_MAGIC: u64 = 0x3030_3030_3030_3030;
 const ETMV4_MAGIC: u64 = 0x4040_4040_4040_4040;
 const ETE_MAGIC: u64 = 0x5050_5050_5050_5050;
 
-/// A trace unit's registers, as recorded.
+/// The registers an ETMv4 or ETE unit's configuration is recorded with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Registers {
+    pub configr: u32,
+    pub traceidr: u32,
+    pub idr0: u32,
+    pub idr1: u32,
+    pub idr2: u32,
+    pub idr8: u32,
+}
+
+/// A trace unit, as recorded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TraceUnit {
-    /// ETMv4: TRCCONFIGR, TRCTRACEIDR, TRCIDR0, TRCIDR1, TRCIDR2, TRCIDR8.
-    Etmv4 { configr: u32, traceidr: u32, idr0: u32, idr1: u32, idr2: u32, idr8: u32 },
-    /// ETE (Armv9): the same and TRCDEVARCH.
-    Ete { configr: u32, traceidr: u32, idr0: u32, idr1: u32, idr2: u32, idr8: u32, devarch: u32 },
+    /// ETMv4.
+    Etmv4(Registers),
+    /// ETE (Armv9): the same registers and TRCDEVARCH.
+    Ete(Registers, u32),
     /// ETMv3/PTM, which rperf does not decode.
     Etmv3,
 }
@@ -29,10 +40,8 @@ pub struct CpuTrace {
 impl CpuTrace {
     /// The CoreSight trace ID its trace carries (TRCTRACEIDR's low 7 bits).
     pub fn trace_id(&self) -> Option<u8> {
-        match self.unit {
-            TraceUnit::Etmv4 { traceidr, .. } | TraceUnit::Ete { traceidr, .. } => {
-                Some((traceidr & 0x7f) as u8)
-            }
+        match &self.unit {
+            TraceUnit::Etmv4(r) | TraceUnit::Ete(r, _) => Some((r.traceidr & 0x7f) as u8),
             TraceUnit::Etmv3 => None,
         }
     }
@@ -72,24 +81,15 @@ pub fn parse_auxtrace_info(body: &[u8]) -> Result<Vec<CpuTrace>, String> {
             _ => return Err(format!("CPU block magic {magic:#x} is no ETM's")),
         };
         let reg = |i: usize| word(first + i).map(|v| v as u32);
+        // TRCCONFIGR, TRCTRACEIDR, TRCIDR0, TRCIDR1, TRCIDR2, TRCIDR8, TRCAUTHSTATUS (and, for
+        // ETE, TRCDEVARCH).
+        let registers = || -> Result<Registers, &str> {
+            let (configr, traceidr, idr0) = (reg(0)?, reg(1)?, reg(2)?);
+            Ok(Registers { configr, traceidr, idr0, idr1: reg(3)?, idr2: reg(4)?, idr8: reg(5)? })
+        };
         let unit = match magic {
-            ETMV4_MAGIC => TraceUnit::Etmv4 {
-                configr: reg(0)?,
-                traceidr: reg(1)?,
-                idr0: reg(2)?,
-                idr1: reg(3)?,
-                idr2: reg(4)?,
-                idr8: reg(5)?,
-            },
-            ETE_MAGIC => TraceUnit::Ete {
-                configr: reg(0)?,
-                traceidr: reg(1)?,
-                idr0: reg(2)?,
-                idr1: reg(3)?,
-                idr2: reg(4)?,
-                idr8: reg(5)?,
-                devarch: reg(7)?,
-            },
+            ETMV4_MAGIC => TraceUnit::Etmv4(registers()?),
+            ETE_MAGIC => TraceUnit::Ete(registers()?, reg(7)?),
             ETMV3_MAGIC => TraceUnit::Etmv3,
             _ => return Err(format!("CPU block magic {magic:#x} is no ETM's")),
         };
@@ -139,13 +139,8 @@ mod tests {
         let units = parse_auxtrace_info(&b).unwrap();
         assert_eq!(units.len(), 2);
         assert_eq!(units[0].trace_id(), Some(0x10));
-        assert_eq!(
-            units[1],
-            CpuTrace {
-                cpu: 1,
-                unit: TraceUnit::Etmv4 { configr: 0, traceidr: 0x12, idr0: 0, idr1: 0, idr2: 0, idr8: 0 }
-            }
-        );
+        let registers = Registers { configr: 0, traceidr: 0x12, idr0: 0, idr1: 0, idr2: 0, idr8: 0 };
+        assert_eq!(units[1], CpuTrace { cpu: 1, unit: TraceUnit::Etmv4(registers) });
     }
 
     #[test]

@@ -13,5 +13,5 @@ pub mod recording;
 
 pub use decode::{decode, Element, ElementKind, Sink, State, Summary};
 
-pub use info::{parse_auxtrace_info, CpuTrace, TraceUnit};
+pub use info::{parse_auxtrace_info, CpuTrace, Registers, TraceUnit};
 pub use recording::{EtmRecording, Mapping, Threads};

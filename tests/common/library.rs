@@ -55,3 +55,12 @@ pub fn script_in(scripts: &Path, name: &str, args: &[&str], cwd: &Path) -> Strin
     assert!(o.status.success(), "{name} {args:?} failed:\n{}", stderr(&o));
     stdout(&o)
 }
+
+/// PATH with a stand-in `adb` in `dir` first, which answers `adb version` and pulls nothing:
+/// binary_cache_builder.py wants a phone, and finds the binaries in its local folders.
+pub fn path_with_stand_in_adb(dir: &Path) -> String {
+    let fake = dir.join("fakebin");
+    std::fs::create_dir_all(&fake).unwrap();
+    write_executable(&fake.join("adb"), "#!/bin/sh\necho 'Android Debug Bridge version 1.0.41'\nexit 0\n");
+    format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default())
+}
