@@ -6,6 +6,7 @@ mod binary_cache;
 mod debuginfod_args;
 mod dump;
 mod exit;
+mod inject;
 mod list;
 mod log;
 mod output_file;
@@ -38,6 +39,7 @@ enum Command {
     Android(android::AndroidArgs),
     Annotate(annotate::AnnotateArgs),
     Top(top::TopArgs),
+    Inject(inject::InjectArgs),
 }
 
 fn main() {
@@ -60,6 +62,7 @@ fn main() {
         Command::Android(a) => android::run(a),
         Command::Annotate(a) => annotate::run(a),
         Command::Top(a) => top::run(a),
+        Command::Inject(a) => inject::run(a),
     };
     std::process::exit(exit::code(result));
 }

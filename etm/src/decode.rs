@@ -38,10 +38,13 @@ impl State {
     }
 }
 
+/// Where an address lies in a trace's context: the mapping and the file offset.
+pub type Locate<'a> = &'a dyn Fn(u64) -> Option<(Mapping, u64)>;
+
 /// Who takes the elements and gives the code.
 pub trait Sink {
-    /// A decoded element of trace `id`.
-    fn element(&mut self, id: u8, element: &Element);
+    /// A decoded element of trace `id`; `locate` places addresses in that trace's context.
+    fn element(&mut self, id: u8, element: &Element, locate: Locate<'_>);
     /// Fills `out` with the bytes of `mapping`'s file at `offset`; how many.
     fn code(&mut self, mapping: &Mapping, offset: u64, out: &mut [u8]) -> usize;
 }
@@ -71,7 +74,9 @@ impl Callbacks for Bridge<'_, '_> {
                 self.state.lock().unwrap_or_else(|e| e.into_inner()).context.insert(id, tid as i32);
             }
         }
-        self.sink.borrow_mut().element(id, element);
+        let state = self.state;
+        let locate = |addr: u64| state.lock().unwrap_or_else(|e| e.into_inner()).locate(id, addr);
+        self.sink.borrow_mut().element(id, element, &locate);
     }
 
     fn memory(&mut self, id: u8, address: u64, out: &mut [u8]) -> usize {

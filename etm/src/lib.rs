@@ -6,11 +6,14 @@
 //! Decoding needs the code that ran: instruction bytes are read from the binaries the
 //! recording maps, found by the caller (a binary cache, `--symfs`).
 
+pub mod autofdo;
+pub mod binaries;
 pub mod decode;
 pub mod info;
 pub mod opencsd;
 pub mod recording;
 
+pub use binaries::Binaries;
 pub use decode::{decode, Element, ElementKind, Sink, State, Summary};
 
 pub use info::{parse_auxtrace_info, CpuTrace, Registers, TraceUnit};

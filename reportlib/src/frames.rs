@@ -46,7 +46,7 @@ pub struct Session {
     /// What decoding shares: threads and the thread each trace ID runs in.
     pub(crate) etm_state: Option<std::sync::Arc<std::sync::Mutex<rperf_etm::State>>>,
     /// The recording's binaries, for `ConvertETMAddressToVaddrInFile`.
-    pub(crate) etm_binaries: Option<crate::etm::Binaries>,
+    pub(crate) etm_binaries: Option<rperf_etm::Binaries>,
 }
 
 /// The profile and where the caller is in it.

@@ -134,7 +134,7 @@ impl Session {
         let binaries = || {
             let mut finder = rperf_symbols::BinaryFinder::new(&self.opts.symfs);
             finder.add_symdirs(&self.opts.symdirs);
-            crate::etm::Binaries::new(finder, build_ids.clone())
+            rperf_etm::Binaries::new(finder, build_ids.clone())
         };
         self.etm_binaries = Some(binaries());
         Ok(Some(crate::etm::EtmJob { recording, state, callback, binaries: binaries() }))

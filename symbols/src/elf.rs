@@ -51,6 +51,13 @@ impl ElfInfo {
         Some(address)
     }
 
+    /// The address and file offset of section `name`, when the file holds its bytes.
+    pub fn section_place(&self, name: &str) -> Option<(u64, u64)> {
+        let obj = object::File::parse(&self.data[..]).ok()?;
+        let section = obj.section_by_name(name)?;
+        Some((section.address(), section.file_range()?.0))
+    }
+
     /// Maps and parses `path`.
     pub fn load(path: &Path) -> Result<ElfInfo, Error> {
         Self::load_with_debug_roots(path, &[])
