@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use rperf_perfdata::bytes::{u16_at, u32_at, u64_at};
+use rperf_perfdata::bytes::{u32_at, u64_at};
+use rperf_perfdata::encode::AUXTRACE;
 
 use crate::info::{parse_auxtrace_info, CpuTrace};
 
@@ -15,7 +16,6 @@ const FORK: u32 = 7;
 const MMAP2: u32 = 10;
 const AUX: u32 = 11;
 const AUXTRACE_INFO: u32 = 70;
-const AUXTRACE: u32 = 71;
 /// `PERF_AUX_FLAG_CORESIGHT_FORMAT_RAW`: the AUX data is one unit's raw stream.
 const AUX_RAW: u64 = 0x100;
 
@@ -109,32 +109,18 @@ impl Threads {
     }
 }
 
-/// Calls `f` with each record of `data` (type, misc, body) in file order; an AUXTRACE
-/// record's body is followed by its data, which `f` also gets (`extra`). Stops at a record
-/// that does not fit.
+/// Calls `f` with each record of `data` (type, misc, body) in file order, through the one
+/// walk over a data section (`rperf_perfdata::walk`); an AUXTRACE record's trace data follows
+/// its body (`extra`: its range in the file). Stops at a record that does not fit.
 fn walk(map: &[u8], (start, end): (usize, usize), mut f: impl FnMut(u32, u16, &[u8], (usize, usize))) {
-    let mut at = start;
-    while at + 8 <= end {
-        let (Some(type_), Some(misc), Some(size)) =
-            (u32_at(map, at), u16_at(map, at + 4), u16_at(map, at + 6))
-        else {
-            return;
-        };
-        let size = usize::from(size);
-        if size < 8 || at + size > end {
+    let mut walk = rperf_perfdata::walk::Walk::new(start as u64, end as u64, false);
+    let mut bytes = map;
+    while let Some(Ok(step)) = walk.next(&mut bytes) {
+        if step.trace_cut.is_some() {
             return;
         }
-        let body = &map[at + 8..at + size];
-        let mut next = at + size;
-        let mut extra = (next, next);
-        if type_ == AUXTRACE {
-            let Some(len) = u64_at(body, 0).and_then(|l| usize::try_from(l).ok()) else { return };
-            let Some(data_end) = next.checked_add(len).filter(|e| *e <= end) else { return };
-            extra = (next, data_end);
-            next = data_end;
-        }
-        f(type_, misc, body, extra);
-        at = next;
+        let (at, size, next) = (step.at as usize, step.size as usize, step.next as usize);
+        f(step.kind, step.misc, &map[at + 8..at + size], (at + size, next));
     }
 }
 
@@ -149,15 +135,11 @@ impl EtmRecording {
         let file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let map = rperf_perfdata::mapped::map(&file).map_err(|e| format!("{}: {e}", path.display()))?;
         let bad = |what: &str| format!("{}: {what}", path.display());
-        if map.get(..8) != Some(&b"PERFILE2"[..]) {
-            return Err(bad("not a perf.data file"));
-        }
-        let word =
-            |at: usize| u64_at(&map, at).map(|v| v as usize).ok_or_else(|| bad("the header is cut short"));
-        let (attr_size, attrs_at, attrs_len) = (word(16)?, word(24)?, word(32)?);
-        let (data_at, data_len) = (word(40)?, word(48)?);
-        let data = (data_at, data_at.saturating_add(data_len));
-        if data.1 > map.len() || attr_size < 64 || attrs_len < attr_size {
+        let header =
+            rperf_perfdata::header::FileHeader::parse(&map).ok_or_else(|| bad("not a perf.data file"))?;
+        let (attrs_at, data) = (header.attrs.0 as usize, header.data);
+        let data = (data.0 as usize, data.0.saturating_add(data.1) as usize);
+        if data.1 > map.len() || header.attr_size < 64 || header.attrs.1 < header.attr_size {
             return Err(bad("the header's sections lie outside the file"));
         }
         let sample_type = u64_at(&map, attrs_at + 24).ok_or_else(|| bad("no event attributes"))?;
