@@ -1,6 +1,7 @@
 //! `rperf inject`: a recording's ETM instruction trace as AutoFDO's text input, as
 //! `simpleperf inject` writes it (`rperf_etm::autofdo`).
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -13,9 +14,10 @@ use clap::Args;
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:\n  rperf inject -i perf.data --symdir binary_cache -o autofdo.txt")]
 pub struct InjectArgs {
-    /// The recording.
+    /// The recordings: `a.data,b.data,...`; `@FILE` names a file that lists recordings, one
+    /// per line. Their counts add up.
     #[arg(short = 'i', long = "input", default_value = "perf.data")]
-    input: PathBuf,
+    input: String,
     /// Write here.
     #[arg(short = 'o', default_value = "perf_inject.data")]
     output: PathBuf,
@@ -42,7 +44,73 @@ pub fn run(a: InjectArgs) -> anyhow::Result<i32> {
         Some(r) => Some(regex::Regex::new(r).with_context(|| format!("--binary {}", r.escape_debug()))?),
         None => None,
     };
-    let input = &a.input;
+    let keep = move |path: &str| keep.as_ref().is_none_or(|r| r.is_match(path));
+    let mut profile = rperf_etm::autofdo::AutoFdo::default();
+    let mut bases: HashMap<String, u64> = HashMap::new();
+    let mut build_ids: HashMap<String, Vec<u8>> = HashMap::new();
+    for input in inputs(&a.input)? {
+        let mut binaries = binaries(&a, &input)?;
+        let one = decode(&input, &mut binaries, &keep)?;
+        for path in one.binaries.keys() {
+            bases.entry(path.clone()).or_insert_with(|| binaries.first_load_vaddr(path));
+            if let Some(id) = binaries.build_id(path) {
+                build_ids.entry(path.clone()).or_insert_with(|| id.to_vec());
+            }
+        }
+        profile.merge(one);
+    }
+    if profile.binaries.is_empty() {
+        let matching =
+            a.binary.as_ref().map(|r| format!(" and whose path matches --binary {}", r.escape_debug()));
+        eprintln!(
+            "rperf: no instruction ran in a binary that was found{}: pass the folders that hold \
+             the recorded binaries with --symdir (a binary cache works)",
+            matching.unwrap_or_default()
+        );
+    }
+    let text = profile.text(|p| bases[p], |p| build_ids.get(p).cloned());
+    let mut file = crate::output_file::OutputFile::create(&a.output)?;
+    file.file().write_all(text.as_bytes()).with_context(|| format!("cannot write {}", a.output.display()))?;
+    file.finish()?;
+    Ok(0)
+}
+
+/// The recordings `-i` names: comma-separated, `@FILE` for a file listing them one per line.
+fn inputs(arg: &str) -> anyhow::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for item in arg.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match item.strip_prefix('@') {
+            Some(list) => {
+                let meta = std::fs::metadata(list).with_context(|| format!("-i @{list}"))?;
+                if !meta.is_file() || meta.len() > 1 << 20 {
+                    bail!("-i @{list}: a list of recordings is a file of at most 1 MiB");
+                }
+                let text = std::fs::read_to_string(list).with_context(|| format!("-i @{list}"))?;
+                out.extend(text.lines().map(str::trim).filter(|l| !l.is_empty()).map(PathBuf::from));
+            }
+            None => out.push(PathBuf::from(item)),
+        }
+    }
+    if out.is_empty() {
+        bail!("-i names no recording");
+    }
+    Ok(out)
+}
+
+/// The binaries of `input`, found in the folders given.
+fn binaries(a: &InjectArgs, input: &std::path::Path) -> anyhow::Result<rperf_etm::Binaries> {
+    let build_ids = rperf_report::facts(input)?.build_ids;
+    let mut finder = rperf_symbols::BinaryFinder::new(&a.symfs);
+    finder.add_symdirs(&a.symdirs);
+    Ok(rperf_etm::Binaries::new(finder, build_ids))
+}
+
+/// What `input`'s ETM trace ran, in the binaries `keep` accepts.
+fn decode(
+    input: &std::path::Path,
+    binaries: &mut rperf_etm::Binaries,
+    keep: &dyn Fn(&str) -> bool,
+) -> anyhow::Result<rperf_etm::autofdo::AutoFdo> {
     let recording = rperf_etm::EtmRecording::open(input).map_err(anyhow::Error::msg)?;
     let Some(recording) = recording else {
         bail!(
@@ -50,32 +118,16 @@ pub fn run(a: InjectArgs) -> anyhow::Result<i32> {
             input.display()
         );
     };
-    let build_ids = rperf_report::facts(input)?.build_ids;
-    let mut finder = rperf_symbols::BinaryFinder::new(&a.symfs);
-    finder.add_symdirs(&a.symdirs);
-    let mut binaries = rperf_etm::Binaries::new(finder, build_ids);
     let state = std::sync::Mutex::new(rperf_etm::State::default());
-    let keep = Box::new(move |path: &str| keep.as_ref().is_none_or(|r| r.is_match(path)));
-    let mut collector = rperf_etm::autofdo::Collector::new(&mut binaries, keep);
+    let mut collector = rperf_etm::autofdo::Collector::new(binaries, Box::new(keep));
     let summary = rperf_etm::decode(&recording, &state, &mut collector).map_err(anyhow::Error::msg)?;
-    let profile = collector.finish();
     if summary.missing > 0 {
         eprintln!(
-            "rperf: {} of {} AUX records point at trace the file lacks; that trace is left out",
-            summary.missing, summary.aux_records
+            "rperf: {}: {} of {} AUX records point at trace the file lacks; that trace is left out",
+            input.display(),
+            summary.missing,
+            summary.aux_records
         );
     }
-    if profile.binaries.is_empty() {
-        eprintln!(
-            "rperf: no instruction ran in a binary that was found: pass the folders that hold the \
-             recorded binaries with --symdir (a binary cache works)"
-        );
-    }
-    let bases: std::collections::HashMap<String, u64> =
-        profile.binaries.keys().map(|p| (p.clone(), binaries.first_load_vaddr(p))).collect();
-    let text = profile.text(|p| bases[p], |p| binaries.build_id(p).map(<[u8]>::to_vec));
-    let mut file = crate::output_file::OutputFile::create(&a.output)?;
-    file.file().write_all(text.as_bytes()).with_context(|| format!("cannot write {}", a.output.display()))?;
-    file.finish()?;
-    Ok(0)
+    Ok(collector.finish())
 }

@@ -102,6 +102,19 @@ impl Sink for Collector<'_> {
 }
 
 impl AutoFdo {
+    /// Adds what `other` counted.
+    pub fn merge(&mut self, other: AutoFdo) {
+        for (path, b) in other.binaries {
+            let into = self.binaries.entry(path).or_default();
+            for (k, n) in b.ranges {
+                *into.ranges.entry(k).or_default() += n;
+            }
+            for (k, n) in b.branches {
+                *into.branches.entry(k).or_default() += n;
+            }
+        }
+    }
+
     /// The AutoFDO text of every binary, by path; `base` gives a binary's first loadable
     /// segment's address and `build_id` its recorded build id.
     pub fn text(
