@@ -7,6 +7,10 @@
 //! `rperf_report::load_with`, as `rperf report` reads it (same names, filters and weights),
 //! keeping each sample's frame places. Samples then come one by one, in time order.
 //!
+//! Lookups beside the samples (`lookups.rs`): counters, process names, threads, build ids and a
+//! binary's symbols. With `SetETMCallback`, the recording's ETM trace is decoded first
+//! (`etm.rs`, on `rperf-etm`), each trace element handed to the caller's function.
+//!
 //! Every pointer handed out stays valid until the next call on the same handle (names and
 //! feature sections until the handle is destroyed), as the scripts expect. Bad arguments,
 //! unreadable or damaged files give an error return and a message on stderr; no call unwinds
