@@ -121,6 +121,13 @@ fn decode(
     let state = std::sync::Mutex::new(rperf_etm::State::default());
     let mut collector = rperf_etm::autofdo::Collector::new(binaries, Box::new(keep));
     let summary = rperf_etm::decode(&recording, &state, &mut collector).map_err(anyhow::Error::msg)?;
+    if summary.resets > 0 {
+        eprintln!(
+            "rperf: {}: the decoder met trace it could not follow {} times and went on after it",
+            input.display(),
+            summary.resets
+        );
+    }
     if summary.missing > 0 {
         eprintln!(
             "rperf: {}: {} of {} AUX records point at trace the file lacks; that trace is left out",

@@ -16,8 +16,6 @@ pub use crate::opencsd::Element;
 pub struct ElementKind;
 
 impl ElementKind {
-    pub const NO_SYNC: u32 = 1;
-    pub const TRACE_ON: u32 = 2;
     pub const PE_CONTEXT: u32 = 4;
     pub const INSTR_RANGE: u32 = 5;
 }
@@ -53,7 +51,6 @@ pub trait Sink {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Summary {
     pub aux_records: u64,
-    pub bytes: u64,
     /// AUX records whose trace the file lacks (in part or whole).
     pub missing: u64,
     /// Times a stream was reset after data the decoder could not go on with.
@@ -135,7 +132,6 @@ pub fn decode(rec: &EtmRecording, state: &Mutex<State>, sink: &mut dyn Sink) -> 
         };
         summary.aux_records += 1;
         summary.missing += u64::from(*missing);
-        summary.bytes += data.len() as u64;
         if data.is_empty() || failed.is_some() {
             return;
         }

@@ -125,8 +125,6 @@ pub struct Element {
     pub en_addr: u64,
     /// The context ID (the thread, as Linux sets CONTEXTIDR), when valid.
     pub context_id: Option<u32>,
-    /// Instructions in an instruction range.
-    pub instructions: u32,
     /// An instruction range's last instruction: its type (`ocsd_instr_type`: 1 a branch, 2 an
     /// indirect branch), size in bytes, and whether it executed (a taken branch).
     pub last_type: u32,
@@ -166,14 +164,13 @@ extern "C" fn on_element(ctx: *const c_void, _index: u64, id: u8, element: *cons
     let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
     // Offsets of `ocsd_generic_trace_elem`: type 0, st_addr 8, en_addr 16, the PE context's
     // context_id 32 and flags 40 (bit 1: context ID valid), last_i_type 60, the element flags
-    // 68 (bit 0: last instruction executed; bits 1-3: its size), the payload union 72.
+    // 68 (bit 0: last instruction executed; bits 1-3: its size).
     let flags = u32_at(68);
     let element = Element {
         kind: u32_at(0),
         st_addr: u64_at(8),
         en_addr: u64_at(16),
         context_id: (u32_at(40) & 2 != 0).then(|| u32_at(32)),
-        instructions: u32_at(72),
         last_type: u32_at(60),
         last_size: (flags >> 1) & 7,
         last_executed: flags & 1 != 0,

@@ -214,11 +214,7 @@ pub extern "C" fn GetNextSample(lib: *mut ReportLib) -> *const Sample {
     // A recording's ETM trace is decoded first, holding no borrow of the handle: the callback
     // may call the library back.
     if let Some(job) = guard(lib, "GetNextSample", None, |s| s.etm_job()) {
-        let binaries = job.run();
-        guard(lib, "GetNextSample", (), |s| {
-            s.etm_binaries.get_or_insert(binaries);
-            Ok(())
-        });
+        job.run();
     }
     guard(lib, "GetNextSample", std::ptr::null(), |s| s.next_sample())
 }

@@ -36,9 +36,8 @@ impl rperf_etm::Sink for Sink<'_> {
 }
 
 impl EtmJob {
-    /// Decodes the trace into the callback; what went wrong is said on stderr. Gives back the
-    /// binaries, for address lookups after it.
-    pub fn run(mut self) -> Binaries {
+    /// Decodes the trace into the callback; what went wrong is said on stderr.
+    pub fn run(mut self) {
         let mut sink = Sink { callback: self.callback, binaries: &mut self.binaries };
         match rperf_etm::decode(&self.recording, &self.state, &mut sink) {
             Ok(s) if s.missing > 0 => eprintln!(
@@ -48,6 +47,5 @@ impl EtmJob {
             Ok(_) => {}
             Err(e) => eprintln!("rperf report library: ETM: {e}"),
         }
-        self.binaries
     }
 }

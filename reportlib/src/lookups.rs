@@ -136,6 +136,8 @@ impl Session {
             finder.add_symdirs(&self.opts.symdirs);
             rperf_etm::Binaries::new(finder, build_ids.clone())
         };
+        // Two sets: decoding reads code from its own while the callback's lookups
+        // (`ConvertETMAddressToVaddrInFile`) use the handle's, which decoding never holds.
         self.etm_binaries = Some(binaries());
         Ok(Some(crate::etm::EtmJob { recording, state, callback, binaries: binaries() }))
     }
